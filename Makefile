@@ -1,0 +1,28 @@
+# `make run` trains the synthetic identifiability experiment (quick preset);
+# `make test` runs the test suite. Both create .venv and install into it first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= cpu,dev
+RUN_ARGS ?=
+
+.PHONY: install run test lint
+
+$(BIN)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+install: $(BIN)/.installed
+
+run: install
+	$(BIN)/python recipes/synthetic.py $(RUN_ARGS)
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks
+	$(BIN)/ruff format --check aninfonce_tf recipes tests benchmarks

@@ -1,0 +1,1 @@
+"""Pair sources: `tf.data` pipelines that yield positive pairs."""

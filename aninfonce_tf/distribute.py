@@ -1,0 +1,69 @@
+"""`tf.distribute` strategies by name, and the cross-replica gather of negatives."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.Strategy:
+    """Returns a `tf.distribute.Strategy` from its name.
+
+    Args:
+        name: one of `STRATEGIES`. `"default"` is the no-op strategy; `"mirrored"`
+            uses every local GPU (or the CPU); `"multi_worker_mirrored"` reads
+            `TF_CONFIG`; `"tpu"` connects to `tpu_address` (empty: the local TPU).
+        tpu_address: TPU name or grpc address for `"tpu"`.
+
+    Example:
+
+    >>> get_strategy("default").num_replicas_in_sync
+    1
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        device = "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device)
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"Unknown `strategy` {name!r}; expected one of {STRATEGIES}.")
+
+
+def supports_jit(strategy: tf.distribute.Strategy) -> bool:
+    """False for several replicas on logical CPU devices, where XLA cannot reach the
+    other devices' variables (XLA known issue); True everywhere else."""
+    if strategy.num_replicas_in_sync == 1:
+        return True
+    return not all("CPU" in device.upper() for device in strategy.extended.worker_devices)
+
+
+def num_replicas() -> int:
+    """Replicas in sync of the current strategy (1 outside any strategy)."""
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def gather_across_replicas(z1, z2):
+    """Gathers both views from every replica, keeping gradients to each replica.
+
+    Returns:
+        `(z1_all, z2_all, row_offset)`: the global batches and the index of this
+        replica's first row in them; `(None, None, 0)` with a single replica.
+        `ReplicaContext.all_gather` is differentiable: each replica receives the
+        gradient of its own slice summed over replicas.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None, None, 0
+    z1_all = context.all_gather(z1, axis=0)
+    z2_all = context.all_gather(z2, axis=0)
+    replica_id = tf.cast(context.replica_id_in_sync_group, tf.int32)
+    return z1_all, z2_all, replica_id * tf.shape(z1)[0]

@@ -1,0 +1,171 @@
+"""Identifiability metrics on arrays: how well learned features recover true latents.
+
+All scores fit on one split and score on a held-out split (the authors fit and
+score on the same samples, which flatters flexible readouts).
+
+Example:
+
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(2000, 3))
+>>> scores = identifiability_scores(z, -z[:, ::-1] * 2.0)
+>>> round(scores["linear_r2"], 3), round(scores["mcc"], 3)
+(1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.stats import spearmanr
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import LinearRegression
+from sklearn.metrics import r2_score
+from sklearn.preprocessing import StandardScaler
+
+
+def _split(latents, features, train_fraction: float, seed: int):
+    latents = np.asarray(latents, dtype="float64")
+    features = np.asarray(features, dtype="float64")
+    if latents.ndim != 2 or features.ndim != 2:
+        raise ValueError(
+            f"`latents` and `features` must be 2-D; got {latents.shape} and {features.shape}."
+        )
+    if len(latents) != len(features):
+        raise ValueError(f"`latents` has {len(latents)} rows, `features` {len(features)}.")
+    if not 0 < train_fraction < 1:
+        raise ValueError(f"`train_fraction` must be in (0, 1); got {train_fraction}.")
+    order = np.random.default_rng(seed).permutation(len(latents))
+    cut = int(train_fraction * len(latents))
+    if cut < 2 or len(latents) - cut < 2:
+        raise ValueError(f"Too few samples ({len(latents)}) to split for a held-out score.")
+    train, test = order[:cut], order[cut:]
+    return features[train], latents[train], features[test], latents[test]
+
+
+def _held_out_r2(regressor, latents, features, train_fraction, seed):
+    x_train, z_train, x_test, z_test = _split(latents, features, train_fraction, seed)
+    scaler = StandardScaler().fit(x_train)
+    regressor.fit(scaler.transform(x_train), z_train)
+    predicted = regressor.predict(scaler.transform(x_test))
+    return r2_score(z_test, predicted, multioutput="raw_values")
+
+
+def linear_r2(latents, features, train_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
+    """Per-latent held-out R^2 of a linear regression from features to latents.
+
+    Returns:
+        `[n_latents]` R^2 values; their mean is the overall linear R^2.
+    """
+    return _held_out_r2(LinearRegression(), latents, features, train_fraction, seed)
+
+
+def nonlinear_r2(
+    latents, features, train_fraction: float = 0.5, seed: int = 0, max_train: int = 2000
+) -> np.ndarray:
+    """Per-latent held-out R^2 of an RBF kernel ridge regression (at most `max_train` fits)."""
+    latents, features = np.asarray(latents), np.asarray(features)
+    if len(latents) > 2 * max_train:
+        keep = np.random.default_rng(seed).permutation(len(latents))[: 2 * max_train]
+        latents, features = latents[keep], features[keep]
+    regressor = KernelRidge(kernel="rbf", alpha=1e-3, gamma=1.0 / features.shape[1])
+    return _held_out_r2(regressor, latents, features, train_fraction, seed)
+
+
+def _correlations(latents, features, method: str) -> np.ndarray:
+    latents = np.asarray(latents, dtype="float64")
+    features = np.asarray(features, dtype="float64")
+    if method == "spearman":
+        latents = np.argsort(np.argsort(latents, axis=0), axis=0).astype("float64")
+        features = np.argsort(np.argsort(features, axis=0), axis=0).astype("float64")
+    elif method != "pearson":
+        raise ValueError(f"Unknown `method` {method!r}; expected 'pearson' or 'spearman'.")
+    n = latents.shape[1]
+    matrix = np.corrcoef(latents.T, features.T)[:n, n:]
+    return np.nan_to_num(np.abs(matrix))
+
+
+def match_dimensions(latents, features, method: str = "pearson") -> tuple[np.ndarray, np.ndarray]:
+    """Optimal one-to-one matching of latents to feature dimensions by |correlation|.
+
+    Returns:
+        `(latent_index, feature_index, correlation)` of the matched pairs.
+    """
+    correlations = _correlations(latents, features, method)
+    rows, columns = linear_sum_assignment(correlations, maximize=True)
+    return rows, columns, correlations[rows, columns]
+
+
+def mean_correlation_coefficient(latents, features, method: str = "pearson") -> float:
+    """MCC: mean |correlation| of latents and features after optimal matching (Hungarian).
+
+    1 means recovery up to permutation, sign flips and (Spearman) monotone maps.
+    """
+    return float(np.mean(match_dimensions(latents, features, method)[2]))
+
+
+def block_r2(per_latent_r2, blocks: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean R^2 of each named block of latent indices."""
+    per_latent_r2 = np.asarray(per_latent_r2)
+    return {
+        name: float(np.mean(per_latent_r2[index])) for name, index in blocks.items() if len(index)
+    }
+
+
+def concentration_agreement(
+    learned, true, latents, features, normalize: bool = False
+) -> dict[str, float]:
+    """Compares learned Lambda_hat with the true Lambda, dimensions matched by MCC.
+
+    Args:
+        learned: `[d]` Lambda_hat, one per feature dimension.
+        true: `[n]` ground-truth Lambda, one per latent.
+        latents: `[N, n]` true latents, to match feature dimensions to latents.
+        features: `[N, d]` features (before the scaling).
+        normalize: divide both by their mean first (for the Euclidean loss,
+            where Lambda_hat is identified only up to a common factor).
+
+    Returns:
+        `lambda_spearman` (rank correlation), `lambda_relative_error` (mean
+        |learned - true| / true) and `lambda_hat_matched` (learned, in latent order).
+    """
+    learned = np.asarray(learned, dtype="float64")
+    true = np.asarray(true, dtype="float64")
+    rows, columns, _ = match_dimensions(latents, features)
+    matched = np.empty_like(true)
+    matched[rows] = learned[columns]
+    if normalize:
+        matched, true = matched / matched.mean(), true / true.mean()
+    spearman = spearmanr(matched, true).statistic if np.ptp(true) > 0 else float("nan")
+    return {
+        "lambda_spearman": float(spearman),
+        "lambda_relative_error": float(np.mean(np.abs(matched - true) / true)),
+        "lambda_hat_matched": matched.tolist(),
+    }
+
+
+def identifiability_scores(
+    latents,
+    features,
+    blocks: dict[str, np.ndarray] | None = None,
+    nonlinear: bool = False,
+    seed: int = 0,
+) -> dict:
+    """Every score of the paper's tables for one set of features.
+
+    Returns:
+        A dict with `linear_r2` (mean over latents), `linear_r2_per_latent`,
+        `mcc` (Pearson), `mcc_spearman`, `block_r2` when `blocks` are given,
+        and `nonlinear_r2` when `nonlinear`.
+    """
+    per_latent = linear_r2(latents, features, seed=seed)
+    scores = {
+        "linear_r2": float(np.mean(per_latent)),
+        "linear_r2_per_latent": per_latent.tolist(),
+        "mcc": mean_correlation_coefficient(latents, features, "pearson"),
+        "mcc_spearman": mean_correlation_coefficient(latents, features, "spearman"),
+    }
+    if blocks is not None:
+        scores["block_r2"] = block_r2(per_latent, blocks)
+    if nonlinear:
+        scores["nonlinear_r2"] = float(np.mean(nonlinear_r2(latents, features, seed=seed)))
+    return scores

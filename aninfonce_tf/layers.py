@@ -1,0 +1,159 @@
+"""Keras layers of the contrastive head: the trainable concentration Lambda_hat,
+projection onto the unit sphere, and the projection head."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+from keras import ops
+
+from aninfonce_tf import ops as core
+
+PARAMETRIZATIONS = ("softplus", "exp")
+
+
+def _inverse(parametrization: str, value: np.ndarray) -> np.ndarray:
+    if parametrization == "exp":
+        return np.log(value)
+    # softplus^-1(y) = log(expm1(y)), written stably for large y.
+    return value + np.log(-np.expm1(-value))
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class DiagonalScaling(keras.layers.Layer):
+    """Multiplies embeddings by sqrt(Lambda_hat), a trainable positive diagonal.
+
+    Followed by a Euclidean InfoNCE (`losses.AnInfoNCE`), this gives the AnInfoNCE
+    similarity -1/2 (u - v)^T Lambda_hat (u - v). Lambda_hat = f(theta) with f
+    softplus (the authors' choice) or exp (scale-free steps, faster to move over a
+    wide range); it computes in float32 unless given another `dtype`.
+
+    Args:
+        initial_concentration: positive float (isotropic start) or a sequence of
+            per-dimension values.
+        trainable: `False` gives a fixed Lambda (plain InfoNCE when isotropic).
+        parametrization: `"softplus"` or `"exp"`.
+        initial_noise: standard deviation of Gaussian noise added to theta at
+            initialisation (the authors use 0.1 around theta = 0).
+        seed: seed of that noise.
+
+    Example:
+
+    >>> scaling = DiagonalScaling(initial_concentration=[4.0, 9.0])
+    >>> [round(float(v), 3) for v in scaling(np.ones((1, 2), "float32"))[0]]
+    [2.0, 3.0]
+
+    Reference:
+        Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice", 2025.
+    """
+
+    def __init__(
+        self,
+        initial_concentration: float | Sequence[float] = 1.0,
+        trainable: bool = True,
+        parametrization: str = "softplus",
+        initial_noise: float = 0.0,
+        seed: int | None = None,
+        **kwargs,
+    ):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(trainable=trainable, **kwargs)
+        values = np.asarray(initial_concentration, dtype="float64")
+        if values.ndim > 1 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+            raise ValueError(
+                "`initial_concentration` must be a positive float or a 1-D sequence of "
+                f"positive floats; got {initial_concentration!r}."
+            )
+        if parametrization not in PARAMETRIZATIONS:
+            raise ValueError(
+                f"Unknown `parametrization` {parametrization!r}; expected one of {PARAMETRIZATIONS}."
+            )
+        self.initial_concentration = (
+            float(values) if values.ndim == 0 else [float(v) for v in values]
+        )
+        self.parametrization = parametrization
+        self.initial_noise = float(initial_noise)
+        self.seed = seed
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        if dim is None:
+            raise ValueError("`DiagonalScaling` needs a known last dimension.")
+        if np.ndim(self.initial_concentration) == 1 and len(self.initial_concentration) != dim:
+            raise ValueError(
+                f"`initial_concentration` has {len(self.initial_concentration)} values for "
+                f"embeddings of dimension {dim}."
+            )
+        values = np.broadcast_to(np.asarray(self.initial_concentration, "float64"), (dim,))
+        theta = _inverse(self.parametrization, values)
+        if self.initial_noise:
+            theta = theta + self.initial_noise * np.random.default_rng(self.seed).standard_normal(
+                dim
+            )
+        self.theta = self.add_weight(
+            name="theta",
+            shape=(dim,),
+            initializer=keras.initializers.Constant(theta.astype("float32")),
+            trainable=self.trainable,
+        )
+
+    @property
+    def concentration(self):
+        """The current Lambda_hat, shape `[d]`."""
+        if self.parametrization == "exp":
+            return ops.exp(self.theta)
+        return ops.softplus(self.theta)
+
+    def call(self, z):
+        return ops.cast(z, self.compute_dtype) * ops.sqrt(self.concentration)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            initial_concentration=self.initial_concentration,
+            parametrization=self.parametrization,
+            initial_noise=self.initial_noise,
+            seed=self.seed,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class SphereNormalization(keras.layers.Layer):
+    """L2-normalises the last axis in float32 (zero vectors stay zero).
+
+    Example:
+
+    >>> [float(v) for v in SphereNormalization()(np.array([[3.0, 4.0]], "float32"))[0]]
+    [0.6000000238418579, 0.800000011920929]
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(**kwargs)
+
+    def call(self, z):
+        return core.l2_normalize(z)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def projection_head(
+    hidden_units: Sequence[int], output_dim: int, activation: str = "relu", name: str = "projector"
+) -> keras.Sequential:
+    """SimCLR projection head: Dense-activation blocks, then a linear output layer.
+
+    Example:
+
+    >>> head = projection_head([64], 16)
+    >>> tuple(head(np.zeros((2, 32), "float32")).shape)
+    (2, 16)
+    """
+    blocks = [keras.layers.Dense(units, activation=activation) for units in hidden_units]
+    return keras.Sequential([*blocks, keras.layers.Dense(output_dim)], name=name)

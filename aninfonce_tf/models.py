@@ -1,0 +1,305 @@
+"""`ContrastiveModel`: encoder -> projector -> sphere -> Lambda_hat, trained by `fit`.
+
+The train step embeds both views in one forward pass, gathers the embeddings of
+every replica so that each anchor sees the whole global batch as negatives, and
+updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rate).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from aninfonce_tf import distribute
+from aninfonce_tf import ops as core
+from aninfonce_tf.layers import DiagonalScaling
+from aninfonce_tf.losses import AnInfoNCE, InfoNCE
+
+VIEW_KEYS = ("view1", "view2")
+
+
+def split_views(data):
+    """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys.
+
+    Raises:
+        TypeError: for any other structure.
+        ValueError: when the two views' static shapes differ.
+    """
+    while isinstance(data, (tuple, list)) and len(data) == 1:
+        # `fit(x=(view1, view2))` and `fit(x=dict)` arrive wrapped as a 1-tuple.
+        data = data[0]
+    if isinstance(data, dict):
+        missing = [key for key in VIEW_KEYS if key not in data]
+        if missing:
+            raise TypeError(
+                f"A dict batch needs the keys {VIEW_KEYS}; missing {missing} in {sorted(data)}."
+            )
+        view1, view2 = data["view1"], data["view2"]
+    elif isinstance(data, (tuple, list)) and len([d for d in data if d is not None]) == 2:
+        # Keras' array adapters pad `(x, y)` with a `None` sample weight.
+        view1, view2 = [d for d in data if d is not None]
+    else:
+        raise TypeError(
+            "Each batch must be `(view1, view2)` or a dict with 'view1' and 'view2'; "
+            f"got {type(data).__name__}."
+        )
+    if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
+        raise ValueError(
+            f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
+            f"and {tuple(view2.shape)}."
+        )
+    return view1, view2
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class ContrastiveModel(keras.Model):
+    """Contrastive learner over positive pairs, for plain InfoNCE or AnInfoNCE.
+
+    `model(x)` returns encoder features; `model.embed(x)` the embeddings the loss
+    sees. Compile with `loss=InfoNCE(...)` or `AnInfoNCE(...)` (default: AnInfoNCE
+    when there is a `scaling`, cosine InfoNCE otherwise) and fit on a dataset of
+    `(view1, view2)` or of dicts with `view1`, `view2` and extra keys (latents,
+    augmentation parameters, labels) that training ignores.
+
+    Args:
+        encoder: any Keras model or layer, images/observations -> features.
+        projector: optional head applied to the features during training.
+        normalize: project embeddings onto the unit sphere (in float32).
+        scaling: optional `DiagonalScaling` holding Lambda_hat.
+
+    Example:
+
+    >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
+    >>> model.compile(optimizer=keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
+    >>> x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    >>> history = model.fit((x, x + 0.01), batch_size=32, epochs=1, verbose=0)
+    >>> sorted(history.history)[:3]
+    ['accuracy', 'alignment', 'lambda_max']
+    """
+
+    def __init__(
+        self,
+        encoder: keras.layers.Layer,
+        projector: keras.layers.Layer | None = None,
+        normalize: bool = True,
+        scaling: DiagonalScaling | None = None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if scaling is not None and not isinstance(scaling, DiagonalScaling):
+            raise TypeError(f"`scaling` must be a DiagonalScaling; got {type(scaling).__name__}.")
+        self.encoder = encoder
+        self.projector = projector
+        self.normalize = bool(normalize)
+        self.scaling = scaling
+        self.concentration_optimizer = None
+        self.contrastive_loss = None
+        self._trackers = {
+            name: keras.metrics.Mean(name=name)
+            for name in ("loss", "accuracy", "alignment", "uniformity")
+        }
+        if getattr(encoder, "built", False) and getattr(encoder, "inputs", None):
+            self.build(tuple(encoder.inputs[0].shape))
+
+    def build(self, input_shape):
+        if isinstance(input_shape, dict):
+            input_shape = input_shape["view1"]
+        features = self.encoder.compute_output_spec(keras.KerasTensor(input_shape))
+        if not self.encoder.built:
+            self.encoder.build(input_shape)
+        shape = features.shape
+        if self.projector is not None:
+            if not self.projector.built:
+                self.projector.build(shape)
+            shape = self.projector.compute_output_shape(shape)
+        if self.scaling is not None and not self.scaling.built:
+            self.scaling.build(shape)
+        self.built = True
+        self._build_optimizers()
+
+    def call(self, inputs, training=False):
+        if isinstance(inputs, dict):
+            inputs = inputs["view1"]
+        return self.encoder(inputs, training=training)
+
+    def embed(self, inputs, training=False):
+        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat)."""
+        z = self(inputs, training=training)
+        if self.projector is not None:
+            z = self.projector(z, training=training)
+        z = ops.cast(z, "float32")
+        if self.normalize:
+            z = core.l2_normalize(z)
+        if self.scaling is not None:
+            z = self.scaling(z)
+        return z
+
+    @property
+    def concentration(self):
+        """Lambda_hat, shape `[d]`; None for plain InfoNCE without scaling."""
+        return None if self.scaling is None else self.scaling.concentration
+
+    def compile(
+        self,
+        optimizer="adam",
+        loss: InfoNCE | None = None,
+        concentration_optimizer=None,
+        jit_compile: bool | str = True,
+        steps_per_execution: int = 1,
+        **kwargs,
+    ):
+        """Configures training.
+
+        Args:
+            optimizer: optimizer (or its name) of the encoder and projector.
+            loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
+                `scaling`, cosine InfoNCE without.
+            concentration_optimizer: optimizer of Lambda_hat, or a float learning
+                rate for a copy of `optimizer`; None uses `optimizer` for all.
+            jit_compile: XLA-compile the train step (on CPU Keras' "auto" turns XLA
+                off, and XLA is faster here).
+            steps_per_execution: steps run per `tf.function` call.
+            **kwargs: passed to `keras.Model.compile`.
+        """
+        if loss is None:
+            loss = AnInfoNCE() if self.scaling is not None else InfoNCE()
+        if not isinstance(loss, InfoNCE):
+            raise TypeError(f"`loss` must be an InfoNCE or AnInfoNCE; got {type(loss).__name__}.")
+        optimizer = keras.optimizers.get(optimizer)
+        if isinstance(concentration_optimizer, (int, float)):
+            config = {**optimizer.get_config(), "learning_rate": float(concentration_optimizer)}
+            config.pop("name", None)
+            concentration_optimizer = optimizer.__class__.from_config(config)
+        elif concentration_optimizer is not None:
+            concentration_optimizer = keras.optimizers.get(concentration_optimizer)
+        if jit_compile and not distribute.supports_jit(self.distribute_strategy):
+            jit_compile = False
+        super().compile(
+            optimizer=optimizer,
+            jit_compile=jit_compile,
+            steps_per_execution=steps_per_execution,
+            **kwargs,
+        )
+        self.contrastive_loss = loss
+        self.concentration_optimizer = concentration_optimizer
+        self._contrastive_compile_config = dict(
+            optimizer=optimizer,
+            loss=loss,
+            concentration_optimizer=concentration_optimizer,
+            jit_compile=jit_compile,
+            steps_per_execution=steps_per_execution,
+        )
+        self._build_optimizers()
+
+    def _build_optimizers(self):
+        # Each optimizer holds state only for the variables it updates, built eagerly
+        # (not inside the first traced step) so that saving and loading match.
+        if not self.built or getattr(self, "optimizer", None) is None:
+            return
+        main_variables, concentration_variables = self._split_variables()
+        for optimizer, variables in (
+            (self.optimizer, main_variables),
+            (self.concentration_optimizer, concentration_variables),
+        ):
+            if optimizer is not None and variables and not optimizer.built:
+                optimizer.build(variables)
+
+    def get_compile_config(self):
+        if not getattr(self, "_contrastive_compile_config", None):
+            return {}
+        return keras.saving.serialize_keras_object(self._contrastive_compile_config)
+
+    def compile_from_config(self, config):
+        self.compile(**keras.saving.deserialize_keras_object(config))
+
+    @property
+    def metrics(self):
+        return list(self._trackers.values())
+
+    def _split_variables(self):
+        if self.concentration_optimizer is None or self.scaling is None:
+            return self.trainable_variables, []
+        concentration_ids = {id(v) for v in self.scaling.trainable_variables}
+        others = [v for v in self.trainable_variables if id(v) not in concentration_ids]
+        return others, list(self.scaling.trainable_variables)
+
+    def _losses_and_logs(self, data, training):
+        view1, view2 = split_views(data)
+        batch = tf.shape(view1)[0]
+        z = self.embed(ops.concatenate([view1, view2], axis=0), training=training)
+        z1, z2 = z[:batch], z[batch:]
+        core.validate_pair(z1, z2)
+        z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
+        options = self.contrastive_loss.options
+        row_losses = core.info_nce(
+            z1, z2, **options, z1_all=z1_all, z2_all=z2_all, row_offset=offset
+        )
+        loss = ops.mean(row_losses)
+        first_temperature = core.check_temperature(options["temperature"])[0]
+        logits, positive, mask = core.contrastive_logits(
+            z1,
+            z2,
+            options["similarity"],
+            first_temperature,
+            options["candidates"],
+            z1_all,
+            z2_all,
+            offset,
+        )
+        unit1, unit2 = (
+            (z1, z2) if self.scaling is None else (core.l2_normalize(z1), core.l2_normalize(z2))
+        )
+        values = {
+            "loss": loss,
+            "accuracy": core.positive_accuracy(logits, positive, mask),
+            "alignment": core.alignment(unit1, unit2),
+            "uniformity": core.uniformity(unit1),
+        }
+        return loss, values
+
+    def _logs(self, values):
+        for name, value in values.items():
+            self._trackers[name].update_state(value)
+        logs = {name: tracker.result() for name, tracker in self._trackers.items()}
+        if self.scaling is not None:
+            concentration = self.scaling.concentration
+            logs["lambda_min"] = ops.min(concentration)
+            logs["lambda_max"] = ops.max(concentration)
+        return logs
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            loss, values = self._losses_and_logs(data, training=True)
+            # Replica gradients are summed by the optimizer: scale to the global mean.
+            scaled_loss = loss / distribute.num_replicas()
+            scaled_loss = self.optimizer.scale_loss(scaled_loss)
+        main_variables, concentration_variables = self._split_variables()
+        gradients = tape.gradient(scaled_loss, main_variables + concentration_variables)
+        split = len(main_variables)
+        self.optimizer.apply(gradients[:split], main_variables)
+        if concentration_variables:
+            self.concentration_optimizer.apply(gradients[split:], concentration_variables)
+        return self._logs(values)
+
+    def test_step(self, data):
+        _, values = self._losses_and_logs(data, training=False)
+        return self._logs(values)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            projector=keras.saving.serialize_keras_object(self.projector),
+            normalize=self.normalize,
+            scaling=keras.saving.serialize_keras_object(self.scaling),
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("encoder", "projector", "scaling"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

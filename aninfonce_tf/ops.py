@@ -1,0 +1,295 @@
+"""Pure functions of the InfoNCE family: similarities, candidate sets, the loss.
+
+No Keras state lives here; layers, losses and models call these functions. All
+arithmetic happens in float32 (or wider) whatever dtype the embeddings arrive in,
+so the loss stays stable when the model runs in mixed precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from keras import ops
+
+SIMILARITIES = ("euclidean", "cosine")
+CANDIDATE_SETS = ("nt_xent", "one_directional")
+
+# Stands in for -inf on masked logits: finite, so 0 * mask never makes a NaN.
+_MASKED_LOGIT = -1e9
+
+
+def _as_float(x):
+    x = ops.convert_to_tensor(x)
+    if x.dtype not in ("float32", "float64"):
+        x = ops.cast(x, "float32")
+    return x
+
+
+def validate_pair(z1, z2, min_batch: int = 2) -> None:
+    """Raises if two batches of embeddings cannot form positive pairs.
+
+    Args:
+        z1: first view embeddings, shape `[B, d]`.
+        z2: second view embeddings, shape `[B, d]`.
+        min_batch: the smallest batch size accepted.
+
+    Raises:
+        ValueError: on ranks other than 2, shapes that differ, or a batch below
+            `min_batch` (all checked on static shapes when they are known).
+    """
+    for name, z in (("z1", z1), ("z2", z2)):
+        if len(z.shape) != 2:
+            raise ValueError(
+                f"`{name}` must have rank 2 ([batch, dim]); got shape {tuple(z.shape)}."
+            )
+    if tuple(z1.shape) != tuple(z2.shape) and None not in (*z1.shape, *z2.shape):
+        raise ValueError(
+            "`z1` and `z2` must have the same shape (row i is a positive pair); "
+            f"got {tuple(z1.shape)} and {tuple(z2.shape)}."
+        )
+    batch = z1.shape[0]
+    if batch is not None and batch < min_batch:
+        raise ValueError(
+            f"The batch size must be at least {min_batch} to have negatives; got {batch}."
+        )
+
+
+def check_similarity(similarity: str) -> str:
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"Unknown `similarity` {similarity!r}; expected one of {SIMILARITIES}.")
+    return similarity
+
+
+def check_candidates(candidates: str) -> str:
+    if candidates not in CANDIDATE_SETS:
+        raise ValueError(f"Unknown `candidates` {candidates!r}; expected one of {CANDIDATE_SETS}.")
+    return candidates
+
+
+def l2_normalize(x, epsilon: float = 1e-12):
+    """Projects rows onto the unit sphere; a zero row stays zero (finite gradient)."""
+    x = _as_float(x)
+    squared_norm = ops.sum(ops.square(x), axis=-1, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(squared_norm, epsilon))
+
+
+def pairwise_similarity(a, b, similarity: str = "euclidean", temperature: float = 1.0):
+    """Similarity of every row of `a` with every row of `b`.
+
+    `euclidean` is -1/2 ||a_i - b_j||^2 and `cosine` is the dot product of the
+    L2-normalised rows; both are divided by `temperature`.
+
+    Args:
+        a: `[N, d]` embeddings.
+        b: `[M, d]` embeddings.
+        similarity: `"euclidean"` or `"cosine"`.
+        temperature: positive divisor of the similarity.
+
+    Returns:
+        `[N, M]` float32 similarity matrix.
+
+    Example:
+
+    >>> s = pairwise_similarity([[0.0, 0.0]], [[3.0, 4.0]])
+    >>> float(s[0, 0])
+    -12.5
+    """
+    check_similarity(similarity)
+    a, b = _as_float(a), _as_float(b)
+    if similarity == "cosine":
+        sim = ops.matmul(l2_normalize(a), ops.transpose(l2_normalize(b)))
+    else:
+        # -1/2 ||a - b||^2 = a.b - 1/2 ||a||^2 - 1/2 ||b||^2, one matmul instead of N*M*d.
+        sq_a = ops.sum(ops.square(a), axis=-1, keepdims=True)
+        sq_b = ops.sum(ops.square(b), axis=-1, keepdims=True)
+        sim = ops.matmul(a, ops.transpose(b)) - 0.5 * sq_a - 0.5 * ops.transpose(sq_b)
+    return sim / temperature
+
+
+def contrastive_logits(
+    z1,
+    z2,
+    similarity: str = "euclidean",
+    temperature: float = 1.0,
+    candidates: str = "nt_xent",
+    z1_all=None,
+    z2_all=None,
+    row_offset=0,
+):
+    """Logits of each anchor row against its candidates, and where its positive is.
+
+    With `candidates="nt_xent"` the rows are the 2B embeddings `[z1; z2]`, each
+    contrasted against the other 2B - 1 (its own entry is masked out). With
+    `"one_directional"` row i of `z1` is contrasted against all B rows of `z2`.
+
+    Across replicas, `z1_all`/`z2_all` are the gathered global batches and
+    `row_offset` the index of this replica's first row in them; the local rows
+    are then contrasted against the global candidates.
+
+    Returns:
+        `(logits, positive_index, self_mask)`: `[R, C]` float32 logits (masked
+        entries included), `[R]` int32 column of each row's positive, and an
+        `[R, C]` float32 mask that is 1 on candidates that count.
+    """
+    check_similarity(similarity)
+    check_candidates(candidates)
+    z1, z2 = _as_float(z1), _as_float(z2)
+    z1_all = z1 if z1_all is None else _as_float(z1_all)
+    z2_all = z2 if z2_all is None else _as_float(z2_all)
+    local = ops.shape(z1)[0]
+    total = ops.shape(z1_all)[0]
+    local_index = ops.arange(local, dtype="int32") + ops.cast(row_offset, "int32")
+    if candidates == "one_directional":
+        logits = pairwise_similarity(z1, z2_all, similarity, temperature)
+        return logits, local_index, ops.ones_like(logits)
+    rows = ops.concatenate([z1, z2], axis=0)
+    columns = ops.concatenate([z1_all, z2_all], axis=0)
+    logits = pairwise_similarity(rows, columns, similarity, temperature)
+    self_index = ops.concatenate([local_index, local_index + total], axis=0)
+    positive_index = ops.concatenate([local_index + total, local_index], axis=0)
+    not_self = 1.0 - ops.one_hot(self_index, 2 * total, dtype=logits.dtype)
+    return logits, positive_index, not_self
+
+
+def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_beta: float = 0.0):
+    """Per-row InfoNCE loss: -logit of the positive + logsumexp over the candidates.
+
+    Args:
+        logits: `[R, C]` logits.
+        positive_index: `[R]` column of each row's positive.
+        candidate_mask: `[R, C]`, 1 where a column is a candidate of the row.
+        hard_negative_beta: weights each negative by exp(beta * logit), normalised
+            to mean 1 over the row's negatives and held constant (Robinson et al.,
+            2021). 0 gives the plain loss.
+
+    Returns:
+        `[R]` float32 losses.
+    """
+    positive_mask = ops.one_hot(positive_index, ops.shape(logits)[1], dtype=logits.dtype)
+    log_weights = ops.zeros_like(logits)
+    if hard_negative_beta:
+        negative_mask = candidate_mask * (1.0 - positive_mask)
+        scaled = hard_negative_beta * ops.stop_gradient(logits)
+        scaled = ops.where(negative_mask > 0, scaled, _MASKED_LOGIT)
+        num_negatives = ops.sum(negative_mask, axis=-1, keepdims=True)
+        log_weights = ops.log(num_negatives) + ops.log_softmax(scaled, axis=-1)
+        log_weights = ops.where(negative_mask > 0, log_weights, 0.0)
+    masked = ops.where(candidate_mask > 0, logits + log_weights, _MASKED_LOGIT)
+    positive_logit = ops.sum(logits * positive_mask, axis=-1)
+    return ops.logsumexp(masked, axis=-1) - positive_logit
+
+
+def info_nce(
+    z1,
+    z2,
+    similarity: str = "euclidean",
+    temperature: float | Sequence[float] = 1.0,
+    candidates: str = "nt_xent",
+    hard_negative_beta: float = 0.0,
+    ensemble_weights: Sequence[float] | None = None,
+    z1_all=None,
+    z2_all=None,
+    row_offset=0,
+):
+    """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])`.
+
+    A sequence of temperatures gives a loss ensemble: the weighted sum of the loss
+    at each temperature (weights default to uniform and are normalised to sum 1).
+    AnInfoNCE is this loss with `similarity="euclidean"` on embeddings multiplied
+    by sqrt(Lambda_hat) (see `layers.DiagonalScaling`), since
+    -1/2 (u - v)^T Lambda (u - v) = -1/2 ||sqrt(Lambda) u - sqrt(Lambda) v||^2.
+
+    Args:
+        z1: `[B, d]` first views.
+        z2: `[B, d]` second views.
+        similarity: `"euclidean"` or `"cosine"`.
+        temperature: positive float, or a sequence of them for an ensemble.
+        candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
+        hard_negative_beta: hard-negative reweighting strength; 0 is plain.
+        ensemble_weights: weights of the temperatures of an ensemble.
+        z1_all: gathered global first views (distributed training).
+        z2_all: gathered global second views.
+        row_offset: index of the first local row in the global batch.
+
+    Returns:
+        `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional.
+
+    References:
+        Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
+        AISTATS 2025.
+
+    Example:
+
+    >>> z = [[1.0, 0.0], [0.0, 1.0]]
+    >>> losses = info_nce(z, z, similarity="cosine", candidates="one_directional")
+    >>> [round(float(v), 4) for v in losses]
+    [0.3133, 0.3133]
+    """
+    z1, z2 = _as_float(z1), _as_float(z2)
+    validate_pair(z1, z2)
+    temperatures = check_temperature(temperature)
+    if ensemble_weights is None:
+        ensemble_weights = [1.0] * len(temperatures)
+    if len(ensemble_weights) != len(temperatures):
+        raise ValueError(
+            f"`ensemble_weights` has {len(ensemble_weights)} entries for "
+            f"{len(temperatures)} temperatures."
+        )
+    total_weight = float(sum(ensemble_weights))
+    if total_weight <= 0 or min(ensemble_weights) < 0:
+        raise ValueError(
+            f"`ensemble_weights` must be non-negative with a positive sum; got {ensemble_weights}."
+        )
+    losses = 0.0
+    for weight, temp in zip(ensemble_weights, temperatures, strict=True):
+        logits, positive_index, mask = contrastive_logits(
+            z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
+        )
+        row_losses = info_nce_from_logits(logits, positive_index, mask, hard_negative_beta)
+        losses = losses + (weight / total_weight) * row_losses
+    return losses
+
+
+def check_temperature(temperature) -> list[float]:
+    temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
+    if not temperatures or any(float(t) <= 0 for t in temperatures):
+        raise ValueError(f"`temperature` must be positive; got {temperature}.")
+    return [float(t) for t in temperatures]
+
+
+def positive_accuracy(logits, positive_index, candidate_mask):
+    """Fraction of rows whose positive has the highest logit among the candidates."""
+    masked = ops.where(candidate_mask > 0, logits, _MASKED_LOGIT)
+    predicted = ops.cast(ops.argmax(masked, axis=-1), "int32")
+    return ops.mean(ops.cast(ops.equal(predicted, positive_index), "float32"))
+
+
+def alignment(u, v):
+    """Mean squared distance of positive pairs of unit vectors (Wang & Isola, 2020)."""
+    return ops.mean(ops.sum(ops.square(_as_float(u) - _as_float(v)), axis=-1))
+
+
+def uniformity(u, t: float = 2.0):
+    """log E exp(-t ||u_i - u_j||^2) over distinct pairs of unit vectors (Wang & Isola, 2020)."""
+    u = _as_float(u)
+    n = ops.shape(u)[0]
+    sq_dist = -2.0 * pairwise_similarity(u, u, "euclidean")
+    off_diagonal = 1.0 - ops.eye(n, dtype=u.dtype)
+    masked = ops.where(off_diagonal > 0, -t * sq_dist, _MASKED_LOGIT)
+    count = ops.cast(n * (n - 1), u.dtype)
+    return ops.logsumexp(ops.reshape(masked, [-1])) - ops.log(count)
+
+
+__all__ = [
+    "SIMILARITIES",
+    "CANDIDATE_SETS",
+    "alignment",
+    "contrastive_logits",
+    "info_nce",
+    "info_nce_from_logits",
+    "l2_normalize",
+    "pairwise_similarity",
+    "positive_accuracy",
+    "uniformity",
+    "validate_pair",
+]

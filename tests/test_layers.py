@@ -1,0 +1,128 @@
+"""DiagonalScaling, SphereNormalization and the projection head."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf import AnInfoNCE, DiagonalScaling, InfoNCE, SphereNormalization, projection_head
+from tests import harness, reference
+
+
+@pytest.mark.parametrize("parametrization", ["softplus", "exp"])
+@pytest.mark.parametrize("initial", [3.0, [0.5, 2.0, 1e3]])
+def test_initial_concentration_is_exact(parametrization, initial):
+    scaling = DiagonalScaling(initial, parametrization=parametrization)
+    x = np.ones((2, 3), "float32")
+    y = scaling(x)
+    expected = np.broadcast_to(np.asarray(initial, "float32"), (3,))
+    np.testing.assert_allclose(scaling.concentration, expected, rtol=1e-5)
+    np.testing.assert_allclose(y, np.sqrt(expected) * x, rtol=1e-5)
+
+
+def test_initial_noise_is_seeded():
+    a = DiagonalScaling(2.0, initial_noise=0.1, seed=1)
+    b = DiagonalScaling(2.0, initial_noise=0.1, seed=1)
+    a.build((None, 4))
+    b.build((None, 4))
+    np.testing.assert_array_equal(a.concentration, b.concentration)
+    assert np.ptp(np.asarray(a.concentration)) > 0
+
+
+def test_anisotropic_loss_equals_the_notes_formula_with_gradients():
+    rng = np.random.default_rng(0)
+    concentration = rng.uniform(0.5, 30.0, size=5)
+    u = rng.normal(size=(6, 5))
+    v = u + 0.2 * rng.normal(size=(6, 5))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    scaling = DiagonalScaling(concentration.tolist(), dtype="float64")
+    loss = AnInfoNCE()
+    u_t, v_t = tf.constant(u), tf.constant(v)
+    with tf.GradientTape() as tape:
+        tape.watch([u_t, v_t])
+        value = loss(tf.cast(scaling(u_t), tf.float64), tf.cast(scaling(v_t), tf.float64))
+    grad_u, grad_theta = tape.gradient(value, [u_t, scaling.theta])
+
+    def ref(a=u, b=v, c=concentration):
+        return reference.info_nce(a, b, "euclidean", concentration=c)
+
+    np.testing.assert_allclose(float(value), ref(), rtol=1e-5)
+    np.testing.assert_allclose(
+        grad_u, reference.numerical_gradient(lambda a: ref(a=a), u), rtol=1e-4, atol=1e-7
+    )
+    # d loss / d theta = d loss / d lambda * softplus'(theta) = ... * sigmoid(theta).
+    grad_lambda = reference.numerical_gradient(lambda c: ref(c=c), concentration)
+    np.testing.assert_allclose(
+        grad_theta, grad_lambda * (1 - np.exp(-concentration)), rtol=1e-4, atol=1e-7
+    )
+
+
+def test_isotropic_concentration_is_cosine_infonce_with_temperature_one_over_kappa():
+    rng = np.random.default_rng(1)
+    u = rng.normal(size=(8, 4))
+    v = u + 0.3 * rng.normal(size=(8, 4))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    for kappa in (0.5, 7.0, 50.0):
+        scaling = DiagonalScaling(kappa, trainable=False)
+        anisotropic = float(AnInfoNCE()(scaling(u), scaling(v)))
+        cosine = float(InfoNCE(similarity="cosine", temperature=1.0 / kappa)(u, v))
+        # The constant -kappa in -kappa/2 ||u - v||^2 = kappa u.v - kappa cancels in the softmax.
+        np.testing.assert_allclose(anisotropic, cosine, rtol=1e-5)
+
+
+def test_fixed_concentration_has_no_trainable_weights():
+    scaling = DiagonalScaling(4.0, trainable=False)
+    scaling.build((None, 3))
+    assert not scaling.trainable_weights and len(scaling.non_trainable_weights) == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"initial_concentration": 0.0}, "positive"),
+        ({"initial_concentration": [1.0, -2.0]}, "positive"),
+        ({"initial_concentration": [[1.0]]}, "1-D"),
+        ({"parametrization": "relu"}, "parametrization"),
+    ],
+)
+def test_bad_concentration_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DiagonalScaling(**kwargs)
+
+
+def test_per_dimension_concentration_must_match_embedding_dimension():
+    with pytest.raises(ValueError, match="dimension 3"):
+        DiagonalScaling([1.0, 2.0])(np.ones((2, 3), "float32"))
+
+
+@pytest.mark.parametrize(
+    "make_layer",
+    [
+        lambda: DiagonalScaling([1.0, 2.0, 3.0], parametrization="exp", initial_noise=0.1, seed=3),
+        lambda: SphereNormalization(),
+    ],
+)
+def test_layer_harness(make_layer, tmp_path):
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
+    layer = make_layer()
+    layer(x)
+    harness.assert_config_round_trip(layer)
+    harness.assert_saved_in_model(make_layer(), x, tmp_path)
+    outputs = harness.assert_float32_under_mixed_precision(make_layer, x)
+    np.testing.assert_allclose(outputs, make_layer()(x.astype("float32")), rtol=1e-2, atol=1e-2)
+
+
+def test_sphere_normalization_keeps_zero_rows_finite():
+    y = SphereNormalization()(np.array([[0.0, 0.0], [3.0, 4.0]], "float32"))
+    np.testing.assert_allclose(y, [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
+
+
+def test_projection_head_shapes_and_round_trip(tmp_path):
+    head = projection_head([8], 4)
+    x = np.ones((2, 5), "float32")
+    assert tuple(head(x).shape) == (2, 4)
+    path = str(tmp_path / "head.keras")
+    head.save(path)
+    np.testing.assert_array_equal(keras.saving.load_model(path)(x), head(x))

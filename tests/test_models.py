@@ -1,0 +1,196 @@
+"""ContrastiveModel: learning, saving/exporting, distribution and bad input."""
+
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf import AnInfoNCE, ContrastiveModel, DiagonalScaling, InfoNCE, projection_head
+
+
+def _encoder(input_dim=6, output_dim=4, seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential(
+        [
+            keras.Input((input_dim,)),
+            keras.layers.Dense(32, activation="tanh"),
+            keras.layers.Dense(output_dim),
+        ]
+    )
+
+
+def _pairs(count=512, dim=6, seed=0):
+    """Views that differ by small noise on the first half of dims and large on the rest."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(count, dim)).astype("float32")
+    scale = np.where(np.arange(dim) < dim // 2, 0.05, 0.5).astype("float32")
+    return x, (x + scale * rng.normal(size=x.shape)).astype("float32")
+
+
+def _model(scaling=True, projector=False, seed=0):
+    return ContrastiveModel(
+        _encoder(seed=seed),
+        projector=projection_head([16], 4) if projector else None,
+        scaling=DiagonalScaling(5.0, parametrization="exp") if scaling else None,
+    )
+
+
+def test_fit_lowers_the_loss_and_moves_the_concentration():
+    x1, x2 = _pairs()
+    model = _model()
+    model.compile(keras.optimizers.Adam(3e-3), concentration_optimizer=3e-2)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {"view1": x1, "view2": x2, "label": np.arange(512)}
+    )
+    before = model.evaluate(dataset.batch(128), verbose=0, return_dict=True)
+    history = model.fit(dataset.batch(128, drop_remainder=True), epochs=15, verbose=0)
+    after = model.evaluate(dataset.batch(128), verbose=0, return_dict=True)
+    assert after["loss"] < 0.8 * before["loss"]
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert np.max(np.abs(np.asarray(model.concentration) - 5.0)) > 0.5
+    assert {"accuracy", "alignment", "uniformity", "lambda_min", "lambda_max"} <= set(after)
+
+
+def test_plain_infonce_model_with_projector_learns():
+    x1, x2 = _pairs()
+    model = _model(scaling=False, projector=True)
+    model.compile(keras.optimizers.Adam(3e-3), loss=InfoNCE(temperature=0.2))
+    assert model.concentration is None
+    history = model.fit((x1, x2), batch_size=128, epochs=15, verbose=0)
+    assert history.history["loss"][-1] < 0.8 * history.history["loss"][0]
+    assert history.history["accuracy"][-1] > history.history["accuracy"][0]
+
+
+def test_concentration_has_its_own_learning_rate():
+    x1, x2 = _pairs()
+    model = _model()
+    model.compile(keras.optimizers.Adam(1e-2), concentration_optimizer=0.0)
+    kernel = np.array(model.encoder.weights[0])
+    model.fit((x1, x2), batch_size=128, epochs=1, verbose=0)
+    np.testing.assert_array_equal(model.concentration, np.full(4, 5.0, "float32"))
+    assert not np.allclose(kernel, model.encoder.weights[0])
+
+
+def test_model_call_returns_encoder_features():
+    model = _model(projector=True)
+    x = _pairs(8)[0]
+    np.testing.assert_array_equal(model(x), model.encoder(x))
+    assert tuple(model.embed(x).shape) == (8, 4)
+
+
+def _fit_one_step(strategy, data):
+    with strategy.scope():
+        model = _model(projector=True, seed=3)
+        model.compile(keras.optimizers.SGD(0.5), concentration_optimizer=2.0)
+    history = model.fit(data, epochs=1, verbose=0)
+    return history.history["loss"][0], [np.asarray(w) for w in model.trainable_weights]
+
+
+def test_mirrored_strategy_matches_a_single_replica():
+    x1, x2 = _pairs(32)
+    data = tf.data.Dataset.from_tensor_slices((x1, x2)).batch(32)
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    assert mirrored.num_replicas_in_sync == 2
+    loss_1, weights_1 = _fit_one_step(tf.distribute.get_strategy(), data)
+    loss_2, weights_2 = _fit_one_step(mirrored, data)
+    np.testing.assert_allclose(loss_2, loss_1, rtol=1e-5)
+    initial = [np.asarray(w) for w in _model(projector=True, seed=3).trainable_weights]
+    for single, mirror, start in zip(weights_1, weights_2, initial, strict=True):
+        assert not np.allclose(single, start)
+        np.testing.assert_allclose(mirror, single, rtol=1e-4, atol=1e-6)
+
+
+def test_mixed_precision_trains_with_a_float32_loss():
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    x1, x2 = _pairs()
+    model = _model()
+    model.compile(keras.optimizers.Adam(3e-3), concentration_optimizer=3e-2)
+    assert model.embed(x1[:4]).dtype == tf.float32
+    history = model.fit((x1, x2), batch_size=128, epochs=5, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+_RELOAD = textwrap.dedent(
+    """
+    import sys, numpy as np, keras, tensorflow as tf
+    import aninfonce_tf  # registers the custom objects
+    model = keras.saving.load_model(sys.argv[1])
+    exported = tf.saved_model.load(sys.argv[2])
+    x = np.load(sys.argv[3])
+    np.save(sys.argv[4], np.stack([model(x), model.embed(x), exported.serve(x)]))
+    print(float(np.min(model.concentration)))
+    """
+)
+
+
+def test_save_load_and_export_round_trip_in_a_fresh_process(tmp_path):
+    x1, x2 = _pairs()
+    model = _model(projector=True)
+    model.compile(
+        keras.optimizers.Adam(1e-3),
+        loss=AnInfoNCE(hard_negative_beta=0.5),
+        concentration_optimizer=1e-2,
+    )
+    model.fit((x1, x2), batch_size=128, epochs=1, verbose=0)
+    model.save(tmp_path / "model.keras")
+    model.encoder.export(str(tmp_path / "encoder"), verbose=False)
+    np.save(tmp_path / "x.npy", x1[:16])
+    script = tmp_path / "reload.py"
+    script.write_text(_RELOAD)
+    out = tmp_path / "out.npy"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(tmp_path / "model.keras"),
+            str(tmp_path / "encoder"),
+            str(tmp_path / "x.npy"),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    features, embeddings, exported = np.load(out)
+    np.testing.assert_array_equal(features, model(x1[:16]))
+    np.testing.assert_array_equal(embeddings, model.embed(x1[:16]))
+    # The SavedModel runs as a graph (grappler fuses ops), so it must match the
+    # encoder run as a graph here, bit for bit.
+    np.testing.assert_array_equal(exported, tf.function(model.encoder)(x1[:16]))
+
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert reloaded.contrastive_loss.get_config() == model.contrastive_loss.get_config()
+    assert float(reloaded.concentration_optimizer.learning_rate) == pytest.approx(1e-2)
+    assert int(reloaded.optimizer.iterations) == int(model.optimizer.iterations) == 4
+    for saved, loaded in zip(model.optimizer.variables, reloaded.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(saved, loaded)
+
+
+@pytest.mark.parametrize(
+    "data,error,message",
+    [
+        ({"view1": np.zeros((8, 6)), "z": np.zeros((8, 6))}, TypeError, "missing"),
+        ((np.zeros((8, 6)), np.zeros((8, 6)), np.zeros((8, 6))), TypeError, "view1"),
+        ((np.zeros((8, 6)), np.zeros((8, 5))), ValueError, "same shape"),
+        ((np.zeros((1, 6)), np.zeros((1, 6))), ValueError, "at least 2"),
+    ],
+)
+def test_bad_batches_raise(data, error, message):
+    model = _model()
+    model.compile()
+    dataset = tf.data.Dataset.from_tensors(tuple(data) if isinstance(data, tuple) else data)
+    with pytest.raises(error, match=message):
+        model.fit(dataset, verbose=0)
+
+
+def test_bad_model_arguments_raise():
+    with pytest.raises(TypeError, match="scaling"):
+        ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))
+    with pytest.raises(TypeError, match="loss"):
+        _model().compile(loss="mse")
