@@ -24,7 +24,7 @@ def mlp_encoder(
 
     >>> encoder = mlp_encoder(10, 10)
     >>> encoder.count_params()
-    862710
+    854210
     """
     inputs = keras.Input((input_dim,), name="observations")
     x = inputs

@@ -34,7 +34,7 @@ class InfoNCE(keras.losses.Loss):
     >>> loss = InfoNCE(temperature=0.5)
     >>> z = np.eye(4, dtype="float32")
     >>> round(float(loss(z, z)), 4)
-    1.2037
+    0.5944
 
     Reference:
         Chen et al., "A Simple Framework for Contrastive Learning of Visual
@@ -106,10 +106,11 @@ class AnInfoNCE(InfoNCE):
     Example:
 
     >>> from aninfonce_tf.layers import DiagonalScaling
-    >>> scaling = DiagonalScaling(initial_concentration=[5.0, 25.0])
+    >>> scaling = DiagonalScaling(initial_concentration=[1.0, 4.0])
     >>> u = np.array([[1.0, 0.0], [0.0, 1.0]], "float32")
-    >>> round(float(AnInfoNCE()(scaling(u), scaling(u))), 4)
-    0.0351
+    >>> v = np.array([[0.8, 0.6], [0.6, 0.8]], "float32")
+    >>> round(float(AnInfoNCE()(scaling(u), scaling(v))), 4)
+    0.8561
 
     Reference:
         Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",

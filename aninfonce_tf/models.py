@@ -124,15 +124,19 @@ class ContrastiveModel(keras.Model):
             inputs = inputs["view1"]
         return self.encoder(inputs, training=training)
 
-    def embed(self, inputs, training=False):
-        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat)."""
+    def embed(self, inputs, training=False, scaled=True):
+        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat).
+
+        `scaled=False` stops before the scaling: the representation whose
+        identifiability the paper measures.
+        """
         z = self(inputs, training=training)
         if self.projector is not None:
             z = self.projector(z, training=training)
         z = ops.cast(z, "float32")
         if self.normalize:
             z = core.l2_normalize(z)
-        if self.scaling is not None:
+        if self.scaling is not None and scaled:
             z = self.scaling(z)
         return z
 

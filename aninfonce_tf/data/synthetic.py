@@ -29,25 +29,34 @@ CONDITIONALS = (
     "heteroscedastic",
     "mixture",
 )
-CONCENTRATION_PRESETS = ("linear", "two_valued", "content_style")
+CONCENTRATION_PRESETS = ("linear", "geometric", "two_valued", "content_style")
 
 
 def concentration_preset(
-    name: str, dim: int = 10, high: float | None = None, low: float = 5.0
+    name: str, dim: int = 10, high: float | None = None, low: float | None = None
 ) -> np.ndarray:
     """Ground-truth diagonal Lambda.
 
     Args:
-        name: `"linear"` (linspace(low, high), default 5..25), `"two_valued"`
-            (first half `high`=25, second half `low`=5, the paper's setting) or
-            `"content_style"` (first half content at `high`=100, second half style
-            at `low`=5: style is what augmentations change strongly).
+        name: `"linear"`: linspace(low, high), default 5..25 (the paper's);
+            `"geometric"`: geomspace(low, high), equal ratios between neighbours;
+            `"two_valued"`: first half at `high`=25, second half at `low`=5 (the
+            paper's); `"content_style"`: first half content, spread over
+            [high / 2, high] (default high 400), second half style, spread over
+            [low, 2 low] (default low 10). Style is what augmentations change
+            strongly; the spread keeps every Lambda distinct so that Lambda_hat
+            can be ranked against it.
         dim: latent dimension.
-        high: the largest concentration (default 25, or 100 for content_style).
+        high: the largest concentration.
         low: the smallest concentration.
 
     Returns:
         `[dim]` float64 array.
+
+    Example:
+
+    >>> concentration_preset("content_style", dim=6).round(1).tolist()
+    [200.0, 282.8, 400.0, 10.0, 14.1, 20.0]
     """
     if name not in CONCENTRATION_PRESETS:
         raise ValueError(
@@ -55,26 +64,38 @@ def concentration_preset(
         )
     if dim < 2:
         raise ValueError(f"`dim` must be at least 2; got {dim}.")
-    if high is None:
-        high = 100.0 if name == "content_style" else 25.0
+    content_style = name == "content_style"
+    high = float(high if high is not None else 400.0 if content_style else 25.0)
+    low = float(low if low is not None else 10.0 if content_style else 5.0)
     if not 0 < low <= high:
         raise ValueError(f"Need 0 < low <= high; got low={low}, high={high}.")
     if name == "linear":
         return np.linspace(low, high, dim)
+    if name == "geometric":
+        return np.geomspace(low, high, dim)
     first = (dim + 1) // 2
+    if content_style:
+        return np.concatenate(
+            [np.geomspace(high / 2, high, first), np.geomspace(low, 2 * low, dim - first)]
+        )
     return np.array([high] * first + [low] * (dim - first), dtype="float64")
 
 
 def concentration_blocks(concentration) -> dict[str, np.ndarray]:
-    """Splits latent indices into the `"high"` and `"low"` concentration blocks.
+    """Splits latent indices into `"high"` and `"low"` concentration blocks.
 
-    A latent is high when its Lambda is above the midpoint of the smallest and
-    largest value; with an isotropic Lambda every latent is high.
+    A latent is low when its Lambda is below the median (with an isotropic Lambda
+    every latent is high): the two halves of `linear`, the two values of
+    `two_valued`, content (high) and style (low) of `content_style`.
+
+    Example:
+
+    >>> {k: v.tolist() for k, v in concentration_blocks([25, 25, 5, 5]).items()}
+    {'high': [0, 1], 'low': [2, 3]}
     """
     concentration = np.asarray(concentration, dtype="float64")
-    midpoint = 0.5 * (concentration.min() + concentration.max())
-    high = concentration >= midpoint if np.ptp(concentration) == 0 else concentration > midpoint
-    return {"high": np.flatnonzero(high), "low": np.flatnonzero(~high)}
+    low = concentration < np.median(concentration)
+    return {"high": np.flatnonzero(~low), "low": np.flatnonzero(low)}
 
 
 def _seeds(seed, count: int):

@@ -1,0 +1,132 @@
+"""Evaluators that score a model on held-out data, and the Keras callback that runs
+them during `fit` and logs to TensorBoard."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.evaluation.identifiability import concentration_agreement, identifiability_scores
+
+
+class IdentifiabilityEvaluator:
+    """Scores a `ContrastiveModel`'s unscaled embeddings against true latents.
+
+    Args:
+        observations: `[N, ...]` held-out inputs.
+        latents: `[N, n]` their true latents.
+        blocks: named latent index blocks for per-block R^2.
+        true_concentration: `[n]` ground-truth Lambda, to compare Lambda_hat with.
+        normalize_concentration: compare Lambda_hat up to a common factor
+            (Euclidean latent spaces).
+        nonlinear: also fit the kernel-ridge R^2 (slower).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from aninfonce_tf.evaluation.callbacks import IdentifiabilityEvaluator
+    >>> z = np.random.default_rng(0).normal(size=(500, 2))
+    >>> class Identity:
+    ...     scaling = None
+    ...     def embed(self, x, training=False, scaled=True):
+    ...         return x
+    >>> round(IdentifiabilityEvaluator(z, z).evaluate(Identity())["linear_r2"], 3)
+    1.0
+    """
+
+    def __init__(
+        self,
+        observations,
+        latents,
+        blocks: dict[str, np.ndarray] | None = None,
+        true_concentration=None,
+        normalize_concentration: bool = False,
+        nonlinear: bool = False,
+        batch_size: int = 4096,
+    ):
+        self.observations = np.asarray(observations)
+        self.latents = np.asarray(latents)
+        self.blocks = blocks
+        self.true_concentration = true_concentration
+        self.normalize_concentration = normalize_concentration
+        self.nonlinear = nonlinear
+        self.batch_size = batch_size
+
+    def features(self, model) -> np.ndarray:
+        batches = [
+            np.asarray(model.embed(self.observations[i : i + self.batch_size], scaled=False))
+            for i in range(0, len(self.observations), self.batch_size)
+        ]
+        return np.concatenate(batches)
+
+    def evaluate(self, model) -> dict:
+        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
+        features = self.features(model)
+        scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
+        if getattr(model, "scaling", None) is not None:
+            learned = np.asarray(model.scaling.concentration)
+            scores["lambda_hat"] = learned.tolist()
+            if self.true_concentration is not None:
+                scores.update(
+                    concentration_agreement(
+                        learned,
+                        self.true_concentration,
+                        self.latents,
+                        features,
+                        self.normalize_concentration,
+                    )
+                )
+        return scores
+
+
+def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
+    """The scalar entries of a scores dict, block scores flattened to `block_r2/NAME`."""
+    flat = {}
+    for name, value in scores.items():
+        if isinstance(value, dict):
+            flat.update(scalar_items(value, prefix=f"{prefix}{name}/"))
+        elif np.isscalar(value):
+            flat[prefix + name] = float(value)
+    return flat
+
+
+class IdentifiabilityCallback(keras.callbacks.Callback):
+    """Runs an evaluator every `every_epochs` epochs, adds its scalars to the logs
+    (so `History` and later callbacks see them) and writes them, with every
+    Lambda_hat dimension, to TensorBoard under `log_dir`.
+
+    Args:
+        evaluator: an `IdentifiabilityEvaluator`.
+        log_dir: TensorBoard directory; None logs nothing to disk.
+        every_epochs: evaluation period in epochs.
+        steps_per_epoch: to log against the training step rather than the epoch.
+    """
+
+    def __init__(
+        self, evaluator, log_dir: str | None = None, every_epochs: int = 1, steps_per_epoch: int = 1
+    ):
+        super().__init__()
+        self.evaluator = evaluator
+        self.every_epochs = every_epochs
+        self.steps_per_epoch = steps_per_epoch
+        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.history: list[dict] = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % self.every_epochs:
+            return
+        scores = self.evaluator.evaluate(self.model)
+        step = (epoch + 1) * self.steps_per_epoch
+        self.history.append({"step": step, **scores})
+        scalars = scalar_items({k: v for k, v in scores.items() if k != "lambda_hat"})
+        if logs is not None:
+            logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
+        if self.writer is None:
+            return
+        with self.writer.as_default(step=step):
+            for name, value in scalars.items():
+                tf.summary.scalar(name, value)
+            for index, value in enumerate(scores.get("lambda_hat", [])):
+                tf.summary.scalar(f"lambda_hat/{index}", value)
+        self.writer.flush()

@@ -1,0 +1,296 @@
+"""What every recipe shares: configs with command-line overrides, the run directory,
+training each loss variant with checkpoints and evaluators, the results table,
+JSON and plots. A recipe picks presets and calls `run_synthetic`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from aninfonce_tf import plots
+from aninfonce_tf.data.synthetic import (
+    SyntheticSetup,
+    concentration_blocks,
+    concentration_preset,
+)
+from aninfonce_tf.encoders import mlp_encoder
+from aninfonce_tf.evaluation.callbacks import IdentifiabilityCallback, IdentifiabilityEvaluator
+from aninfonce_tf.layers import DiagonalScaling
+from aninfonce_tf.losses import AnInfoNCE, InfoNCE
+from aninfonce_tf.models import ContrastiveModel
+
+LOSS_VARIANTS = (
+    "aninfonce",
+    "infonce",
+    "aninfonce_hard_negatives",
+    "infonce_hard_negatives",
+    "aninfonce_ensemble",
+    "infonce_ensemble",
+)
+
+
+@dataclasses.dataclass
+class SyntheticConfig:
+    """Every hyperparameter of the synthetic identifiability experiment.
+
+    The data: `dim` latents on `space` with positives from `conditional` around
+    them at concentration `concentration` (a preset name, see
+    `concentration_preset`, or a comma-separated list of values). The model: the
+    MLP `hidden_units` trained for `steps` steps of `batch_size` pairs with Adam
+    at `learning_rate`, Lambda_hat (`parametrization`, starting at
+    `initial_concentration`) at `concentration_learning_rate`. InfoNCE uses a
+    cosine similarity at `infonce_temperature`.
+    """
+
+    concentration: str = "linear"
+    dim: int = 10
+    high: float | None = None
+    low: float | None = None
+    space: str = "sphere"
+    conditional: str = "projected_normal"
+    generator_draws: int = 25_000
+    hidden_units: str = "100,500,500,500,500,100"
+    batch_size: int = 1000
+    steps: int = 3000
+    learning_rate: float = 1e-4
+    concentration_learning_rate: float = 1e-3
+    parametrization: str = "softplus"
+    initial_concentration: float = 1.0
+    infonce_temperature: float = 0.1
+    hard_negative_beta: float = 0.5
+    ensemble_temperatures: str = "0.05,0.1,0.5"
+    losses: str = "aninfonce,infonce"
+    eval_every: int = 500
+    eval_size: int = 4096
+    nonlinear_r2: bool = False
+    mixed_precision: bool = False
+    jit_compile: bool = True
+    seed: int = 0
+
+    def true_concentration(self) -> np.ndarray:
+        if self.concentration[0].isdigit():
+            values = np.array([float(v) for v in self.concentration.split(",")])
+            if len(values) != self.dim:
+                raise ValueError(f"`concentration` has {len(values)} values for dim={self.dim}.")
+            return values
+        return concentration_preset(self.concentration, self.dim, high=self.high, low=self.low)
+
+    def loss_names(self) -> list[str]:
+        names = [name.strip() for name in self.losses.split(",") if name.strip()]
+        unknown = sorted(set(names) - set(LOSS_VARIANTS))
+        if unknown or not names:
+            raise ValueError(
+                f"Unknown `losses` {unknown or names}; expected names from {LOSS_VARIANTS}."
+            )
+        return names
+
+
+def parse_config(
+    preset: SyntheticConfig, argv=None, description: str = ""
+) -> tuple[SyntheticConfig, argparse.Namespace]:
+    """`--field value` overrides of every field of a dataclass preset, plus `--out`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", default=None, help="run directory (default runs/<preset>-<time>)")
+    for field in dataclasses.fields(preset):
+        default = getattr(preset, field.name)
+        flag = "--" + field.name.replace("_", "-")
+        if isinstance(default, bool):
+            parser.add_argument(flag, type=_boolean, default=default, metavar="{true,false}")
+        else:
+            kind = float if field.name in ("high", "low") else type(default)
+            parser.add_argument(flag, type=kind, default=default)
+    known, _ = parser.parse_known_args(argv)
+    values = {f.name: getattr(known, f.name) for f in dataclasses.fields(preset)}
+    return dataclasses.replace(preset, **values), known
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes"):
+        return True
+    if text.lower() in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_model(config: SyntheticConfig, loss_name: str) -> ContrastiveModel:
+    """The encoder, optional Lambda_hat and compiled loss of one loss variant."""
+    hidden = [int(units) for units in config.hidden_units.split(",") if units]
+    encoder = mlp_encoder(config.dim, config.dim, hidden)
+    anisotropic = loss_name.startswith("aninfonce")
+    scaling = None
+    if anisotropic:
+        scaling = DiagonalScaling(
+            config.initial_concentration,
+            parametrization=config.parametrization,
+            initial_noise=0.1,
+            seed=config.seed,
+        )
+    beta = config.hard_negative_beta if loss_name.endswith("hard_negatives") else 0.0
+    ensemble = [float(t) for t in config.ensemble_temperatures.split(",")]
+    if anisotropic:
+        # An ensemble of AnInfoNCE is over global concentration multipliers 1/t,
+        # centred on the learned Lambda_hat.
+        temperature = (
+            [t / float(np.median(ensemble)) for t in ensemble]
+            if loss_name.endswith("ensemble")
+            else 1.0
+        )
+        loss = AnInfoNCE(temperature=temperature, hard_negative_beta=beta)
+    else:
+        temperature = ensemble if loss_name.endswith("ensemble") else config.infonce_temperature
+        loss = InfoNCE(similarity="cosine", temperature=temperature, hard_negative_beta=beta)
+    model = ContrastiveModel(encoder, scaling=scaling, name=loss_name)
+    model.compile(
+        optimizer=keras.optimizers.Adam(config.learning_rate),
+        loss=loss,
+        concentration_optimizer=config.concentration_learning_rate if anisotropic else None,
+        jit_compile=config.jit_compile,
+    )
+    return model
+
+
+def run_directory(out: str | None, preset_name: str) -> Path:
+    path = Path(out) if out else Path("runs") / f"{preset_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def training_callbacks(run_dir: Path, name: str, steps_per_epoch: int, evaluator) -> list:
+    """Evaluator, NaN stop, checkpoint-and-resume and TensorBoard for one loss."""
+    return [
+        IdentifiabilityCallback(
+            evaluator,
+            str(run_dir / "tensorboard" / name / "identifiability"),
+            steps_per_epoch=steps_per_epoch,
+        ),
+        keras.callbacks.TerminateOnNaN(),
+        keras.callbacks.BackupAndRestore(str(run_dir / "backup" / name), delete_checkpoint=True),
+        keras.callbacks.TensorBoard(str(run_dir / "tensorboard" / name), update_freq="epoch"),
+    ]
+
+
+def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | str = "auto") -> dict:
+    """Trains every loss variant of `config` on the same data and scores them.
+
+    Returns:
+        `{loss name: result}` with `linear_r2`, `mcc`, `block_r2`, `steps`,
+        `wall_seconds`, per-latent R^2, the score curve and, for AnInfoNCE
+        variants, `lambda_hat` and `lambda_spearman`. Also written to
+        `run_dir/results.json`, with plots and TensorBoard logs beside it.
+    """
+    names = config.loss_names()
+    if config.steps < config.eval_every or config.steps % config.eval_every:
+        raise ValueError(
+            f"`steps` ({config.steps}) must be a positive multiple of `eval_every` ({config.eval_every})."
+        )
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2))
+    true_concentration = config.true_concentration()
+    setup = SyntheticSetup(
+        true_concentration,
+        space=config.space,
+        conditional=config.conditional,
+        generator_seed=config.seed,
+        generator_draws=config.generator_draws,
+    )
+    observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
+    evaluator = IdentifiabilityEvaluator(
+        observations,
+        latents,
+        concentration_blocks(true_concentration),
+        true_concentration,
+        normalize_concentration=config.space != "sphere",
+        nonlinear=config.nonlinear_r2,
+    )
+    results = {}
+    for name in names:
+        keras.utils.set_random_seed(config.seed)
+        previous_policy = keras.config.dtype_policy()
+        if config.mixed_precision:
+            keras.config.set_dtype_policy("mixed_bfloat16")
+        try:
+            model = build_model(config, name)
+        finally:
+            keras.config.set_dtype_policy(previous_policy)
+        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator)
+        dataset = setup.dataset(config.batch_size, seed=config.seed)
+        print(f"== {name}: {config.steps} steps of {config.batch_size} pairs", flush=True)
+        start = time.perf_counter()
+        history = model.fit(
+            dataset,
+            steps_per_epoch=config.eval_every,
+            epochs=config.steps // config.eval_every,
+            callbacks=callbacks,
+            verbose=verbose,
+        )
+        wall_seconds = time.perf_counter() - start
+        curve = callbacks[0].history
+        final = curve[-1] if curve else evaluator.evaluate(model)
+        results[name] = {
+            **{k: v for k, v in final.items() if k != "step"},
+            "steps": int(model.optimizer.iterations),
+            "wall_seconds": round(wall_seconds, 1),
+            "final_loss": float(history.history["loss"][-1]),
+            "curve": curve,
+        }
+    results_path = run_dir / "results.json"
+    results_path.write_text(
+        json.dumps({"true_concentration": true_concentration.tolist(), **results}, indent=2)
+    )
+    write_plots(results, true_concentration, run_dir)
+    print(results_table(results))
+    print(f"results: {results_path}\nTensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
+    return results
+
+
+def write_plots(results: dict, true_concentration, run_dir: Path) -> list[Path]:
+    paths = [
+        plots.plot_per_latent_r2(
+            {name: r["linear_r2_per_latent"] for name, r in results.items()},
+            true_concentration,
+            run_dir / "per_latent_r2.png",
+        ),
+        plots.plot_curves(
+            {name: r["curve"] for name, r in results.items()}, run_dir / "curves.png"
+        ),
+    ]
+    for name, result in results.items():
+        if "lambda_hat_matched" in result:
+            paths.append(
+                plots.plot_concentration(
+                    result["lambda_hat_matched"],
+                    true_concentration,
+                    run_dir / f"lambda_{name}.png",
+                    title=name,
+                )
+            )
+    return paths
+
+
+def results_table(results: dict) -> str:
+    """One row per loss: R^2 overall and per block, MCC, Lambda agreement, steps, time."""
+    columns = ["loss", "linear R2", "R2 high", "R2 low", "MCC", "Lambda rho", "steps", "seconds"]
+    rows = []
+    for name, r in results.items():
+        blocks = r.get("block_r2", {})
+        rows.append(
+            [
+                name,
+                f"{r['linear_r2']:.3f}",
+                f"{blocks.get('high', float('nan')):.3f}",
+                f"{blocks.get('low', float('nan')):.3f}",
+                f"{r['mcc']:.3f}",
+                f"{r['lambda_spearman']:.2f}" if "lambda_spearman" in r else "-",
+                str(r["steps"]),
+                f"{r['wall_seconds']:.0f}",
+            ]
+        )
+    widths = [max(len(row[i]) for row in [columns, *rows]) for i in range(len(columns))]
+    line = lambda row: "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))  # noqa: E731
+    return "\n".join([line(columns), line(["-" * w for w in widths]), *map(line, rows)])

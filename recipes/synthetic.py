@@ -1,0 +1,93 @@
+"""Synthetic identifiability experiment: AnInfoNCE vs InfoNCE on the paper's DGP.
+
+Run (the README's main job; `quick` is the default preset):
+
+    python recipes/synthetic.py                       # quick, ~4 min on a 2-core CPU
+    python recipes/synthetic.py --preset paper-linear
+    python recipes/synthetic.py --preset paper-two-valued
+    python recipes/synthetic.py --preset content-style
+    python recipes/synthetic.py --smoke               # whole pipeline in < 1 min
+    python recipes/synthetic.py --steps 6000 --learning-rate 3e-3 --out runs/mine
+
+Every field of `SyntheticConfig` is a flag (`--batch-size`, `--losses
+aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`, ...). Writes
+`results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`,
+`config.json` and TensorBoard logs to `--out`.
+
+Expected (quick, measured on a 2-core CPU; see README): AnInfoNCE linear R^2 >= 0.98
+with the low-concentration block >= 0.95 and Lambda_hat rank correlation >= 0.9;
+InfoNCE (temperature 0.1) loses the low block (R^2 <= 0.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from aninfonce_tf.experiment import SyntheticConfig, parse_config, run_directory, run_synthetic
+
+# What the paper leaves open, tuned here (see README "Tuning"): Lambda_hat starts
+# below every true concentration with an exp parametrisation at a learning rate of
+# 1e-2, and the encoder learns at 1e-3. Starting above made one latent fold away.
+FAST = dict(
+    learning_rate=1e-3,
+    concentration_learning_rate=1e-2,
+    parametrization="exp",
+)
+PRESETS = {
+    # 3 content latents (Lambda 200..400) and 3 style latents (Lambda 10..20) on S^5.
+    "quick": SyntheticConfig(
+        concentration="content_style",
+        dim=6,
+        hidden_units="256,256,256",
+        steps=2000,
+        eval_every=500,
+        initial_concentration=5.0,
+        generator_draws=2000,
+        **FAST,
+    ),
+    # The paper's settings (n = 10, batch 1000, their encoder), with the tuned optimiser.
+    "paper-linear": SyntheticConfig(
+        concentration="linear", steps=6000, eval_every=1000, initial_concentration=2.0, **FAST
+    ),
+    "paper-two-valued": SyntheticConfig(
+        concentration="two_valued", steps=6000, eval_every=1000, initial_concentration=2.0, **FAST
+    ),
+    "content-style": SyntheticConfig(
+        concentration="content_style",
+        steps=6000,
+        eval_every=1000,
+        initial_concentration=5.0,
+        **FAST,
+    ),
+}
+SMOKE = dict(
+    steps=40,
+    eval_every=20,
+    batch_size=128,
+    hidden_units="32,32",
+    eval_size=512,
+    generator_draws=200,
+)
+
+
+def main(argv=None) -> dict:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    preset_name = argv[argv.index("--preset") + 1] if "--preset" in argv else "quick"
+    if preset_name not in PRESETS:
+        raise SystemExit(f"Unknown --preset {preset_name!r}; choose from {sorted(PRESETS)}.")
+    preset = PRESETS[preset_name]
+    if "--smoke" in argv:
+        preset = dataclasses.replace(preset, **SMOKE)
+    remaining = [a for a in argv if a != "--smoke"]
+    if "--preset" in remaining:
+        index = remaining.index("--preset")
+        del remaining[index : index + 2]
+    config, options = parse_config(preset, remaining, description=__doc__.splitlines()[0])
+    run_dir = run_directory(options.out, preset_name + ("-smoke" if "--smoke" in argv else ""))
+    print(f"preset {preset_name}: {config}\nrun directory: {run_dir}", flush=True)
+    return run_synthetic(config, run_dir)
+
+
+if __name__ == "__main__":
+    main()

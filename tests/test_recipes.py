@@ -1,0 +1,83 @@
+"""The synthetic recipe end to end (smoke size) and its command-line overrides."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aninfonce_tf import experiment
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_every_field_can_be_overridden_from_the_command_line():
+    preset = experiment.SyntheticConfig()
+    config, options = experiment.parse_config(
+        preset,
+        [
+            "--batch-size",
+            "64",
+            "--learning-rate",
+            "0.01",
+            "--mixed-precision",
+            "true",
+            "--high",
+            "50",
+            "--out",
+            "x",
+        ],
+    )
+    assert (config.batch_size, config.learning_rate, config.mixed_precision, config.high) == (
+        64,
+        0.01,
+        True,
+        50.0,
+    )
+    assert options.out == "x"
+    assert config.steps == preset.steps
+
+
+def test_config_errors_name_the_argument():
+    with pytest.raises(ValueError, match="losses"):
+        experiment.SyntheticConfig(losses="aninfonce,simclr").loss_names()
+    with pytest.raises(ValueError, match="concentration"):
+        experiment.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
+    with pytest.raises(ValueError, match="eval_every"):
+        experiment.run_synthetic(
+            experiment.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
+        )
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_results_plots_and_logs(tmp_path):
+    losses = ",".join(experiment.LOSS_VARIANTS)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "recipes" / "synthetic.py"),
+            "--smoke",
+            "--losses",
+            losses,
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    for name in experiment.LOSS_VARIANTS:
+        entry = results[name]
+        assert {"linear_r2", "mcc", "block_r2", "steps", "wall_seconds"} <= set(entry)
+        assert set(entry["block_r2"]) == {"high", "low"}
+        assert entry["steps"] == 40
+        assert name in result.stdout
+    assert {"lambda_spearman", "lambda_hat"} <= set(results["aninfonce"])
+    assert "lambda_hat" not in results["infonce"]
+    for png in ("per_latent_r2.png", "curves.png", "lambda_aninfonce.png"):
+        assert (tmp_path / png).stat().st_size > 1000
+    assert list((tmp_path / "tensorboard" / "aninfonce").rglob("events.out.tfevents.*"))
