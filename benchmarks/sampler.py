@@ -36,7 +36,9 @@ def main() -> None:
                 sample = tf.function(setup.sample_latent_pairs).get_concrete_function(
                     batch, tf.TensorSpec([2], tf.int64)
                 )
-                latent_rate = median_rate(lambda i: sample(tf.constant([0, i], tf.int64)), batch)
+                latent_rate = median_rate(
+                    lambda i, sample=sample: sample(tf.constant([0, i], tf.int64)), batch
+                )
                 steps = max(2, 200_000 // batch)
                 iterator = iter(setup.dataset(batch, seed=0).repeat())
 
