@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class SyntheticConfig:
     them at concentration `concentration` (a preset name, see
     `concentration_preset`, or a comma-separated list of values). The model: the
     MLP `hidden_units` trained for `steps` steps of `batch_size` pairs with Adam
-    at `learning_rate`, Lambda_hat (`parametrization`, starting at
+    at `learning_rate` (`learning_rate_schedule` "constant" or "cosine"), Lambda_hat (`parametrization`, starting at
     `initial_concentration`) at `concentration_learning_rate`. InfoNCE uses a
     cosine similarity at `infonce_temperature`.
     """
@@ -60,6 +61,7 @@ class SyntheticConfig:
     batch_size: int = 1000
     steps: int = 3000
     learning_rate: float = 1e-4
+    learning_rate_schedule: str = "constant"
     concentration_learning_rate: float = 1e-3
     parametrization: str = "softplus"
     initial_concentration: float = 1.0
@@ -148,12 +150,23 @@ def build_model(config: SyntheticConfig, loss_name: str) -> ContrastiveModel:
         loss = InfoNCE(similarity="cosine", temperature=temperature, hard_negative_beta=beta)
     model = ContrastiveModel(encoder, scaling=scaling, name=loss_name)
     model.compile(
-        optimizer=keras.optimizers.Adam(config.learning_rate),
+        optimizer=keras.optimizers.Adam(encoder_learning_rate(config)),
         loss=loss,
         concentration_optimizer=config.concentration_learning_rate if anisotropic else None,
         jit_compile=config.jit_compile,
     )
     return model
+
+
+def encoder_learning_rate(config: SyntheticConfig):
+    """The encoder's learning rate: constant, or cosine-decayed to 0 over `steps`."""
+    if config.learning_rate_schedule == "constant":
+        return config.learning_rate
+    if config.learning_rate_schedule == "cosine":
+        return keras.optimizers.schedules.CosineDecay(config.learning_rate, decay_steps=config.steps)
+    raise ValueError(
+        f"Unknown `learning_rate_schedule` {config.learning_rate_schedule!r}; expected 'constant' or 'cosine'."
+    )
 
 
 def run_directory(out: str | None, preset_name: str) -> Path:
@@ -176,7 +189,7 @@ def training_callbacks(run_dir: Path, name: str, steps_per_epoch: int, evaluator
     ]
 
 
-def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | str = "auto") -> dict:
+def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = None) -> dict:
     """Trains every loss variant of `config` on the same data and scores them.
 
     Returns:
@@ -186,6 +199,9 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | str = "
         `run_dir/results.json`, with plots and TensorBoard logs beside it.
     """
     names = config.loss_names()
+    if verbose is None:
+        # A live progress bar on a terminal, one line per evaluation in logs.
+        verbose = 1 if sys.stdout.isatty() else 2
     if config.steps < config.eval_every or config.steps % config.eval_every:
         raise ValueError(
             f"`steps` ({config.steps}) must be a positive multiple of `eval_every` ({config.eval_every})."

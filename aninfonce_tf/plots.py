@@ -44,8 +44,8 @@ def plot_per_latent_r2(
         axis.bar(positions, np.asarray(values)[order], width, label=name)
     axis.set_xticks(np.arange(len(order)) + 0.4 - width / 2)
     axis.set_xticklabels([f"{c:.3g}" for c in true_concentration[order]])
-    axis.set(xlabel="latent (true concentration)", ylabel="linear R^2", ylim=(0, 1.05))
-    axis.legend()
+    axis.set(xlabel="latent (true concentration)", ylabel="linear R^2", ylim=(0, 1.25))
+    axis.legend(loc="upper center", ncol=len(per_latent))
     return _save(figure, path)
 
 

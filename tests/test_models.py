@@ -194,3 +194,29 @@ def test_bad_model_arguments_raise():
         ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))
     with pytest.raises(TypeError, match="loss"):
         _model().compile(loss="mse")
+
+
+class _Interrupt(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 2:
+            raise RuntimeError("simulated preemption")
+
+
+def test_backup_and_restore_resumes_both_optimizers(tmp_path):
+    x1, x2 = _pairs()
+    data = tf.data.Dataset.from_tensor_slices((x1, x2)).batch(128, drop_remainder=True)
+    backup = str(tmp_path / "backup")
+    model = _model()
+    model.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
+    with pytest.raises(RuntimeError, match="preemption"):
+        model.fit(data, epochs=4, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(backup), _Interrupt()])
+    saved_concentration = np.asarray(model.concentration)
+
+    resumed = _model(seed=1)
+    resumed.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
+    history = resumed.fit(data, epochs=4, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(backup)])
+    assert len(history.history["loss"]) == 2
+    assert int(resumed.optimizer.iterations) == int(resumed.concentration_optimizer.iterations) == 16
+    assert not np.allclose(resumed.concentration, saved_concentration)
+    # Restored state, then two more epochs: Lambda_hat kept moving from where it was.
+    assert np.max(np.abs(np.asarray(resumed.concentration) - 5.0)) > np.max(np.abs(saved_concentration - 5.0))
