@@ -22,7 +22,11 @@ from aninfonce_tf.data.synthetic import (
     concentration_preset,
 )
 from aninfonce_tf.encoders import mlp_encoder
-from aninfonce_tf.evaluation.callbacks import IdentifiabilityCallback, IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.callbacks import (
+    ConcentrationLogger,
+    IdentifiabilityCallback,
+    IdentifiabilityEvaluator,
+)
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
 from aninfonce_tf.models import ContrastiveModel
@@ -163,7 +167,9 @@ def encoder_learning_rate(config: SyntheticConfig):
     if config.learning_rate_schedule == "constant":
         return config.learning_rate
     if config.learning_rate_schedule == "cosine":
-        return keras.optimizers.schedules.CosineDecay(config.learning_rate, decay_steps=config.steps)
+        return keras.optimizers.schedules.CosineDecay(
+            config.learning_rate, decay_steps=config.steps
+        )
     raise ValueError(
         f"Unknown `learning_rate_schedule` {config.learning_rate_schedule!r}; expected 'constant' or 'cosine'."
     )
@@ -177,15 +183,15 @@ def run_directory(out: str | None, preset_name: str) -> Path:
 
 def training_callbacks(run_dir: Path, name: str, steps_per_epoch: int, evaluator) -> list:
     """Evaluator, NaN stop, checkpoint-and-resume and TensorBoard for one loss."""
+    logs = run_dir / "tensorboard" / name
     return [
         IdentifiabilityCallback(
-            evaluator,
-            str(run_dir / "tensorboard" / name / "identifiability"),
-            steps_per_epoch=steps_per_epoch,
+            evaluator, str(logs / "identifiability"), steps_per_epoch=steps_per_epoch
         ),
+        ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=steps_per_epoch),
         keras.callbacks.TerminateOnNaN(),
         keras.callbacks.BackupAndRestore(str(run_dir / "backup" / name), delete_checkpoint=True),
-        keras.callbacks.TensorBoard(str(run_dir / "tensorboard" / name), update_freq="epoch"),
+        keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
     ]
 
 

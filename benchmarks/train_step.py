@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="1000,6144")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--pipeline-batch-sizes", default="1000", help="also time with tf.data for these"
+    )
     args = parser.parse_args()
     setup = SyntheticSetup(concentration_preset("linear"), generator_draws=1000)
     print(f"{'batch':>6} {'mode':>11} {'fixed batch':>12} {'tf.data':>9}  (steps/s)")

@@ -34,6 +34,13 @@ FAST = dict(
     concentration_learning_rate=1e-2,
     parametrization="exp",
 )
+PAPER = dict(
+    FAST,
+    learning_rate=2e-3,
+    learning_rate_schedule="cosine",
+    steps=6000,
+    eval_every=1000,
+)
 PRESETS = {
     # 3 content latents (Lambda 200..400) and 3 style latents (Lambda 10..20) on S^5.
     "quick": SyntheticConfig(

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from aninfonce_tf import experiment
 
@@ -80,4 +81,8 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
     assert "lambda_hat" not in results["infonce"]
     for png in ("per_latent_r2.png", "curves.png", "lambda_aninfonce.png"):
         assert (tmp_path / png).stat().st_size > 1000
-    assert list((tmp_path / "tensorboard" / "aninfonce").rglob("events.out.tfevents.*"))
+    tags = set()
+    for event_file in (tmp_path / "tensorboard" / "aninfonce").rglob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(event_file)):
+            tags.update(v.tag for v in tf.compat.v1.Event.FromString(record.numpy()).summary.value)
+    assert {"lambda_hat/0", "lambda_hat/5", "linear_r2", "block_r2/low", "epoch_loss"} <= tags

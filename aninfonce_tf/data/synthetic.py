@@ -155,7 +155,7 @@ def _anisotropic_noise(shape, concentration, seed):
     return tf.random.stateless_normal(shape, seed) * tf.math.rsqrt(concentration)
 
 
-def projected_normal_positive(z, concentration, seed, proposals: int = 6, tolerance: float = 0.1):
+def projected_normal_positive(z, concentration, seed, proposals: int = 4, tolerance: float = 0.1):
     """The authors' sphere conditional: z + eps with eps ~ N(0, diag(1/Lambda)), kept
     only when | ||z + eps|| - 1 | < tolerance, then projected onto the sphere."""
 
@@ -163,8 +163,12 @@ def projected_normal_positive(z, concentration, seed, proposals: int = 6, tolera
         shape = tf.concat([tf.shape(z)[:1], [proposals], tf.shape(z)[1:]], 0)
         return z[:, None, :] + _anisotropic_noise(shape, concentration, seed)
 
+    # | ||x|| - 1 | < tolerance, on the squared norm (no square root per proposal).
+    lower, upper = (1.0 - tolerance) ** 2, (1.0 + tolerance) ** 2
+
     def accept(candidates):
-        return tf.abs(tf.norm(candidates, axis=-1) - 1.0) < tolerance
+        squared_norm = tf.reduce_sum(tf.square(candidates), axis=-1)
+        return (squared_norm > lower) & (squared_norm < upper)
 
     sample = _rejection_sample(propose, accept, z, seed, sample_shape=z.shape[1:])
     return tf.math.l2_normalize(sample, axis=-1)
@@ -233,7 +237,8 @@ def sample_positive(z, conditional: str, concentration, seed, space: str = "sphe
     Returns:
         `[B, n]` positives.
     """
-    concentration = tf.constant(np.asarray(concentration, "float32"))
+    concentration_values = np.asarray(concentration, "float32")
+    concentration = tf.constant(concentration_values)
     if conditional not in CONDITIONALS:
         raise ValueError(f"Unknown `conditional` {conditional!r}; expected one of {CONDITIONALS}.")
     if conditional == "projected_normal":
@@ -243,7 +248,7 @@ def sample_positive(z, conditional: str, concentration, seed, space: str = "sphe
     if conditional == "vmf":
         if space != "sphere":
             raise ValueError("`conditional='vmf'` needs `space='sphere'`.")
-        return von_mises_fisher_positive(z, float(tf.reduce_mean(concentration)), seed, **options)
+        return von_mises_fisher_positive(z, float(concentration_values.mean()), seed, **options)
     noise_seed, extra_seed = _seeds(seed, 2)
     if conditional == "laplace":
         # Laplace(0, s) has variance 2 s^2: match N(0, 1/Lambda).

@@ -127,6 +127,29 @@ class IdentifiabilityCallback(keras.callbacks.Callback):
         with self.writer.as_default(step=step):
             for name, value in scalars.items():
                 tf.summary.scalar(name, value)
-            for index, value in enumerate(scores.get("lambda_hat", [])):
+        self.writer.flush()
+
+
+class ConcentrationLogger(keras.callbacks.Callback):
+    """Writes every dimension of a `ContrastiveModel`'s Lambda_hat to TensorBoard
+    (`lambda_hat/0`, `lambda_hat/1`, ... and a histogram) at the end of each epoch.
+
+    Args:
+        log_dir: TensorBoard directory.
+        steps_per_epoch: to log against the training step rather than the epoch.
+    """
+
+    def __init__(self, log_dir: str, steps_per_epoch: int = 1):
+        super().__init__()
+        self.writer = tf.summary.create_file_writer(log_dir)
+        self.steps_per_epoch = steps_per_epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        concentration = getattr(self.model, "concentration", None)
+        if concentration is None:
+            return
+        with self.writer.as_default(step=(epoch + 1) * self.steps_per_epoch):
+            for index, value in enumerate(np.asarray(concentration)):
                 tf.summary.scalar(f"lambda_hat/{index}", value)
+            tf.summary.histogram("lambda_hat", concentration)
         self.writer.flush()
