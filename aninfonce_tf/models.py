@@ -236,22 +236,10 @@ class ContrastiveModel(keras.Model):
         z1, z2 = z[:batch], z[batch:]
         core.validate_pair(z1, z2)
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
-        options = self.contrastive_loss.options
-        row_losses = core.info_nce(
-            z1, z2, **options, z1_all=z1_all, z2_all=z2_all, row_offset=offset
+        row_losses, (logits, positive, mask) = self.contrastive_loss.per_row_losses(
+            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset, return_logits=True
         )
         loss = ops.mean(row_losses)
-        first_temperature = core.check_temperature(options["temperature"])[0]
-        logits, positive, mask = core.contrastive_logits(
-            z1,
-            z2,
-            options["similarity"],
-            first_temperature,
-            options["candidates"],
-            z1_all,
-            z2_all,
-            offset,
-        )
         unit1, unit2 = (
             (z1, z2) if self.scaling is None else (core.l2_normalize(z1), core.l2_normalize(z2))
         )

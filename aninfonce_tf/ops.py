@@ -190,6 +190,7 @@ def info_nce(
     z1_all=None,
     z2_all=None,
     row_offset=0,
+    return_logits: bool = False,
 ):
     """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])`.
 
@@ -210,9 +211,12 @@ def info_nce(
         z1_all: gathered global first views (distributed training).
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
+        return_logits: also return `contrastive_logits`' output at the first
+            temperature (for accuracy metrics without recomputing them).
 
     Returns:
-        `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional.
+        `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional; with
+        `return_logits`, the pair `(losses, (logits, positive_index, mask))`.
 
     References:
         Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
@@ -240,14 +244,16 @@ def info_nce(
         raise ValueError(
             f"`ensemble_weights` must be non-negative with a positive sum; got {ensemble_weights}."
         )
-    losses = 0.0
+    losses, first_logits = 0.0, None
     for weight, temp in zip(ensemble_weights, temperatures, strict=True):
-        logits, positive_index, mask = contrastive_logits(
+        logits = contrastive_logits(
             z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
         )
-        row_losses = info_nce_from_logits(logits, positive_index, mask, hard_negative_beta)
+        row_losses = info_nce_from_logits(*logits, hard_negative_beta)
         losses = losses + (weight / total_weight) * row_losses
-    return losses
+        if first_logits is None:
+            first_logits = logits
+    return (losses, first_logits) if return_logits else losses
 
 
 def check_temperature(temperature) -> list[float]:
