@@ -209,14 +209,25 @@ def test_backup_and_restore_resumes_both_optimizers(tmp_path):
     model = _model()
     model.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
     with pytest.raises(RuntimeError, match="preemption"):
-        model.fit(data, epochs=4, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(backup), _Interrupt()])
+        model.fit(
+            data,
+            epochs=4,
+            verbose=0,
+            callbacks=[keras.callbacks.BackupAndRestore(backup), _Interrupt()],
+        )
     saved_concentration = np.asarray(model.concentration)
 
     resumed = _model(seed=1)
     resumed.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
-    history = resumed.fit(data, epochs=4, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(backup)])
+    history = resumed.fit(
+        data, epochs=4, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(backup)]
+    )
     assert len(history.history["loss"]) == 2
-    assert int(resumed.optimizer.iterations) == int(resumed.concentration_optimizer.iterations) == 16
+    assert (
+        int(resumed.optimizer.iterations) == int(resumed.concentration_optimizer.iterations) == 16
+    )
     assert not np.allclose(resumed.concentration, saved_concentration)
     # Restored state, then two more epochs: Lambda_hat kept moving from where it was.
-    assert np.max(np.abs(np.asarray(resumed.concentration) - 5.0)) > np.max(np.abs(saved_concentration - 5.0))
+    assert np.max(np.abs(np.asarray(resumed.concentration) - 5.0)) > np.max(
+        np.abs(saved_concentration - 5.0)
+    )

@@ -133,7 +133,9 @@ def test_dataset_is_seeded_static_and_equal_to_eager_sampling():
 @pytest.mark.parametrize("conditional", synthetic.CONDITIONALS)
 def test_every_conditional_runs_inside_dataset_map_as_eagerly(conditional):
     space = "sphere" if conditional in ("projected_normal", "vmf") else "box"
-    setup = synthetic.SyntheticSetup(LINEAR, space=space, conditional=conditional, generator_draws=50)
+    setup = synthetic.SyntheticSetup(
+        LINEAR, space=space, conditional=conditional, generator_draws=50
+    )
     batch = next(iter(setup.dataset(batch_size=64, seed=5)))
     eager = setup.sample_pairs(64, tf.constant([5, 0], tf.int64))
     for key in ("z1", "z2", "view2"):
