@@ -231,3 +231,15 @@ def test_backup_and_restore_resumes_both_optimizers(tmp_path):
     assert np.max(np.abs(np.asarray(resumed.concentration) - 5.0)) > np.max(
         np.abs(saved_concentration - 5.0)
     )
+
+
+def test_unbuilt_encoder_is_built_by_fit_with_one_optimizer_slot_per_variable():
+    model = ContrastiveModel(keras.layers.Dense(4), scaling=DiagonalScaling(3.0))
+    model.compile(keras.optimizers.Adam(1e-2), concentration_optimizer=1e-1)
+    assert not model.built
+    x1, x2 = _pairs(256)
+    history = model.fit((x1, x2), batch_size=64, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    # Adam: iteration count, learning rate, and two moments per variable it updates.
+    assert len(model.optimizer.variables) == 2 + 2 * 2  # kernel and bias
+    assert len(model.concentration_optimizer.variables) == 2 + 2 * 1  # theta
