@@ -17,6 +17,7 @@ import numpy as np
 
 from aninfonce_tf import plots
 from aninfonce_tf.data.synthetic import (
+    CONCENTRATION_PRESETS,
     SyntheticSetup,
     concentration_blocks,
     concentration_preset,
@@ -81,12 +82,19 @@ class SyntheticConfig:
     seed: int = 0
 
     def true_concentration(self) -> np.ndarray:
-        if self.concentration[0].isdigit():
+        """Lambda from a preset name or a comma-separated list of `dim` values."""
+        if self.concentration in CONCENTRATION_PRESETS:
+            return concentration_preset(self.concentration, self.dim, high=self.high, low=self.low)
+        try:
             values = np.array([float(v) for v in self.concentration.split(",")])
-            if len(values) != self.dim:
-                raise ValueError(f"`concentration` has {len(values)} values for dim={self.dim}.")
-            return values
-        return concentration_preset(self.concentration, self.dim, high=self.high, low=self.low)
+        except ValueError:
+            raise ValueError(
+                f"`concentration` must be one of {CONCENTRATION_PRESETS} or comma-separated "
+                f"numbers; got {self.concentration!r}."
+            ) from None
+        if len(values) != self.dim:
+            raise ValueError(f"`concentration` has {len(values)} values for dim={self.dim}.")
+        return values
 
     def loss_names(self) -> list[str]:
         names = [name.strip() for name in self.losses.split(",") if name.strip()]

@@ -45,6 +45,10 @@ def test_config_errors_name_the_argument():
         experiment.SyntheticConfig(losses="aninfonce,simclr").loss_names()
     with pytest.raises(ValueError, match="concentration"):
         experiment.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
+    with pytest.raises(ValueError, match="concentration"):
+        experiment.SyntheticConfig(concentration="cubic").true_concentration()
+    custom = experiment.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
+    assert custom.tolist() == [0.5, 2.0, 8.0]
     with pytest.raises(ValueError, match="eval_every"):
         experiment.run_synthetic(
             experiment.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
