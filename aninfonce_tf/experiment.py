@@ -70,7 +70,7 @@ class SyntheticConfig:
     concentration_learning_rate: float = 1e-3
     parametrization: str = "softplus"
     initial_concentration: float = 1.0
-    infonce_temperature: float = 0.1
+    infonce_temperature: float = 0.2
     hard_negative_beta: float = 0.5
     ensemble_temperatures: str = "0.05,0.1,0.5"
     losses: str = "aninfonce,infonce"

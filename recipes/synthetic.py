@@ -2,7 +2,7 @@
 
 Run (the README's main job; `quick` is the default preset):
 
-    python recipes/synthetic.py                       # quick, ~3 min on a 2-core CPU
+    python recipes/synthetic.py                       # quick, ~3.5 min on a 2-core CPU
     python recipes/synthetic.py --preset paper-linear # ~12 min per loss
     python recipes/synthetic.py --preset paper-two-valued
     python recipes/synthetic.py --preset content-style
@@ -15,8 +15,8 @@ aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`, ...). Writes
 `config.json` and TensorBoard logs to `--out`.
 
 Expected (measured on a 2-core CPU, 2026-11-25; see README and benchmarks/README.md):
-- quick: AnInfoNCE linear R^2 0.995 (high block 0.996, low 0.994), MCC 0.87, Lambda_hat
-  rank correlation 1.0; InfoNCE (temperature 0.1) R^2 0.49 with the low block at 0.29.
+- quick: AnInfoNCE linear R^2 0.993 (high block 0.993, low 0.993), MCC 0.86, Lambda_hat
+  rank correlation 1.0; InfoNCE (temperature 0.2) R^2 0.45 with the low block at 0.17.
 - paper-linear (AnInfoNCE): R^2 0.997, MCC 0.91, Lambda_hat 5.7..23.6 after 6000 steps.
 - paper-two-valued (AnInfoNCE, --steps 4000): R^2 0.98, MCC 0.73, Lambda_hat in two
   clusters {~22 x5, ~5.4 x5}.
