@@ -142,13 +142,24 @@ def _rejection_sample(propose, accept, z, seed, sample_shape, max_rounds: int = 
 
     out = tf.zeros(tf.concat([[rows], sample_shape], 0), z.dtype)
     out_shape = z.shape[:1].concatenate(sample_shape)
-    _, out, _ = tf.while_loop(
+    _, out, pending = tf.while_loop(
         cond,
         body,
         (tf.constant(0), tf.ensure_shape(out, out_shape), tf.range(rows)),
         shape_invariants=(tf.TensorShape([]), out_shape, tf.TensorShape([None])),
     )
-    return out
+    # Rows still unfilled after `max_rounds` would be zeros: fail loudly instead.
+    with tf.control_dependencies(
+        [
+            tf.debugging.assert_equal(
+                tf.size(pending),
+                0,
+                message=f"rejection sampling left rows unaccepted after {max_rounds} rounds; "
+                "the acceptance region is too unlikely for this concentration",
+            )
+        ]
+    ):
+        return tf.identity(out)
 
 
 def _anisotropic_noise(shape, concentration, seed):

@@ -119,7 +119,7 @@ class IdentifiabilityCallback(keras.callbacks.Callback):
         scores = self.evaluator.evaluate(self.model)
         step = (epoch + 1) * self.steps_per_epoch
         self.history.append({"step": step, **scores})
-        scalars = scalar_items({k: v for k, v in scores.items() if k != "lambda_hat"})
+        scalars = scalar_items(scores)
         if logs is not None:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
         if self.writer is None:

@@ -57,6 +57,19 @@ def test_rejection_keeps_only_accepted_proposals_and_fills_every_row():
     assert abs(out.mean() - 0.025) < 0.003
 
 
+def test_rejection_fails_loudly_when_rows_stay_unaccepted():
+    def propose(rows, seed):
+        return tf.zeros(tf.concat([tf.shape(rows)[:1], [2, 1]], 0))
+
+    def never(candidates):
+        return candidates[..., 0] > 1.0
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="unaccepted"):
+        synthetic._rejection_sample(
+            propose, never, tf.zeros([4, 1]), tf.constant([0, 1]), [1], max_rounds=3
+        )
+
+
 def test_von_mises_fisher_has_the_right_mean_cosine():
     kappa, dim = 15.0, 10
     z = tf.math.l2_normalize(tf.random.stateless_normal([20_000, dim], [0, 3]), axis=-1)
