@@ -264,10 +264,16 @@ def check_temperature(temperature) -> list[float]:
 
 
 def positive_accuracy(logits, positive_index, candidate_mask):
-    """Fraction of rows whose positive has the highest logit among the candidates."""
-    masked = ops.where(candidate_mask > 0, logits, _MASKED_LOGIT)
-    predicted = ops.cast(ops.argmax(masked, axis=-1), "int32")
-    return ops.mean(ops.cast(ops.equal(predicted, positive_index), "float32"))
+    """Fraction of rows whose positive has the highest logit among the candidates.
+
+    A row counts when its positive is at least as large as every negative (a max
+    reduction: XLA on CPU runs it several times faster than an argmax).
+    """
+    positive_mask = ops.one_hot(positive_index, ops.shape(logits)[1], dtype=logits.dtype)
+    negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, _MASKED_LOGIT)
+    positive_logit = ops.sum(logits * positive_mask, axis=-1)
+    hits = ops.greater_equal(positive_logit, ops.max(negatives, axis=-1))
+    return ops.mean(ops.cast(hits, "float32"))
 
 
 def alignment(u, v):

@@ -144,6 +144,16 @@ def test_accuracy_alignment_uniformity():
     np.testing.assert_allclose(float(ops.uniformity(z)), -4.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("candidates", ops.CANDIDATE_SETS)
+def test_accuracy_matches_numpy_argmax(candidates):
+    z1, z2 = _pair(16, 3, seed=5, unit=False)
+    logits, positive, mask = ops.contrastive_logits(z1, z2, candidates=candidates)
+    masked = np.where(np.asarray(mask) > 0, np.asarray(logits), -np.inf)
+    expected = np.mean(np.argmax(masked, axis=-1) == np.asarray(positive))
+    assert 0.0 < expected < 1.0  # a case where some rows are wrong
+    np.testing.assert_allclose(float(ops.positive_accuracy(logits, positive, mask)), expected)
+
+
 @pytest.mark.parametrize(
     "z1,z2,message",
     [

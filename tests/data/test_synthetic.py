@@ -18,6 +18,20 @@ def _authors_positive(z, concentration, rng, tolerance=0.1):
             return candidate / np.linalg.norm(candidate)
 
 
+def test_standard_normal_is_normal_and_seeded():
+    draws = synthetic.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
+    assert draws.shape == (5001, 40)
+    flat = draws.ravel()
+    assert scipy.stats.kstest(flat, "norm").pvalue > 1e-3
+    np.testing.assert_allclose([flat.mean(), flat.var()], [0.0, 1.0], atol=0.01)
+    np.testing.assert_allclose(scipy.stats.kurtosis(flat), 0.0, atol=0.03)
+    # Columns are uncorrelated (the sine and cosine halves land in different rows).
+    correlation = np.corrcoef(draws[:, :2].T)[0, 1]
+    assert abs(correlation) < 0.05
+    again = synthetic.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
+    np.testing.assert_array_equal(draws, again)
+
+
 def test_projected_normal_matches_the_authors_sampler():
     rng = np.random.default_rng(0)
     z = rng.normal(size=10)
