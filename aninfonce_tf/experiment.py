@@ -27,6 +27,7 @@ from aninfonce_tf.evaluation.callbacks import (
     ConcentrationLogger,
     IdentifiabilityCallback,
     IdentifiabilityEvaluator,
+    parse_targets,
 )
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
@@ -52,7 +53,9 @@ class SyntheticConfig:
     MLP `hidden_units` trained for `steps` steps of `batch_size` pairs with Adam
     at `learning_rate` (`learning_rate_schedule` "constant" or "cosine"), Lambda_hat (`parametrization`, starting at
     `initial_concentration`) at `concentration_learning_rate`. InfoNCE uses a
-    cosine similarity at `infonce_temperature`.
+    cosine similarity at `infonce_temperature`. Scores are taken every `eval_every`
+    steps on `eval_size` held-out latents; `stop_at` ("mcc=0.95,linear_r2=0.99")
+    ends a loss's training at the first evaluation that reaches every target.
     """
 
     concentration: str = "linear"
@@ -76,6 +79,7 @@ class SyntheticConfig:
     losses: str = "aninfonce,infonce"
     eval_every: int = 500
     eval_size: int = 4096
+    stop_at: str = ""
     nonlinear_r2: bool = False
     mixed_precision: bool = False
     jit_compile: bool = True
@@ -189,12 +193,18 @@ def run_directory(out: str | None, preset_name: str) -> Path:
     return path
 
 
-def training_callbacks(run_dir: Path, name: str, steps_per_epoch: int, evaluator) -> list:
-    """Evaluator, NaN stop, checkpoint-and-resume and TensorBoard for one loss."""
+def training_callbacks(
+    run_dir: Path, name: str, steps_per_epoch: int, evaluator, stop_at: str = ""
+) -> list:
+    """Evaluator (stopping at `stop_at` targets), NaN stop, checkpoint-and-resume and
+    TensorBoard for one loss."""
     logs = run_dir / "tensorboard" / name
     return [
         IdentifiabilityCallback(
-            evaluator, str(logs / "identifiability"), steps_per_epoch=steps_per_epoch
+            evaluator,
+            str(logs / "identifiability"),
+            steps_per_epoch=steps_per_epoch,
+            stop_at=parse_targets(stop_at),
         ),
         ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=steps_per_epoch),
         keras.callbacks.TerminateOnNaN(),
@@ -220,6 +230,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
         raise ValueError(
             f"`steps` ({config.steps}) must be a positive multiple of `eval_every` ({config.eval_every})."
         )
+    parse_targets(config.stop_at)  # a malformed target fails before any training
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2))
     true_concentration = config.true_concentration()
     setup = SyntheticSetup(
@@ -248,7 +259,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
             model = build_model(config, name)
         finally:
             keras.config.set_dtype_policy(previous_policy)
-        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator)
+        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator, config.stop_at)
         dataset = setup.dataset(config.batch_size, seed=config.seed)
         print(f"== {name}: {config.steps} steps of {config.batch_size} pairs", flush=True)
         start = time.perf_counter()
@@ -263,12 +274,14 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
         curve = callbacks[0].history
         final = curve[-1] if curve else evaluator.evaluate(model)
         results[name] = {
-            **{k: v for k, v in final.items() if k != "step"},
+            **{k: v for k, v in final.items() if k not in ("step", "seconds")},
             "steps": int(model.optimizer.iterations),
             "wall_seconds": round(wall_seconds, 1),
             "final_loss": float(history.history["loss"][-1]),
             "curve": curve,
         }
+        if config.stop_at:
+            results[name]["target_reached"] = callbacks[0].reached
     results_path = run_dir / "results.json"
     results_path.write_text(
         json.dumps({"true_concentration": true_concentration.tolist(), **results}, indent=2)

@@ -3,9 +3,12 @@
     python benchmarks/train_step.py                 # B = 1000 and 6144, fp32/XLA/bf16
     python benchmarks/train_step.py --batch-sizes 1000 --steps 200
     python benchmarks/train_step.py --plain --batch-sizes 1000   # + a plain MSE step
+    python benchmarks/train_step.py --roofline --batch-sizes 1000
 
 Each configuration trains on one fixed batch (the step alone) and on the synthetic
 tf.data pipeline (step + sampling); prints the median of `--repeats` timed windows.
+`--roofline` measures this CPU's matmul throughput and the steps/s it allows: a
+step is forward + two backward matmuls of every layer on 2B rows, whatever the code.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
-from aninfonce_tf.encoders import mlp_encoder
+from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import SyntheticConfig, build_model
 
 MODES = {
@@ -29,7 +32,7 @@ MODES = {
 
 
 def steps_per_second(model, data, steps: int, repeats: int) -> float:
-    model.fit(data, steps_per_epoch=20, epochs=1, verbose=0)  # trace and compile
+    model.fit(data, steps_per_epoch=min(steps, 20), epochs=1, verbose=0)  # trace, compile
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -54,6 +57,42 @@ def plain_ceiling(rows: int, steps: int, repeats: int) -> dict[str, float]:
     return rates
 
 
+def matmul_flops_per_step(batch_size: int, widths=(10, *PAPER_MLP_HIDDEN, 10)) -> float:
+    """Matmul FLOPs of one training step: 2B rows, forward and backward (the first
+    layer needs no input gradient)."""
+    rows = 2 * batch_size
+    forward = sum(2 * rows * a * b for a, b in zip(widths[:-1], widths[1:], strict=False))
+    first = 2 * rows * widths[0] * widths[1]
+    return 3 * forward - first
+
+
+def matmul_gflops(dtype: str, rows: int = 2000, width: int = 500, repeats: int = 10) -> float:
+    """Best-window GFLOP/s of a [rows, width] x [width, width] matmul (XLA)."""
+    a = tf.cast(tf.random.normal([rows, width]), dtype)
+    b = tf.cast(tf.random.normal([width, width]), dtype)
+    matmul = tf.function(tf.matmul, jit_compile=True)
+    matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(20):
+            result = matmul(a, b)
+        result.numpy()
+        best = min(best, (time.perf_counter() - start) / 20)
+    return 2 * rows * width * width / best / 1e9
+
+
+def roofline(batch_sizes) -> None:
+    for dtype in ("float32", "bfloat16"):
+        gflops = matmul_gflops(dtype)
+        for batch_size in batch_sizes:
+            flops = matmul_flops_per_step(batch_size)
+            print(
+                f"{dtype} matmul {gflops:.0f} GFLOP/s; B = {batch_size}: {flops / 1e9:.1f} GFLOP "
+                f"a step -> at most {gflops * 1e9 / flops:.1f} steps/s"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-sizes", default="1000,6144")
@@ -63,7 +102,11 @@ def main() -> None:
         "--pipeline-batch-sizes", default="1000", help="also time with tf.data for these"
     )
     parser.add_argument("--plain", action="store_true", help="also time a plain MSE step")
+    parser.add_argument("--roofline", action="store_true", help="only the matmul ceiling")
     args = parser.parse_args()
+    if args.roofline:
+        roofline([int(b) for b in args.batch_sizes.split(",")])
+        return
     if args.plain:
         for rows in (1000, 2000):
             rates = plain_ceiling(rows, args.steps, args.repeats)

@@ -1,5 +1,6 @@
 """The synthetic recipe end to end (smoke size) and its command-line overrides."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -53,6 +54,26 @@ def test_config_errors_name_the_argument():
         experiment.run_synthetic(
             experiment.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
         )
+
+
+def test_stop_at_ends_training_at_the_first_evaluation_reaching_the_targets(tmp_path):
+    config = experiment.SyntheticConfig(
+        dim=4,
+        steps=60,
+        eval_every=20,
+        batch_size=32,
+        hidden_units="16",
+        eval_size=256,
+        generator_draws=20,
+        losses="aninfonce",
+        stop_at="linear_r2=-100,mcc=-1",
+    )
+    result = experiment.run_synthetic(config, tmp_path, verbose=0)["aninfonce"]
+    assert result["steps"] == 20
+    assert result["target_reached"]["step"] == 20
+    assert [point["step"] for point in result["curve"]] == [20]
+    with pytest.raises(ValueError, match="stop_at"):
+        experiment.run_synthetic(dataclasses.replace(config, stop_at="mcc"), tmp_path)
 
 
 @pytest.mark.slow

@@ -3,6 +3,8 @@ them during `fit` and logs to TensorBoard."""
 
 from __future__ import annotations
 
+import time
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -91,35 +93,69 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
     return flat
 
 
+def parse_targets(text: str) -> dict[str, float]:
+    """`"mcc=0.95,linear_r2=0.99"` -> `{"mcc": 0.95, "linear_r2": 0.99}` ("" -> {})."""
+    targets = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        try:
+            targets[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(
+                f"`stop_at` must look like 'mcc=0.95,linear_r2=0.99'; got {text!r}."
+            ) from None
+    return targets
+
+
 class IdentifiabilityCallback(keras.callbacks.Callback):
     """Runs an evaluator every `every_epochs` epochs, adds its scalars to the logs
     (so `History` and later callbacks see them) and writes them, with every
     Lambda_hat dimension, to TensorBoard under `log_dir`.
+
+    With `stop_at`, training stops at the first evaluation where every named
+    score reaches its target; `reached` then holds that step and the seconds
+    since training began (evaluations included). Each `history` entry has the
+    step, those seconds and the scores.
 
     Args:
         evaluator: an `IdentifiabilityEvaluator`.
         log_dir: TensorBoard directory; None logs nothing to disk.
         every_epochs: evaluation period in epochs.
         steps_per_epoch: to log against the training step rather than the epoch.
+        stop_at: `{score name: target}`, names as in the logs (`mcc`,
+            `linear_r2`, `block_r2/low`, ...).
     """
 
     def __init__(
-        self, evaluator, log_dir: str | None = None, every_epochs: int = 1, steps_per_epoch: int = 1
+        self,
+        evaluator,
+        log_dir: str | None = None,
+        every_epochs: int = 1,
+        steps_per_epoch: int = 1,
+        stop_at: dict[str, float] | None = None,
     ):
         super().__init__()
         self.evaluator = evaluator
         self.every_epochs = every_epochs
         self.steps_per_epoch = steps_per_epoch
+        self.stop_at = dict(stop_at or {})
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self.history: list[dict] = []
+        self.reached: dict | None = None
+        self._start = time.perf_counter()
+
+    def on_train_begin(self, logs=None):
+        self._start = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every_epochs:
             return
         scores = self.evaluator.evaluate(self.model)
         step = (epoch + 1) * self.steps_per_epoch
-        self.history.append({"step": step, **scores})
+        seconds = round(time.perf_counter() - self._start, 1)
+        self.history.append({"step": step, "seconds": seconds, **scores})
         scalars = scalar_items(scores)
+        self._check_targets(scalars, step)
         if logs is not None:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
         if self.writer is None:
@@ -128,6 +164,14 @@ class IdentifiabilityCallback(keras.callbacks.Callback):
             for name, value in scalars.items():
                 tf.summary.scalar(name, value)
         self.writer.flush()
+
+    def _check_targets(self, scalars: dict[str, float], step: int) -> None:
+        unknown = sorted(set(self.stop_at) - set(scalars))
+        if unknown:
+            raise ValueError(f"`stop_at` names unknown scores {unknown}; known: {sorted(scalars)}.")
+        if self.stop_at and all(scalars[k] >= v for k, v in self.stop_at.items()):
+            self.reached = {"step": step, "seconds": self.history[-1]["seconds"]}
+            self.model.stop_training = True
 
 
 class ConcentrationLogger(keras.callbacks.Callback):
