@@ -194,7 +194,11 @@ def run_directory(out: str | None, preset_name: str) -> Path:
 
 
 def training_callbacks(
-    run_dir: Path, name: str, steps_per_epoch: int, evaluator, stop_at: str = ""
+    run_dir: Path,
+    name: str,
+    steps_per_epoch: int,
+    evaluator,
+    stop_at: dict[str, float] | None = None,
 ) -> list:
     """Evaluator (stopping at `stop_at` targets), NaN stop, checkpoint-and-resume and
     TensorBoard for one loss."""
@@ -204,7 +208,7 @@ def training_callbacks(
             evaluator,
             str(logs / "identifiability"),
             steps_per_epoch=steps_per_epoch,
-            stop_at=parse_targets(stop_at),
+            stop_at=stop_at,
         ),
         ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=steps_per_epoch),
         keras.callbacks.TerminateOnNaN(),
@@ -230,7 +234,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
         raise ValueError(
             f"`steps` ({config.steps}) must be a positive multiple of `eval_every` ({config.eval_every})."
         )
-    parse_targets(config.stop_at)  # a malformed target fails before any training
+    stop_at = parse_targets(config.stop_at)  # a malformed target fails before training
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2))
     true_concentration = config.true_concentration()
     setup = SyntheticSetup(
@@ -259,7 +263,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
             model = build_model(config, name)
         finally:
             keras.config.set_dtype_policy(previous_policy)
-        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator, config.stop_at)
+        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator, stop_at)
         dataset = setup.dataset(config.batch_size, seed=config.seed)
         print(f"== {name}: {config.steps} steps of {config.batch_size} pairs", flush=True)
         start = time.perf_counter()
@@ -280,7 +284,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
             "final_loss": float(history.history["loss"][-1]),
             "curve": curve,
         }
-        if config.stop_at:
+        if stop_at:
             results[name]["target_reached"] = callbacks[0].reached
     results_path = run_dir / "results.json"
     results_path.write_text(

@@ -151,6 +151,12 @@ def contrastive_logits(
     return logits, positive_index, not_self
 
 
+def _positive_mask_and_logit(logits, positive_index):
+    """`[R, C]` one-hot mask of each row's positive, and the `[R]` positive logits."""
+    positive_mask = ops.one_hot(positive_index, ops.shape(logits)[1], dtype=logits.dtype)
+    return positive_mask, ops.sum(logits * positive_mask, axis=-1)
+
+
 def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_beta: float = 0.0):
     """Per-row InfoNCE loss: -logit of the positive + logsumexp over the candidates.
 
@@ -165,7 +171,7 @@ def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_b
     Returns:
         `[R]` float32 losses.
     """
-    positive_mask = ops.one_hot(positive_index, ops.shape(logits)[1], dtype=logits.dtype)
+    positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     log_weights = ops.zeros_like(logits)
     if hard_negative_beta:
         negative_mask = candidate_mask * (1.0 - positive_mask)
@@ -175,7 +181,6 @@ def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_b
         log_weights = ops.log(num_negatives) + ops.log_softmax(scaled, axis=-1)
         log_weights = ops.where(negative_mask > 0, log_weights, 0.0)
     masked = ops.where(candidate_mask > 0, logits + log_weights, _MASKED_LOGIT)
-    positive_logit = ops.sum(logits * positive_mask, axis=-1)
     return ops.logsumexp(masked, axis=-1) - positive_logit
 
 
@@ -269,9 +274,8 @@ def positive_accuracy(logits, positive_index, candidate_mask):
     A row counts when its positive is at least as large as every negative (a max
     reduction: XLA on CPU runs it several times faster than an argmax).
     """
-    positive_mask = ops.one_hot(positive_index, ops.shape(logits)[1], dtype=logits.dtype)
+    positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, _MASKED_LOGIT)
-    positive_logit = ops.sum(logits * positive_mask, axis=-1)
     hits = ops.greater_equal(positive_logit, ops.max(negatives, axis=-1))
     return ops.mean(ops.cast(hits, "float32"))
 
