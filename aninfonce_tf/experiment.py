@@ -273,6 +273,7 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
             epochs=config.steps // config.eval_every,
             callbacks=callbacks,
             verbose=verbose,
+            shuffle=False,  # fresh pairs every step; True would only make Keras warn
         )
         wall_seconds = time.perf_counter() - start
         curve = callbacks[0].history

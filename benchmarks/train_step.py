@@ -66,31 +66,38 @@ def matmul_flops_per_step(batch_size: int, widths=(10, *PAPER_MLP_HIDDEN, 10)) -
     return 3 * forward - first
 
 
-def matmul_gflops(dtype: str, rows: int = 2000, width: int = 500, repeats: int = 10) -> float:
-    """Best-window GFLOP/s of a [rows, width] x [width, width] matmul (XLA)."""
+def matmul_gflops(
+    dtype: str, jit_compile: bool, rows: int = 2000, width: int = 500, repeats: int = 10
+) -> tuple[float, float]:
+    """Median and best-window GFLOP/s of a [rows, width] x [width, width] matmul."""
     a = tf.cast(tf.random.normal([rows, width]), dtype)
     b = tf.cast(tf.random.normal([width, width]), dtype)
-    matmul = tf.function(tf.matmul, jit_compile=True)
+    matmul = tf.function(tf.matmul, jit_compile=jit_compile)
     matmul(a, b).numpy()
-    best = float("inf")
+    seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(20):
             result = matmul(a, b)
         result.numpy()
-        best = min(best, (time.perf_counter() - start) / 20)
-    return 2 * rows * width * width / best / 1e9
+        seconds.append((time.perf_counter() - start) / 20)
+    flops = 2 * rows * width * width
+    return flops / float(np.median(seconds)) / 1e9, flops / min(seconds) / 1e9
 
 
 def roofline(batch_sizes) -> None:
-    for dtype in ("float32", "bfloat16"):
-        gflops = matmul_gflops(dtype)
-        for batch_size in batch_sizes:
-            flops = matmul_flops_per_step(batch_size)
-            print(
-                f"{dtype} matmul {gflops:.0f} GFLOP/s; B = {batch_size}: {flops / 1e9:.1f} GFLOP "
-                f"a step -> at most {gflops * 1e9 / flops:.1f} steps/s"
-            )
+    # float16 is listed because this CPU family may expose AVX512_FP16.
+    for dtype in ("float32", "bfloat16", "float16"):
+        for jit_compile in (False, True):
+            median, best = matmul_gflops(dtype, jit_compile)
+            mode = "XLA" if jit_compile else "graph"
+            for batch_size in batch_sizes:
+                flops = matmul_flops_per_step(batch_size)
+                print(
+                    f"{dtype} {mode} matmul {median:.0f} (best {best:.0f}) GFLOP/s; "
+                    f"B = {batch_size}: {flops / 1e9:.1f} GFLOP a step -> at most "
+                    f"{best * 1e9 / flops:.1f} steps/s"
+                )
 
 
 def main() -> None:

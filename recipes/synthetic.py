@@ -23,6 +23,8 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
   Lambda_hat 5.8..23.7.
 - paper-two-valued (AnInfoNCE): R^2 0.983, MCC 0.78, Lambda_hat in two clusters
   {21.1..22.5 x5, 5.3..5.6 x5} after 6000 steps (~11 min).
+- content-style: AnInfoNCE R^2 0.990 (content 0.992, style 0.988), MCC 0.87, Lambda_hat
+  rank correlation 1.0; InfoNCE R^2 0.42 with the style block at 0.08 (~19 min).
 """
 
 from __future__ import annotations
@@ -64,8 +66,11 @@ PRESETS = {
     "paper-two-valued": SyntheticConfig(
         concentration="two_valued", initial_concentration=2.0, **PAPER
     ),
+    # n = 10: content Lambda 100..200 x5, style 10..20 x5. With content at 200..400 (the
+    # `quick` values) AnInfoNCE folded one style latent away in every run (seeds, Lambda_hat
+    # start and rate, encoder rate and width, batch 2000, loss ensemble).
     "content-style": SyntheticConfig(
-        concentration="content_style", initial_concentration=5.0, **PAPER
+        concentration="content_style", high=200.0, initial_concentration=5.0, **PAPER
     ),
 }
 SMOKE = dict(

@@ -1,15 +1,18 @@
 """The synthetic recipe end to end (smoke size) and its command-line overrides."""
 
 import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from aninfonce_tf import experiment
+from aninfonce_tf.data.synthetic import concentration_blocks
 
 ROOT = Path(__file__).parent.parent
 
@@ -39,6 +42,29 @@ def test_every_field_can_be_overridden_from_the_command_line():
     )
     assert options.out == "x"
     assert config.steps == preset.steps
+
+
+def _recipe_presets() -> dict:
+    spec = importlib.util.spec_from_file_location(
+        "synthetic_recipe", ROOT / "recipes" / "synthetic.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PRESETS
+
+
+def test_every_preset_separates_a_high_and_a_low_concentration_block():
+    presets = _recipe_presets()
+    assert {"quick", "paper-linear", "paper-two-valued", "content-style"} <= set(presets)
+    for name, config in presets.items():
+        concentration = config.true_concentration()
+        assert concentration.shape == (config.dim,), name
+        blocks = concentration_blocks(concentration)
+        assert concentration[blocks["low"]].max() < concentration[blocks["high"]].min(), name
+        assert config.loss_names() == ["aninfonce", "infonce"], name
+    # content-style: content 100..200 and style 10..20 (content at 200..400 folded a latent).
+    content_style = presets["content-style"].true_concentration()
+    np.testing.assert_allclose(content_style[[0, 4, 5, 9]], [100, 200, 10, 20])
 
 
 def test_config_errors_name_the_argument():
