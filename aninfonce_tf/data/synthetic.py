@@ -140,23 +140,31 @@ def sample_marginal(space: str, batch_size: int, dim: int, seed) -> tf.Tensor:
     raise ValueError(f"Unknown latent `space` {space!r}; expected one of {LATENT_SPACES}.")
 
 
-def _rejection_sample(propose, accept, z, seed, sample_shape, max_rounds: int = 100):
+# Proposals a row may use before sampling fails: a row whose proposals are accepted
+# 5 % of the time (the least likely row of the paper's two-valued Lambda: 5.8 %) is
+# left unfilled with probability 0.95^400 = 1e-9.
+MAX_PROPOSALS_PER_ROW = 400
+
+
+def _rejection_sample(propose, accept, z, seed, sample_shape, proposals: int):
     """Vectorised rejection sampling: the first accepted proposal of each row.
 
-    `propose(z_rows, seed)` returns `[R, K, ...]` proposals and `accept` an `[R, K]`
-    mask. Rows with no accepted proposal draw again, and only those rows, so the
-    result has the distribution of a one-at-a-time rejection loop at about the
-    cost of the accepted draws.
+    `propose(z_rows, seed)` returns `[R, proposals, ...]` candidates and `accept`
+    an `[R, proposals]` mask. Rows with no accepted proposal draw again, and only
+    those rows, so the result has the distribution of a one-at-a-time rejection
+    loop at about the cost of the accepted draws. After `MAX_PROPOSALS_PER_ROW`
+    proposals for a row it fails instead.
     """
+    max_rounds = math.ceil(MAX_PROPOSALS_PER_ROW / proposals)
     rows = tf.shape(z)[0]
 
     def body(round_index, out, pending):
-        proposals = propose(
+        candidates = propose(
             tf.gather(z, pending), tf.random.experimental.stateless_fold_in(seed, round_index)
         )
-        accepted = accept(proposals)
+        accepted = accept(candidates)
         first = tf.argmax(tf.cast(accepted, tf.int32), axis=1, output_type=tf.int32)
-        chosen = tf.gather(proposals, first, axis=1, batch_dims=1)
+        chosen = tf.gather(candidates, first, axis=1, batch_dims=1)
         found = tf.reduce_any(accepted, axis=1)
         out = tf.tensor_scatter_nd_update(
             out, tf.boolean_mask(pending, found)[:, None], tf.boolean_mask(chosen, found)
@@ -174,13 +182,14 @@ def _rejection_sample(propose, accept, z, seed, sample_shape, max_rounds: int = 
         (tf.constant(0), tf.ensure_shape(out, out_shape), tf.range(rows)),
         shape_invariants=(tf.TensorShape([]), out_shape, tf.TensorShape([None])),
     )
-    # Rows still unfilled after `max_rounds` would be zeros: fail loudly instead.
+    # Rows still unfilled would be zeros: fail loudly instead.
     with tf.control_dependencies(
         [
             tf.debugging.assert_equal(
                 tf.size(pending),
                 0,
-                message=f"rejection sampling left rows unaccepted after {max_rounds} rounds; "
+                message="rejection sampling left rows unaccepted after "
+                f"{MAX_PROPOSALS_PER_ROW} proposals each; "
                 "the acceptance region is too unlikely for this concentration",
             )
         ]
@@ -207,7 +216,9 @@ def projected_normal_positive(z, concentration, seed, proposals: int = 4, tolera
         squared_norm = tf.reduce_sum(tf.square(candidates), axis=-1)
         return (squared_norm > lower) & (squared_norm < upper)
 
-    sample = _rejection_sample(propose, accept, z, seed, sample_shape=z.shape[1:])
+    sample = _rejection_sample(
+        propose, accept, z, seed, sample_shape=z.shape[1:], proposals=proposals
+    )
     return tf.math.l2_normalize(sample, axis=-1)
 
 
@@ -231,7 +242,8 @@ def von_mises_fisher_positive(z, kappa, seed, proposals: int = 8):
     def accept(candidates):
         return candidates[..., 1] > 0
 
-    w = _rejection_sample(propose, accept, z, loop_seed, sample_shape=[2])[:, 0:1]
+    w = _rejection_sample(propose, accept, z, loop_seed, sample_shape=[2], proposals=proposals)
+    w = w[:, 0:1]
     # A uniform direction orthogonal to z, then rotate: z+ = w z + sqrt(1 - w^2) v.
     v = standard_normal(tf.shape(z), direction_seed)
     v = tf.math.l2_normalize(v - tf.reduce_sum(v * z, -1, keepdims=True) * z, axis=-1)

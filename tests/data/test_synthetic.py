@@ -64,7 +64,7 @@ def test_rejection_keeps_only_accepted_proposals_and_fills_every_row():
         return candidates[..., 0] < 0.05  # rare: most rows need several rounds
 
     out = synthetic._rejection_sample(
-        propose, accept, z, tf.constant([0, 2]), sample_shape=[1]
+        propose, accept, z, tf.constant([0, 2]), sample_shape=[1], proposals=3
     ).numpy()
     assert np.all(out < 0.05) and np.all(out > 0)
     # Accepted draws are uniform on [0, 0.05).
@@ -80,8 +80,19 @@ def test_rejection_fails_loudly_when_rows_stay_unaccepted():
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="unaccepted"):
         synthetic._rejection_sample(
-            propose, never, tf.zeros([4, 1]), tf.constant([0, 1]), [1], max_rounds=3
+            propose, never, tf.zeros([4, 1]), tf.constant([0, 1]), [1], proposals=2
         )
+
+
+def test_one_proposal_a_round_still_fills_rows_with_low_acceptance():
+    # z on the most concentrated axis of the two-valued Lambda: ~6 % of proposals are
+    # accepted, so some of 2000 rows need more than 100 rounds of one proposal.
+    concentration = synthetic.concentration_preset("two_valued")
+    z = tf.one_hot(tf.zeros([2000], tf.int32), 10)
+    positive = synthetic.projected_normal_positive(
+        z, tf.constant(concentration, tf.float32), tf.constant([0, 6]), proposals=1
+    )
+    np.testing.assert_allclose(tf.norm(positive, axis=-1), 1.0, rtol=1e-5)
 
 
 def test_von_mises_fisher_has_the_right_mean_cosine():
