@@ -50,9 +50,12 @@ class SyntheticConfig:
     The data: `dim` latents on `space` with positives from `conditional` around
     them at concentration `concentration` (a preset name, see
     `concentration_preset`, or a comma-separated list of values). The model: the
-    MLP `hidden_units` trained for `steps` steps of `batch_size` pairs with Adam
-    at `learning_rate` (`learning_rate_schedule` "constant" or "cosine"), Lambda_hat (`parametrization`, starting at
-    `initial_concentration`) at `concentration_learning_rate`. InfoNCE uses a
+    MLP `hidden_units` with `embedding_dim` outputs (0: `dim`, as the theory
+    assumes; more gives the encoder room, see README tuning point 6), trained for
+    `steps` steps of `batch_size` pairs with Adam at `learning_rate`
+    (`learning_rate_schedule` "constant" or "cosine"), Lambda_hat
+    (`parametrization`, starting at `initial_concentration`) at
+    `concentration_learning_rate`. InfoNCE uses a
     cosine similarity at `infonce_temperature`. Scores are taken every `eval_every`
     steps on `eval_size` held-out latents; `stop_at` ("mcc=0.95,linear_r2=0.99")
     ends a loss's training at the first evaluation that reaches every target.
@@ -66,6 +69,7 @@ class SyntheticConfig:
     conditional: str = "projected_normal"
     generator_draws: int = 25_000
     hidden_units: str = "100,500,500,500,500,100"
+    embedding_dim: int = 0
     batch_size: int = 1000
     steps: int = 3000
     learning_rate: float = 1e-4
@@ -140,7 +144,12 @@ def _boolean(text: str) -> bool:
 def build_model(config: SyntheticConfig, loss_name: str) -> ContrastiveModel:
     """The encoder, optional Lambda_hat and compiled loss of one loss variant."""
     hidden = [int(units) for units in config.hidden_units.split(",") if units]
-    encoder = mlp_encoder(config.dim, config.dim, hidden)
+    if config.embedding_dim and config.embedding_dim < config.dim:
+        raise ValueError(
+            f"`embedding_dim` must be 0 (= dim) or at least dim={config.dim}, so that every "
+            f"latent can be matched to a feature; got {config.embedding_dim}."
+        )
+    encoder = mlp_encoder(config.dim, config.embedding_dim or config.dim, hidden)
     anisotropic = loss_name.startswith("aninfonce")
     scaling = None
     if anisotropic:

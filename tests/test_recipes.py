@@ -82,24 +82,39 @@ def test_config_errors_name_the_argument():
         )
 
 
+TINY = experiment.SyntheticConfig(
+    dim=4,
+    steps=60,
+    eval_every=20,
+    batch_size=32,
+    hidden_units="16",
+    eval_size=256,
+    generator_draws=20,
+    losses="aninfonce",
+)
+
+
 def test_stop_at_ends_training_at_the_first_evaluation_reaching_the_targets(tmp_path):
-    config = experiment.SyntheticConfig(
-        dim=4,
-        steps=60,
-        eval_every=20,
-        batch_size=32,
-        hidden_units="16",
-        eval_size=256,
-        generator_draws=20,
-        losses="aninfonce",
-        stop_at="linear_r2=-100,mcc=-1",
-    )
+    config = dataclasses.replace(TINY, stop_at="linear_r2=-100,mcc=-1")
     result = experiment.run_synthetic(config, tmp_path, verbose=0)["aninfonce"]
     assert result["steps"] == 20
     assert result["target_reached"]["step"] == 20
     assert [point["step"] for point in result["curve"]] == [20]
     with pytest.raises(ValueError, match="stop_at"):
         experiment.run_synthetic(dataclasses.replace(config, stop_at="mcc"), tmp_path)
+
+
+def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_latent(tmp_path):
+    config = dataclasses.replace(TINY, steps=20, embedding_dim=6)
+    assert experiment.build_model(config, "aninfonce").encoder.output_shape == (None, 6)
+    result = experiment.run_synthetic(config, tmp_path, verbose=0)["aninfonce"]
+    assert len(result["lambda_hat"]) == 6
+    assert len(result["lambda_hat_matched"]) == 4
+    # Each latent is matched to a different feature, so its Lambda_hat is one of the six.
+    assert set(np.round(result["lambda_hat_matched"], 6)) <= set(np.round(result["lambda_hat"], 6))
+    assert len(set(np.round(result["lambda_hat_matched"], 6))) == 4
+    with pytest.raises(ValueError, match="embedding_dim"):
+        experiment.build_model(dataclasses.replace(TINY, embedding_dim=3), "aninfonce")
 
 
 @pytest.mark.slow
