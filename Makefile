@@ -24,5 +24,5 @@ test: install
 	$(BIN)/python -m pytest
 
 lint: install
-	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks
-	$(BIN)/ruff format --check aninfonce_tf recipes tests benchmarks
+	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks notebooks
+	$(BIN)/ruff format --check aninfonce_tf recipes tests benchmarks notebooks
