@@ -1,8 +1,8 @@
 """The synthetic recipe end to end (smoke size) and its command-line overrides."""
 
 import dataclasses
-import importlib.util
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -45,12 +45,7 @@ def test_every_field_can_be_overridden_from_the_command_line():
 
 
 def _recipe_presets() -> dict:
-    spec = importlib.util.spec_from_file_location(
-        "synthetic_recipe", ROOT / "recipes" / "synthetic.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.PRESETS
+    return runpy.run_path(str(ROOT / "recipes" / "synthetic.py"))["PRESETS"]
 
 
 def test_every_preset_separates_a_high_and_a_low_concentration_block():
