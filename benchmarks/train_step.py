@@ -4,6 +4,7 @@
     python benchmarks/train_step.py --batch-sizes 1000 --steps 200
     python benchmarks/train_step.py --plain --batch-sizes 1000   # + a plain MSE step
     python benchmarks/train_step.py --roofline --batch-sizes 1000
+    python benchmarks/train_step.py --roofline --batch-sizes 1000 --threads 1
 
 Each configuration trains on one fixed batch (the step alone) and on the synthetic
 tf.data pipeline (step + sampling); prints the median of `--repeats` timed windows.
@@ -67,9 +68,15 @@ def matmul_flops_per_step(batch_size: int, widths=(10, *PAPER_MLP_HIDDEN, 10)) -
 
 
 def matmul_gflops(
-    dtype: str, jit_compile: bool, rows: int = 2000, width: int = 500, repeats: int = 10
+    dtype: str,
+    jit_compile: bool,
+    rows: int = 2000,
+    width: int = 500,
+    repeats: int = 10,
+    calls: int = 20,
 ) -> tuple[float, float]:
-    """Median and best-window GFLOP/s of a [rows, width] x [width, width] matmul."""
+    """Median and best-window GFLOP/s of a [rows, width] x [width, width] matmul
+    (windows of `calls` calls)."""
     a = tf.cast(tf.random.normal([rows, width]), dtype)
     b = tf.cast(tf.random.normal([width, width]), dtype)
     matmul = tf.function(tf.matmul, jit_compile=jit_compile)
@@ -77,26 +84,30 @@ def matmul_gflops(
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        for _ in range(20):
+        for _ in range(calls):
             result = matmul(a, b)
         result.numpy()
-        seconds.append((time.perf_counter() - start) / 20)
+        seconds.append((time.perf_counter() - start) / calls)
     flops = 2 * rows * width * width
     return flops / float(np.median(seconds)) / 1e9, flops / min(seconds) / 1e9
 
 
 def roofline(batch_sizes) -> None:
-    # float16 is listed because this CPU family may expose AVX512_FP16.
-    for dtype in ("float32", "bfloat16", "float16"):
+    # float16 is listed because this CPU family may expose AVX512_FP16. The last
+    # rows are the machine's peak: a large square matmul keeps every core busy,
+    # which the encoder's 2B x 500 by 500 x 500 shape does not.
+    shapes = [(dtype, "step shape", {}) for dtype in ("float32", "bfloat16", "float16")]
+    shapes.append(("float32", "peak 4000^3", dict(rows=4000, width=4000, repeats=3, calls=2)))
+    for dtype, shape, options in shapes:
         for jit_compile in (False, True):
-            median, best = matmul_gflops(dtype, jit_compile)
+            median, best = matmul_gflops(dtype, jit_compile, **options)
             mode = "XLA" if jit_compile else "graph"
             for batch_size in batch_sizes:
                 flops = matmul_flops_per_step(batch_size)
                 print(
-                    f"{dtype} {mode} matmul {median:.0f} (best {best:.0f}) GFLOP/s; "
-                    f"B = {batch_size}: {flops / 1e9:.1f} GFLOP a step -> at most "
-                    f"{best * 1e9 / flops:.1f} steps/s"
+                    f"{dtype} {mode} matmul, {shape}: {median:.0f} (best {best:.0f}) "
+                    f"GFLOP/s; B = {batch_size}: {flops / 1e9:.1f} GFLOP a step -> at "
+                    f"most {best * 1e9 / flops:.1f} steps/s"
                 )
 
 
@@ -110,7 +121,9 @@ def main() -> None:
     )
     parser.add_argument("--plain", action="store_true", help="also time a plain MSE step")
     parser.add_argument("--roofline", action="store_true", help="only the matmul ceiling")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: one per core)")
     args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     if args.roofline:
         roofline([int(b) for b in args.batch_sizes.split(",")])
         return
