@@ -11,7 +11,8 @@ Run (the README's main job; `quick` is the default preset):
     python recipes/synthetic.py --steps 6000 --learning-rate 3e-3 --out runs/mine
 
 Every field of `SyntheticConfig` is a flag (`--batch-size`, `--losses
-aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`, `--stop-at`, ...). Writes
+aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`, `--stop-at`, ...);
+`--help` lists them with the chosen preset's values. Writes
 `results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`,
 `config.json` and TensorBoard logs to `--out`.
 
@@ -28,9 +29,6 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
 """
 
 from __future__ import annotations
-
-import dataclasses
-import sys
 
 from aninfonce_tf.experiment import SyntheticConfig, parse_config, run_directory, run_synthetic
 
@@ -85,20 +83,9 @@ SMOKE = dict(
 
 
 def main(argv=None) -> dict:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    preset_name = argv[argv.index("--preset") + 1] if "--preset" in argv else "quick"
-    if preset_name not in PRESETS:
-        raise SystemExit(f"Unknown --preset {preset_name!r}; choose from {sorted(PRESETS)}.")
-    preset = PRESETS[preset_name]
-    if "--smoke" in argv:
-        preset = dataclasses.replace(preset, **SMOKE)
-    remaining = [a for a in argv if a != "--smoke"]
-    if "--preset" in remaining:
-        index = remaining.index("--preset")
-        del remaining[index : index + 2]
-    config, options = parse_config(preset, remaining, description=__doc__.splitlines()[0])
-    run_dir = run_directory(options.out, preset_name + ("-smoke" if "--smoke" in argv else ""))
-    print(f"preset {preset_name}: {config}\nrun directory: {run_dir}", flush=True)
+    config, options = parse_config(PRESETS, argv, description=__doc__.splitlines()[0], smoke=SMOKE)
+    run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
+    print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
     return run_synthetic(config, run_dir)
 
 

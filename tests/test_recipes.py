@@ -20,7 +20,7 @@ ROOT = Path(__file__).parent.parent
 def test_every_field_can_be_overridden_from_the_command_line():
     preset = experiment.SyntheticConfig()
     config, options = experiment.parse_config(
-        preset,
+        {"default": preset},
         [
             "--batch-size",
             "64",
@@ -40,8 +40,54 @@ def test_every_field_can_be_overridden_from_the_command_line():
         True,
         50.0,
     )
-    assert options.out == "x"
+    assert (options.out, options.preset) == ("x", "default")
     assert config.steps == preset.steps
+
+
+PRESETS = {
+    "first": experiment.SyntheticConfig(steps=100),
+    "second": experiment.SyntheticConfig(steps=200, dim=6),
+}
+
+
+def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
+    config, options = experiment.parse_config(PRESETS, [], smoke={"steps": 5})
+    assert (config.steps, options.preset, options.smoke) == (100, "first", False)
+    config, _ = experiment.parse_config(PRESETS, ["--preset", "second"], smoke={"steps": 5})
+    assert (config.steps, config.dim) == (200, 6)
+    config, options = experiment.parse_config(
+        PRESETS, ["--smoke", "--dim", "4", "--preset=second"], smoke={"steps": 5}
+    )
+    assert (config.steps, config.dim, options.smoke) == (5, 4, True)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--learning-rat", "0.1"], "unrecognized arguments: --learning-rat"),
+        (["--preset", "paper"], "invalid choice: 'paper'"),
+        (["--steps", "many"], "--steps: invalid int value"),
+        (["--jit-compile", "maybe"], "expected true or false"),
+        (["--smoke"], "unrecognized arguments: --smoke"),  # no smoke overrides given
+    ],
+)
+def test_mistyped_flags_and_values_stop_with_a_usage_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        experiment.parse_config(PRESETS, argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
+    with pytest.raises(SystemExit):
+        experiment.parse_config(PRESETS, ["--preset", "second", "--help"])
+    # Compared without whitespace: argparse wraps lines, also at hyphens.
+    text = "".join(capsys.readouterr().out.split())
+    for field in dataclasses.fields(experiment.SyntheticConfig):
+        assert "--" + field.name.replace("_", "-") in text
+        assert "".join(field.metadata["help"].split()) in text
+    assert "trainingstepsperloss(default:200)" in text
+    assert "(default:None)" not in text
 
 
 def _recipe_presets() -> dict:
