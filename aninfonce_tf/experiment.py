@@ -228,6 +228,17 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def build_setup(config: SyntheticConfig) -> SyntheticSetup:
+    """The data of the experiment: latents, positives and the generator of `config`."""
+    return SyntheticSetup(
+        config.true_concentration(),
+        space=config.space,
+        conditional=config.conditional,
+        generator_seed=config.seed,
+        generator_draws=config.generator_draws,
+    )
+
+
 def build_model(config: SyntheticConfig, loss_name: str) -> ContrastiveModel:
     """The encoder, optional Lambda_hat and compiled loss of one loss variant."""
     hidden = [int(units) for units in config.hidden_units.split(",") if units]
@@ -332,14 +343,8 @@ def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = 
         )
     stop_at = parse_targets(config.stop_at)  # a malformed target fails before training
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2))
-    true_concentration = config.true_concentration()
-    setup = SyntheticSetup(
-        true_concentration,
-        space=config.space,
-        conditional=config.conditional,
-        generator_seed=config.seed,
-        generator_draws=config.generator_draws,
-    )
+    setup = build_setup(config)
+    true_concentration = setup.concentration
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     evaluator = IdentifiabilityEvaluator(
         observations,

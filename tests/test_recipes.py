@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import experiment
+from aninfonce_tf import presets as recipe_presets
 from aninfonce_tf.data.synthetic import concentration_blocks
 
 ROOT = Path(__file__).parent.parent
@@ -90,12 +90,8 @@ def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
     assert "(default:None)" not in text
 
 
-def _recipe_presets() -> dict:
-    return runpy.run_path(str(ROOT / "recipes" / "synthetic.py"))["PRESETS"]
-
-
 def test_every_preset_separates_a_high_and_a_low_concentration_block():
-    presets = _recipe_presets()
+    presets = recipe_presets.PRESETS
     assert {"quick", "paper-linear", "paper-two-valued", "content-style"} <= set(presets)
     for name, config in presets.items():
         concentration = config.true_concentration()
