@@ -1,0 +1,32 @@
+"""The README's usage example runs as written."""
+
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def test_the_usage_example_trains_and_exports(tmp_path, monkeypatch):
+    code = re.search(r"## Use\n\n```python\n(.*?)```", README.read_text(), re.S).group(1)
+    encoder = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)]
+    )
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    pairs = tf.data.Dataset.from_tensor_slices((x, x + 0.05 * rng.normal(size=x.shape))).batch(
+        32, drop_remainder=True
+    )
+    monkeypatch.chdir(tmp_path)
+    namespace = {"encoder": encoder, "pairs": pairs}
+    exec(compile(code, str(README), "exec"), namespace)
+    model = namespace["model"]
+    assert int(model.optimizer.iterations) == 2
+    concentration = keras.ops.convert_to_numpy(model.concentration)
+    assert concentration.shape == (3,) and np.all(concentration > 0)
+    assert not np.allclose(concentration, 5.0)  # Lambda_hat was trained
+    exported = tf.saved_model.load(str(tmp_path / "encoder_savedmodel"))
+    np.testing.assert_allclose(exported.serve(x), encoder(x), rtol=1e-5, atol=1e-6)
