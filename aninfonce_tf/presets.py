@@ -52,7 +52,8 @@ PRESETS = {
     # n = 10: content Lambda 100..200 x5, style 10..20 x5. With content at 200..400 (the
     # `quick` values) AnInfoNCE folded one style latent away in every run (seeds, Lambda_hat
     # start and rate, encoder rate and width, batch 2000, loss ensemble) unless the
-    # encoder had more outputs than latents (`--embedding-dim 20`; README tuning point 6).
+    # encoder had more outputs than latents (`--embedding-dim 11` suffices; README tuning
+    # point 6).
     "content-style": SyntheticConfig(
         concentration="content_style", high=200.0, initial_concentration=5.0, **PAPER
     ),
