@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from aninfonce_tf.experiment import SyntheticConfig
+from aninfonce_tf.config import SyntheticConfig
 
 # What the paper leaves open, tuned here (see README "Tuning"): Lambda_hat starts
 # below every true concentration with an exp parametrisation at a learning rate of

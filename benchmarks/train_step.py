@@ -21,9 +21,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.config import SyntheticConfig
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
-from aninfonce_tf.experiment import SyntheticConfig, build_model
+from aninfonce_tf.experiment import build_model
 
 MODES = {
     "fp32 graph": dict(jit_compile=False, mixed_precision=False),

@@ -30,7 +30,8 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
 
 from __future__ import annotations
 
-from aninfonce_tf.experiment import parse_config, run_directory, run_synthetic
+from aninfonce_tf.config import parse_config
+from aninfonce_tf.experiment import run_directory, run_synthetic
 from aninfonce_tf.presets import PRESETS, SMOKE
 
 

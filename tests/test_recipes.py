@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from aninfonce_tf import config as config_module
 from aninfonce_tf import experiment
 from aninfonce_tf import presets as recipe_presets
 from aninfonce_tf.data.synthetic import concentration_blocks
@@ -18,8 +19,8 @@ ROOT = Path(__file__).parent.parent
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
-    preset = experiment.SyntheticConfig()
-    config, options = experiment.parse_config(
+    preset = config_module.SyntheticConfig()
+    config, options = config_module.parse_config(
         {"default": preset},
         [
             "--batch-size",
@@ -45,17 +46,17 @@ def test_every_field_can_be_overridden_from_the_command_line():
 
 
 PRESETS = {
-    "first": experiment.SyntheticConfig(steps=100),
-    "second": experiment.SyntheticConfig(steps=200, dim=6),
+    "first": config_module.SyntheticConfig(steps=100),
+    "second": config_module.SyntheticConfig(steps=200, dim=6),
 }
 
 
 def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
-    config, options = experiment.parse_config(PRESETS, [], smoke={"steps": 5})
+    config, options = config_module.parse_config(PRESETS, [], smoke={"steps": 5})
     assert (config.steps, options.preset, options.smoke) == (100, "first", False)
-    config, _ = experiment.parse_config(PRESETS, ["--preset", "second"], smoke={"steps": 5})
+    config, _ = config_module.parse_config(PRESETS, ["--preset", "second"], smoke={"steps": 5})
     assert (config.steps, config.dim) == (200, 6)
-    config, options = experiment.parse_config(
+    config, options = config_module.parse_config(
         PRESETS, ["--smoke", "--dim", "4", "--preset=second"], smoke={"steps": 5}
     )
     assert (config.steps, config.dim, options.smoke) == (5, 4, True)
@@ -73,17 +74,17 @@ def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
 )
 def test_mistyped_flags_and_values_stop_with_a_usage_error(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
-        experiment.parse_config(PRESETS, argv)
+        config_module.parse_config(PRESETS, argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
     with pytest.raises(SystemExit):
-        experiment.parse_config(PRESETS, ["--preset", "second", "--help"])
+        config_module.parse_config(PRESETS, ["--preset", "second", "--help"])
     # Compared without whitespace: argparse wraps lines, also at hyphens.
     text = "".join(capsys.readouterr().out.split())
-    for field in dataclasses.fields(experiment.SyntheticConfig):
+    for field in dataclasses.fields(config_module.SyntheticConfig):
         assert "--" + field.name.replace("_", "-") in text
         assert "".join(field.metadata["help"].split()) in text
     assert "trainingstepsperloss(default:200)" in text
@@ -106,20 +107,20 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
 
 def test_config_errors_name_the_argument():
     with pytest.raises(ValueError, match="losses"):
-        experiment.SyntheticConfig(losses="aninfonce,simclr").loss_names()
+        config_module.SyntheticConfig(losses="aninfonce,simclr").loss_names()
     with pytest.raises(ValueError, match="concentration"):
-        experiment.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
+        config_module.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
     with pytest.raises(ValueError, match="concentration"):
-        experiment.SyntheticConfig(concentration="cubic").true_concentration()
-    custom = experiment.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
+        config_module.SyntheticConfig(concentration="cubic").true_concentration()
+    custom = config_module.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
     assert custom.tolist() == [0.5, 2.0, 8.0]
     with pytest.raises(ValueError, match="eval_every"):
         experiment.run_synthetic(
-            experiment.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
+            config_module.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
         )
 
 
-TINY = experiment.SyntheticConfig(
+TINY = config_module.SyntheticConfig(
     dim=4,
     steps=60,
     eval_every=20,
@@ -156,7 +157,7 @@ def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_la
 
 @pytest.mark.slow
 def test_smoke_run_writes_results_plots_and_logs(tmp_path):
-    losses = ",".join(experiment.LOSS_VARIANTS)
+    losses = ",".join(config_module.LOSS_VARIANTS)
     result = subprocess.run(
         [
             sys.executable,
@@ -174,7 +175,7 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    for name in experiment.LOSS_VARIANTS:
+    for name in config_module.LOSS_VARIANTS:
         entry = results[name]
         assert {"linear_r2", "mcc", "block_r2", "steps", "wall_seconds"} <= set(entry)
         assert set(entry["block_r2"]) == {"high", "low"}
