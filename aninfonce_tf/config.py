@@ -155,7 +155,8 @@ def parse_config(
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
 
     Returns:
-        `(config, options)`; `options` has `preset`, `smoke` and `out`.
+        `(config, options)`; `options` has `preset`, `out` and, with `smoke`
+        overrides given, `smoke`.
     """
     choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     choice.add_argument(
@@ -167,7 +168,8 @@ def parse_config(
         )
     chosen, _ = choice.parse_known_args(argv)
     preset = presets[chosen.preset]
-    if getattr(chosen, "smoke", False):
+    smoke_run = getattr(chosen, "smoke", False)
+    if smoke_run:
         preset = dataclasses.replace(preset, **smoke)
     parser = argparse.ArgumentParser(
         description=description,
@@ -178,22 +180,17 @@ def parse_config(
     parser.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
     fields = parser.add_argument_group(
         f"hyperparameters (defaults: the {chosen.preset!r} preset"
-        + (", --smoke)" if getattr(chosen, "smoke", False) else ")")
+        + (", --smoke)" if smoke_run else ")")
     )
     for field in dataclasses.fields(preset):
         default = getattr(preset, field.name)
         flag = "--" + field.name.replace("_", "-")
+        argument = {"default": default, "help": field.metadata["help"]}
         if isinstance(default, bool):
-            fields.add_argument(
-                flag,
-                type=_boolean,
-                default=default,
-                metavar="{true,false}",
-                help=field.metadata["help"],
-            )
+            argument.update(type=_boolean, metavar="{true,false}")
         else:
-            kind = float if field.name in ("high", "low") else type(default)
-            fields.add_argument(flag, type=kind, default=default, help=field.metadata["help"])
+            argument["type"] = float if field.name in ("high", "low") else type(default)
+        fields.add_argument(flag, **argument)
     options = parser.parse_args(argv)
     values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
     return dataclasses.replace(preset, **values), options
