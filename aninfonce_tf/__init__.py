@@ -3,7 +3,7 @@
 from aninfonce_tf import layers, losses, models, ops
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
-from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.models import ContrastiveModel, export_encoder
 
 __version__ = "0.1.0"
 
@@ -13,6 +13,7 @@ __all__ = [
     "DiagonalScaling",
     "InfoNCE",
     "SphereNormalization",
+    "export_encoder",
     "layers",
     "losses",
     "models",

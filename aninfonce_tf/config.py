@@ -1,9 +1,13 @@
-"""The synthetic experiment's configuration: every hyperparameter in one dataclass,
-and the command line that overrides it.
+"""The run configuration every experiment shares, and the command line built from
+any config dataclass.
+
+An experiment's config (`aninfonce_tf.configs.synthetic.SyntheticConfig`, ...)
+subclasses `RunConfig`, adds its own fields with `option(...)` and may change the
+defaults of the shared ones. Every field is a flag: `batch_size` is `--batch-size`.
 
 Example:
 
->>> config, options = parse_config({"mine": SyntheticConfig()}, ["--steps", "600"])
+>>> config, options = parse_config({"mine": RunConfig()}, ["--steps", "600"])
 >>> (config.steps, options.preset)
 (600, 'mine')
 """
@@ -12,136 +16,127 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import types
+import typing
 
-import numpy as np
-
-from aninfonce_tf.data.synthetic import (
-    CONCENTRATION_PRESETS,
-    CONDITIONALS,
-    LATENT_SPACES,
-    concentration_preset,
-)
+from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
+from aninfonce_tf.losses import LOSS_VARIANTS
 
-LOSS_VARIANTS = (
-    "aninfonce",
-    "infonce",
-    "aninfonce_hard_negatives",
-    "infonce_hard_negatives",
-    "aninfonce_ensemble",
-    "infonce_ensemble",
-)
+OPTIMIZERS = ("adam", "adamw", "sgd")
+LEARNING_RATE_SCHEDULES = ("constant", "cosine")
+# Fields that say where and how a run executes, not what it computes: a run may
+# resume with other values of these.
+EXECUTION_FIELDS = ("strategy", "tpu", "export")
 
 
-def _option(default, help: str):
-    """A config field whose `help` is its command-line help."""
-    return dataclasses.field(default=default, metadata={"help": help})
+def option(default, help: str, choices: typing.Sequence[str] | None = None):
+    """A config field whose `help` is its command-line help (and `choices` its values)."""
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+
+
+def split_list(text: str, kind: type = str) -> list:
+    """`"a, b,c"` -> `["a", "b", "c"]`, each converted by `kind`; empty items dropped."""
+    return [kind(item.strip()) for item in text.split(",") if item.strip()]
 
 
 @dataclasses.dataclass
-class SyntheticConfig:
-    """Every hyperparameter of the synthetic identifiability experiment.
-
-    The data: `dim` latents on `space` with positives from `conditional` around
-    them at concentration `concentration`. The model: an MLP encoder trained for
-    `steps` steps of `batch_size` pairs per loss variant in `losses`, AnInfoNCE's
-    Lambda_hat with its own learning rate. Each field is a command-line flag of
-    the recipes (`batch_size` is `--batch-size`); its help text is below.
+class RunConfig:
+    """What every experiment's run shares: loss variants, optimisation, evaluation,
+    precision, strategy, outputs.
 
     Example:
 
-    >>> config = SyntheticConfig(concentration="two_valued", steps=6000)
-    >>> config.true_concentration().tolist()[4:6]
-    [25.0, 5.0]
+    >>> RunConfig(losses="aninfonce, infonce").loss_names()
+    ['aninfonce', 'infonce']
     """
 
-    concentration: str = _option(
-        "linear",
-        f"ground-truth Lambda: a preset {CONCENTRATION_PRESETS} or `dim` comma-separated values",
-    )
-    dim: int = _option(10, "number of latents n")
-    high: float | None = _option(
-        None, "largest Lambda of the preset (unset: the preset's, 25 or 400 for content_style)"
-    )
-    low: float | None = _option(
-        None, "smallest Lambda of the preset (unset: the preset's, 5 or 10 for content_style)"
-    )
-    space: str = _option("sphere", f"latent space, one of {LATENT_SPACES}")
-    conditional: str = _option(
-        "projected_normal", f"positive conditional z+ | z, one of {CONDITIONALS}"
-    )
-    generator_draws: int = _option(
-        25_000, "draws per generator layer; the best-conditioned is kept (the authors': 25,000)"
-    )
-    hidden_units: str = _option("100,500,500,500,500,100", "encoder MLP widths, comma-separated")
-    embedding_dim: int = _option(
-        0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (README point 6)"
-    )
-    batch_size: int = _option(1000, "positive pairs per step")
-    steps: int = _option(3000, "training steps per loss")
-    learning_rate: float = _option(1e-4, "encoder Adam learning rate")
-    learning_rate_schedule: str = _option(
-        "constant", "encoder learning rate: constant, or cosine (decays to 0 over `steps`)"
-    )
-    concentration_learning_rate: float = _option(1e-3, "Lambda_hat's Adam learning rate")
-    parametrization: str = _option(
-        "softplus", f"Lambda_hat as a function of its variable, one of {PARAMETRIZATIONS}"
-    )
-    initial_concentration: float = _option(
-        1.0, "Lambda_hat's start; start below every true Lambda (README point 1)"
-    )
-    infonce_temperature: float = _option(0.2, "temperature of the InfoNCE baseline (cosine)")
-    hard_negative_beta: float = _option(0.5, "beta of the *_hard_negatives loss variants")
-    ensemble_temperatures: str = _option(
-        "0.05,0.1,0.5", "temperatures of the *_ensemble loss variants, comma-separated"
-    )
-    losses: str = _option(
+    losses: str = option(
         "aninfonce,infonce", f"loss variants, comma-separated, from {LOSS_VARIANTS}"
     )
-    eval_every: int = _option(500, "steps between evaluations (divides `steps`)")
-    eval_size: int = _option(4096, "held-out latents per evaluation")
-    stop_at: str = _option(
+    steps: int = option(1000, "training steps per loss")
+    batch_size: int = option(256, "positive pairs per step (global, over every replica)")
+    optimizer: str = option("adam", "encoder optimizer", OPTIMIZERS)
+    learning_rate: float = option(1e-3, "encoder learning rate")
+    learning_rate_schedule: str = option(
+        "constant",
+        "encoder learning rate: constant, or cosine (decays to 0 over `steps`)",
+        LEARNING_RATE_SCHEDULES,
+    )
+    momentum: float = option(0.9, "momentum of the sgd optimizer")
+    weight_decay: float = option(0.0, "encoder weight decay (adamw, sgd); never on Lambda_hat")
+    concentration_learning_rate: float = option(1e-2, "Lambda_hat's Adam learning rate")
+    parametrization: str = option(
+        "exp", "Lambda_hat as a function of its variable", PARAMETRIZATIONS
+    )
+    initial_concentration: float = option(
+        5.0, "Lambda_hat's start; start below every true Lambda (README point 1)"
+    )
+    infonce_temperature: float = option(0.2, "temperature of the InfoNCE baseline")
+    hard_negative_beta: float = option(0.5, "beta of the *_hard_negatives loss variants")
+    ensemble_temperatures: str = option(
+        "0.05,0.1,0.5", "temperatures of the *_ensemble loss variants, comma-separated"
+    )
+    eval_every: int = option(500, "steps between evaluations (divides `steps`)")
+    stop_at: str = option(
         "",
         "stop a loss at the first evaluation reaching every target, e.g. mcc=0.95,linear_r2=0.99",
     )
-    nonlinear_r2: bool = _option(False, "also fit the kernel-ridge R^2 (slower)")
-    mixed_precision: bool = _option(False, "encoder in mixed_bfloat16, the loss in float32")
-    jit_compile: bool = _option(True, "XLA-compile the train step")
-    seed: int = _option(0, "seed of the data, the generator and the initialisation")
-
-    def true_concentration(self) -> np.ndarray:
-        """Lambda from a preset name or a comma-separated list of `dim` values."""
-        if self.concentration in CONCENTRATION_PRESETS:
-            return concentration_preset(self.concentration, self.dim, high=self.high, low=self.low)
-        try:
-            values = np.array([float(v) for v in self.concentration.split(",")])
-        except ValueError:
-            raise ValueError(
-                f"`concentration` must be one of {CONCENTRATION_PRESETS} or comma-separated "
-                f"numbers; got {self.concentration!r}."
-            ) from None
-        if len(values) != self.dim:
-            raise ValueError(f"`concentration` has {len(values)} values for dim={self.dim}.")
-        return values
+    mixed_precision: bool = option(False, "encoder in mixed_bfloat16, the loss in float32")
+    jit_compile: bool = option(True, "XLA-compile the train step")
+    strategy: str = option(
+        "default",
+        "tf.distribute strategy (multiworker reads TF_CONFIG; tpu connects to --tpu)",
+        STRATEGIES,
+    )
+    tpu: str = option("", "TPU name or grpc:// address for --strategy tpu (empty: local)")
+    export: bool = option(True, "export each encoder as a SavedModel with Lambda_hat beside it")
+    seed: int = option(0, "seed of the data, the generator and the initialisation")
 
     def loss_names(self) -> list[str]:
-        names = [name.strip() for name in self.losses.split(",") if name.strip()]
+        names = split_list(self.losses)
         unknown = sorted(set(names) - set(LOSS_VARIANTS))
         if unknown or not names:
             raise ValueError(
-                f"Unknown `losses` {unknown or names}; expected names from {LOSS_VARIANTS}."
+                f"Unknown `losses` {unknown or names}; expected names from {tuple(LOSS_VARIANTS)}."
             )
         return names
 
+    def validate(self) -> None:
+        """Raises `ValueError` naming the field whose value cannot run."""
+        self.loss_names()
+        if self.batch_size < 2:
+            raise ValueError(f"`batch_size` must be at least 2; got {self.batch_size}.")
+        if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
+            raise ValueError(
+                f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
+                f"({self.eval_every})."
+            )
+        for name in ("optimizer", "learning_rate_schedule", "parametrization", "strategy"):
+            choices = _field(type(self), name).metadata["choices"]
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"Unknown `{name}` {getattr(self, name)!r}; expected one of {tuple(choices)}."
+                )
+
+    def resume_key(self) -> dict:
+        """The fields a resumed run must share with the run it continues."""
+        values = dataclasses.asdict(self)
+        return {k: v for k, v in values.items() if k not in EXECUTION_FIELDS}
+
+
+def _field(cls, name: str) -> dataclasses.Field:
+    return next(f for f in dataclasses.fields(cls) if f.name == name)
+
 
 def parse_config(
-    presets: dict[str, SyntheticConfig],
+    presets: dict[str, RunConfig],
     argv=None,
     description: str = "",
     smoke: dict | None = None,
-) -> tuple[SyntheticConfig, argparse.Namespace]:
+) -> tuple[RunConfig, argparse.Namespace]:
     """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR` and a
-    `--field value` override of every `SyntheticConfig` field.
+    `--field value` override of every field of the presets' dataclass.
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
     overrides under `--smoke`, gives the defaults that `--help` shows. Unknown flags
@@ -149,14 +144,14 @@ def parse_config(
     mistyped flag never runs with a default silently.
 
     Args:
-        presets: named configs; the first is the default.
+        presets: named configs of one dataclass; the first is the default.
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description.
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
 
     Returns:
-        `(config, options)`; `options` has `preset`, `out` and, with `smoke`
-        overrides given, `smoke`.
+        `(config, options)`; `options` has `preset`, `out` and `smoke` (False
+        when no smoke overrides are given).
     """
     choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     choice.add_argument(
@@ -178,22 +173,33 @@ def parse_config(
         allow_abbrev=False,
     )
     parser.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
-    fields = parser.add_argument_group(
-        f"hyperparameters (defaults: the {chosen.preset!r} preset"
-        + (", --smoke)" if smoke_run else ")")
-    )
+    defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
+    groups = {
+        True: parser.add_argument_group(f"run (defaults: {defaults_from})"),
+        False: parser.add_argument_group(f"experiment (defaults: {defaults_from})"),
+    }
+    shared = {f.name for f in dataclasses.fields(RunConfig)}
+    hints = typing.get_type_hints(type(preset))
     for field in dataclasses.fields(preset):
         default = getattr(preset, field.name)
-        flag = "--" + field.name.replace("_", "-")
+        kind = _scalar_type(hints[field.name])
         argument = {"default": default, "help": field.metadata["help"]}
-        if isinstance(default, bool):
+        if kind is bool:
             argument.update(type=_boolean, metavar="{true,false}")
         else:
-            argument["type"] = float if field.name in ("high", "low") else type(default)
-        fields.add_argument(flag, **argument)
+            argument.update(type=kind, choices=field.metadata.get("choices"))
+        groups[field.name in shared].add_argument("--" + field.name.replace("_", "-"), **argument)
     options = parser.parse_args(argv)
+    options.smoke = smoke_run
     values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
     return dataclasses.replace(preset, **values), options
+
+
+def _scalar_type(hint) -> type:
+    """`int`, `float | None` -> `int`, `float`: the type a flag's text converts to."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (hint,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    return hint
 
 
 class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -213,4 +219,4 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-__all__ = ["LOSS_VARIANTS", "SyntheticConfig", "parse_config"]
+__all__ = ["RunConfig", "option", "parse_config", "split_list"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
 
 
 def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.Strategy:
@@ -12,9 +14,11 @@ def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.
 
     Args:
         name: one of `STRATEGIES`. `"default"` is the no-op strategy; `"mirrored"`
-            uses every local GPU (or the CPU); `"multi_worker_mirrored"` reads
+            uses every local GPU (or the CPU); `"multiworker"` reads
             `TF_CONFIG`; `"tpu"` connects to `tpu_address` (empty: the local TPU).
         tpu_address: TPU name or grpc address for `"tpu"`.
+
+    A strategy other than "default" is created once per process and reused.
 
     Example:
 
@@ -23,12 +27,20 @@ def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.
     """
     if name == "default":
         return tf.distribute.get_strategy()
+    return _create_strategy(name, tpu_address)
+
+
+@functools.cache
+def _create_strategy(name: str, tpu_address: str) -> tf.distribute.Strategy:
+    # One strategy of each kind per process: collective ops of two MirroredStrategy
+    # objects share instance keys and abort on each other's shapes, and a
+    # multi-worker or TPU strategy can only be set up once.
     if name == "one_device":
         device = "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device)
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
-    if name == "multi_worker_mirrored":
+    if name == "multiworker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
@@ -36,6 +48,25 @@ def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"Unknown `strategy` {name!r}; expected one of {STRATEGIES}.")
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that writes results, plots, final checkpoints and exports:
+    the only worker of a single-host strategy, the `chief` task of a cluster, or
+    worker 0 of a cluster without one.
+
+    Example:
+
+    >>> is_chief(get_strategy("default"))
+    True
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return not has_chief and resolver.task_type == "worker" and resolver.task_id == 0
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:

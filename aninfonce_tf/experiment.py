@@ -1,7 +1,23 @@
-"""What every recipe shares: the data and models of a `SyntheticConfig`, the run
-directory, training each loss variant with checkpoints and evaluators, the results
-table, JSON and plots. A recipe parses a config (`aninfonce_tf.config`) from its
-presets and calls `run_synthetic`.
+"""The experiment runner every recipe shares.
+
+A recipe hands `main` its config module (`aninfonce_tf.configs.*`): a config
+dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`, the parts of the
+experiment (pair data, encoder, evaluators). The runner owns everything else: the
+strategy and its scope, precision, the loss variants and their compile, `fit`
+with evaluation, `--stop-at`, NaN stop and checkpoint-and-resume, then per
+variant `model.keras`, the exported encoder, `results.json` (rewritten after each
+variant), the results table and plots. Only the chief worker writes outputs.
+
+Example (the synthetic experiment, tiny):
+
+>>> import tempfile
+>>> from aninfonce_tf.configs import synthetic
+>>> config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
+>>> results = run(config, synthetic.build, Path(tempfile.mkdtemp()), verbose=0)  # doctest: +ELLIPSIS
+== aninfonce: 40 steps of 128 pairs
+...
+>>> results["aninfonce"]["steps"]
+40
 """
 
 from __future__ import annotations
@@ -10,238 +26,378 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
-import numpy as np
+import tensorflow as tf
 
-from aninfonce_tf import plots
-from aninfonce_tf.config import SyntheticConfig
-from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_blocks
-from aninfonce_tf.encoders import mlp_encoder
+from aninfonce_tf import distribute, plots
+from aninfonce_tf.config import EXECUTION_FIELDS, RunConfig, parse_config, split_list
 from aninfonce_tf.evaluation.callbacks import (
     ConcentrationLogger,
-    IdentifiabilityCallback,
-    IdentifiabilityEvaluator,
+    EvaluationCallback,
+    check_targets,
     parse_targets,
+    scalar_items,
 )
-from aninfonce_tf.layers import DiagonalScaling
-from aninfonce_tf.losses import AnInfoNCE, InfoNCE
-from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.models import ContrastiveModel, export_encoder, split_views
+
+# Entries of a variant's result that describe the run rather than score it.
+RUN_ENTRIES = ("steps", "wall_seconds", "final_loss", "curve", "target_reached")
 
 
-def build_setup(config: SyntheticConfig) -> SyntheticSetup:
-    """The data of the experiment: latents, positives and the generator of `config`."""
-    return SyntheticSetup(
-        config.true_concentration(),
-        space=config.space,
-        conditional=config.conditional,
-        generator_seed=config.seed,
-        generator_draws=config.generator_draws,
+@dataclasses.dataclass
+class Experiment:
+    """The parts of an experiment that a config module's `build(config)` returns.
+
+    Args:
+        train_data: `start_step -> tf.data.Dataset` of global batches of pairs
+            (`(view1, view2)` or dicts with `view1`, `view2` and extra keys),
+            long enough for the run; batch i must not depend on `start_step`,
+            so that a resumed run sees the batches of an uninterrupted one.
+        encoder: builds a fresh encoder (observations -> features).
+        evaluators: objects with `evaluate(model)` and `score_names(anisotropic)`
+            (see `aninfonce_tf.evaluation.callbacks`).
+        projector: builds a fresh projection head, or None.
+        normalize: embeddings on the unit sphere (InfoNCE then uses the cosine
+            similarity); False trains the Euclidean variant.
+        curve_keys: scores plotted over training (default: every scalar score).
+        metadata: entries written at the top of `results.json`.
+        plots: `(results, run_dir) -> [paths]`, the experiment's own figures.
+    """
+
+    train_data: Callable[[int], tf.data.Dataset]
+    encoder: Callable[[], keras.Model]
+    evaluators: Sequence
+    projector: Callable[[], keras.layers.Layer] | None = None
+    normalize: bool = True
+    curve_keys: Sequence[str] = ()
+    metadata: dict = dataclasses.field(default_factory=dict)
+    plots: Callable[[dict, Path], list[Path]] | None = None
+
+
+def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
+    """The encoder's (and projector's) optimizer and learning-rate schedule."""
+    learning_rate = config.learning_rate
+    if config.learning_rate_schedule == "cosine":
+        learning_rate = keras.optimizers.schedules.CosineDecay(
+            config.learning_rate, decay_steps=config.steps
+        )
+    if config.optimizer == "sgd":
+        return keras.optimizers.SGD(
+            learning_rate, momentum=config.momentum, weight_decay=config.weight_decay or None
+        )
+    if config.optimizer == "adamw":
+        return keras.optimizers.AdamW(learning_rate, weight_decay=config.weight_decay)
+    return keras.optimizers.Adam(learning_rate)
+
+
+def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
+    """The encoder, projector, optional Lambda_hat and compiled loss of one variant,
+    under `config`'s precision (call it inside the strategy's scope)."""
+    previous_policy = keras.config.dtype_policy()
+    if config.mixed_precision:
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        encoder = experiment.encoder()
+        projector = experiment.projector() if experiment.projector else None
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+    loss, scaling = loss_variant(
+        variant,
+        normalized=experiment.normalize,
+        infonce_temperature=config.infonce_temperature,
+        hard_negative_beta=config.hard_negative_beta,
+        ensemble_temperatures=split_list(config.ensemble_temperatures, float),
+        initial_concentration=config.initial_concentration,
+        parametrization=config.parametrization,
+        seed=config.seed,
     )
-
-
-def build_model(config: SyntheticConfig, loss_name: str) -> ContrastiveModel:
-    """The encoder, optional Lambda_hat and compiled loss of one loss variant."""
-    hidden = [int(units) for units in config.hidden_units.split(",") if units]
-    if config.embedding_dim and config.embedding_dim < config.dim:
-        raise ValueError(
-            f"`embedding_dim` must be 0 (= dim) or at least dim={config.dim}, so that every "
-            f"latent can be matched to a feature; got {config.embedding_dim}."
-        )
-    encoder = mlp_encoder(config.dim, config.embedding_dim or config.dim, hidden)
-    anisotropic = loss_name.startswith("aninfonce")
-    scaling = None
-    if anisotropic:
-        scaling = DiagonalScaling(
-            config.initial_concentration,
-            parametrization=config.parametrization,
-            initial_noise=0.1,
-            seed=config.seed,
-        )
-    beta = config.hard_negative_beta if loss_name.endswith("hard_negatives") else 0.0
-    ensemble = [float(t) for t in config.ensemble_temperatures.split(",")]
-    if anisotropic:
-        # An ensemble of AnInfoNCE is over global concentration multipliers 1/t,
-        # centred on the learned Lambda_hat.
-        temperature = (
-            [t / float(np.median(ensemble)) for t in ensemble]
-            if loss_name.endswith("ensemble")
-            else 1.0
-        )
-        loss = AnInfoNCE(temperature=temperature, hard_negative_beta=beta)
-    else:
-        temperature = ensemble if loss_name.endswith("ensemble") else config.infonce_temperature
-        loss = InfoNCE(similarity="cosine", temperature=temperature, hard_negative_beta=beta)
-    model = ContrastiveModel(encoder, scaling=scaling, name=loss_name)
+    model = ContrastiveModel(
+        encoder, projector=projector, normalize=experiment.normalize, scaling=scaling, name=variant
+    )
     model.compile(
-        optimizer=keras.optimizers.Adam(encoder_learning_rate(config)),
+        optimizer=encoder_optimizer(config),
         loss=loss,
-        concentration_optimizer=config.concentration_learning_rate if anisotropic else None,
+        # Lambda_hat's own Adam: no weight decay pulling it to a constant.
+        concentration_optimizer=(
+            keras.optimizers.Adam(config.concentration_learning_rate) if scaling else None
+        ),
         jit_compile=config.jit_compile,
     )
     return model
 
 
-def encoder_learning_rate(config: SyntheticConfig):
-    """The encoder's learning rate: constant, or cosine-decayed to 0 over `steps`."""
-    if config.learning_rate_schedule == "constant":
-        return config.learning_rate
-    if config.learning_rate_schedule == "cosine":
-        return keras.optimizers.schedules.CosineDecay(
-            config.learning_rate, decay_steps=config.steps
-        )
-    raise ValueError(
-        f"Unknown `learning_rate_schedule` {config.learning_rate_schedule!r}; expected 'constant' or 'cosine'."
-    )
-
-
-def run_directory(out: str | None, preset_name: str) -> Path:
-    path = Path(out) if out else Path("runs") / f"{preset_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+def run_directory(out: str | None, name: str) -> Path:
+    """`out`, or `runs/<name>-<time>` when unset."""
+    path = Path(out) if out else Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def training_callbacks(
+def claim_run_directory(run_dir: Path, config: RunConfig, write: bool) -> dict:
+    """Checks that `run_dir` is new or holds a run of the same config, writes
+    `config.json`, and returns the results already saved there (resume).
+
+    Raises:
+        ValueError: when `run_dir` holds a run of another config; a stale backup
+            is never resumed silently.
+    """
+    config_path = run_dir / "config.json"
+    if config_path.exists():
+        saved = json.loads(config_path.read_text())
+        current = json.loads(json.dumps(config.resume_key()))
+        saved = {k: v for k, v in saved.items() if k not in EXECUTION_FIELDS}
+        differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+        if differing:
+            changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
+            raise ValueError(
+                f"{run_dir} holds a run of another config ({changes}); it would resume from "
+                "stale checkpoints. Pass a new --out, or delete that directory to start over."
+            )
+    elif write:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        config_path.write_text(json.dumps(dataclasses.asdict(config), indent=2))
+    results_path = run_dir / "results.json"
+    return json.loads(results_path.read_text()) if results_path.exists() else {}
+
+
+def _restored_epoch(backup_dir: Path) -> int:
+    """The epoch `keras.callbacks.BackupAndRestore` will resume at (0 for a new run)."""
+    metadata = backup_dir / "training_metadata.json"
+    return json.loads(metadata.read_text())["epoch"] if metadata.exists() else 0
+
+
+def train_variant(
+    config: RunConfig,
+    experiment: Experiment,
+    variant: str,
     run_dir: Path,
-    name: str,
-    steps_per_epoch: int,
-    evaluator,
-    stop_at: dict[str, float] | None = None,
-) -> list:
-    """Evaluator (stopping at `stop_at` targets), NaN stop, checkpoint-and-resume and
-    TensorBoard for one loss."""
-    logs = run_dir / "tensorboard" / name
-    return [
-        IdentifiabilityCallback(
-            evaluator,
-            str(logs / "identifiability"),
-            steps_per_epoch=steps_per_epoch,
-            stop_at=stop_at,
-        ),
-        ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=steps_per_epoch),
+    strategy: tf.distribute.Strategy,
+    stop_at: dict[str, float],
+    verbose: int,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> tuple[ContrastiveModel, dict]:
+    """Trains one loss variant (resuming its backup, if any) and returns the model
+    and its result: final scores, steps, seconds, final loss and score curve."""
+    chief = distribute.is_chief(strategy)
+    work_dir = run_dir if chief else run_dir / "workers" / _task_name(strategy)
+    variant_dir = work_dir / variant
+    variant_dir.mkdir(parents=True, exist_ok=True)
+    backup_dir = work_dir / "backup" / variant
+    history_path = variant_dir / "history.json"
+    start_epoch = _restored_epoch(backup_dir)
+    history = []
+    if start_epoch and history_path.exists():
+        last_step = start_epoch * config.eval_every
+        history = [p for p in json.loads(history_path.read_text()) if p["step"] <= last_step]
+        print(f"   resuming {variant} at step {last_step}", flush=True)
+    with strategy.scope():
+        keras.utils.set_random_seed(config.seed)
+        model = build_model(config, experiment, variant)
+    logs = run_dir / "tensorboard" / variant
+    evaluation = EvaluationCallback(
+        experiment.evaluators,
+        str(logs / "scores") if chief else None,
+        steps_per_epoch=config.eval_every,
+        stop_at=stop_at,
+        history=history,
+        history_path=str(history_path),
+    )
+    fit_callbacks = [
+        evaluation,
         keras.callbacks.TerminateOnNaN(),
-        keras.callbacks.BackupAndRestore(str(run_dir / "backup" / name), delete_checkpoint=True),
-        keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
+        keras.callbacks.BackupAndRestore(str(backup_dir), delete_checkpoint=True),
+        *callbacks,
     ]
+    if chief:
+        fit_callbacks += [
+            ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=config.eval_every),
+            keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
+        ]
+    data = experiment.train_data(start_epoch * config.eval_every)
+    print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs", flush=True)
+    start = time.perf_counter()
+    fit_history = model.fit(
+        data,
+        steps_per_epoch=config.eval_every,
+        epochs=config.steps // config.eval_every,
+        callbacks=fit_callbacks,
+        verbose=verbose,
+        shuffle=False,  # fresh pairs every step; True would only make Keras warn
+    )
+    seconds = time.perf_counter() - start + (history[-1]["seconds"] if history else 0.0)
+    curve = evaluation.history
+    final = curve[-1] if curve else {}
+    result = {
+        **{k: v for k, v in final.items() if k not in ("step", "seconds")},
+        "steps": int(model.optimizer.iterations.numpy()),
+        "wall_seconds": round(seconds, 1),
+        "final_loss": float(fit_history.history["loss"][-1]),
+        "curve": curve,
+    }
+    if stop_at:
+        result["target_reached"] = evaluation.reached
+    return model, result
 
 
-def run_synthetic(config: SyntheticConfig, run_dir: Path, verbose: int | None = None) -> dict:
-    """Trains every loss variant of `config` on the same data and scores them.
+def _task_name(strategy) -> str:
+    resolver = strategy.cluster_resolver
+    return f"{resolver.task_type}-{resolver.task_id}"
+
+
+def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export: bool) -> None:
+    """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat."""
+    model.save(variant_dir / "model.keras")
+    if export:
+        export_encoder(model, variant_dir / "encoder", input_spec)
+
+
+def run(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> dict:
+    """Trains every loss variant of `config` on the experiment `build(config)` and
+    scores them.
+
+    Rerun into the same `run_dir` with the same config, it skips the variants
+    already finished and resumes an interrupted one from its last evaluation,
+    evaluation history included; with another config it refuses.
+
+    Args:
+        config: the experiment's config (a `RunConfig`).
+        build: `config -> Experiment`.
+        run_dir: where results, plots, checkpoints, models and logs go.
+        verbose: Keras' `fit` verbosity (default: a progress bar on a terminal,
+            a line per evaluation otherwise).
+        callbacks: extra Keras callbacks for every variant's `fit`.
 
     Returns:
-        `{loss name: result}` with `linear_r2`, `mcc`, `block_r2`, `steps`,
-        `wall_seconds`, per-latent R^2, the score curve and, for AnInfoNCE
-        variants, `lambda_hat` and `lambda_spearman`. Also written to
-        `run_dir/results.json`, with plots and TensorBoard logs beside it.
+        `{variant: result}`, as written to `run_dir/results.json` with the
+        experiment's `metadata` beside it.
     """
+    config.validate()
+    stop_at = parse_targets(config.stop_at)  # a malformed target fails before training
     names = config.loss_names()
     if verbose is None:
-        # A live progress bar on a terminal, one line per evaluation in logs.
         verbose = 1 if sys.stdout.isatty() else 2
-    if config.steps < config.eval_every or config.steps % config.eval_every:
-        raise ValueError(
-            f"`steps` ({config.steps}) must be a positive multiple of `eval_every` ({config.eval_every})."
-        )
-    stop_at = parse_targets(config.stop_at)  # a malformed target fails before training
-    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2))
-    setup = build_setup(config)
-    true_concentration = setup.concentration
-    observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
-    evaluator = IdentifiabilityEvaluator(
-        observations,
-        latents,
-        concentration_blocks(true_concentration),
-        true_concentration,
-        normalize_concentration=config.space != "sphere",
-        nonlinear=config.nonlinear_r2,
+    strategy = distribute.get_strategy(config.strategy, config.tpu)
+    chief = distribute.is_chief(strategy)
+    saved = claim_run_directory(run_dir, config, write=chief)
+    experiment = build(config)
+    check_targets(
+        stop_at, experiment.evaluators, {name: LOSS_VARIANTS[name].anisotropic for name in names}
     )
-    results = {}
+    results = {name: saved[name] for name in names if _finished(run_dir, saved, name)}
     for name in names:
-        keras.utils.set_random_seed(config.seed)
-        previous_policy = keras.config.dtype_policy()
-        if config.mixed_precision:
-            keras.config.set_dtype_policy("mixed_bfloat16")
-        try:
-            model = build_model(config, name)
-        finally:
-            keras.config.set_dtype_policy(previous_policy)
-        callbacks = training_callbacks(run_dir, name, config.eval_every, evaluator, stop_at)
-        dataset = setup.dataset(config.batch_size, seed=config.seed)
-        print(f"== {name}: {config.steps} steps of {config.batch_size} pairs", flush=True)
-        start = time.perf_counter()
-        history = model.fit(
-            dataset,
-            steps_per_epoch=config.eval_every,
-            epochs=config.steps // config.eval_every,
-            callbacks=callbacks,
-            verbose=verbose,
-            shuffle=False,  # fresh pairs every step; True would only make Keras warn
+        if name in results:
+            print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+            continue
+        model, results[name] = train_variant(
+            config, experiment, name, run_dir, strategy, stop_at, verbose, callbacks
         )
-        wall_seconds = time.perf_counter() - start
-        curve = callbacks[0].history
-        final = curve[-1] if curve else evaluator.evaluate(model)
-        results[name] = {
-            **{k: v for k, v in final.items() if k not in ("step", "seconds")},
-            "steps": int(model.optimizer.iterations),
-            "wall_seconds": round(wall_seconds, 1),
-            "final_loss": float(history.history["loss"][-1]),
-            "curve": curve,
-        }
-        if stop_at:
-            results[name]["target_reached"] = callbacks[0].reached
-    results_path = run_dir / "results.json"
-    results_path.write_text(
-        json.dumps({"true_concentration": true_concentration.tolist(), **results}, indent=2)
-    )
-    write_plots(results, true_concentration, run_dir)
+        if chief:
+            input_spec = split_views(experiment.train_data(0).element_spec)[0]
+            save_variant(model, run_dir / name, input_spec, config.export)
+            _write_results(run_dir, experiment.metadata, results)
+    if chief:
+        write_plots(results, experiment, run_dir)
     print(results_table(results))
-    print(f"results: {results_path}\nTensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
+    print(f"results: {run_dir / 'results.json'}")
+    print(f"TensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
     return results
 
 
-def write_plots(results: dict, true_concentration, run_dir: Path) -> list[Path]:
-    paths = [
-        plots.plot_per_latent_r2(
-            {name: r["linear_r2_per_latent"] for name, r in results.items()},
-            true_concentration,
-            run_dir / "per_latent_r2.png",
-        ),
-        plots.plot_curves(
-            {name: r["curve"] for name, r in results.items()}, run_dir / "curves.png"
-        ),
-    ]
-    for name, result in results.items():
-        if "lambda_hat_matched" in result:
-            paths.append(
-                plots.plot_concentration(
-                    result["lambda_hat_matched"],
-                    true_concentration,
-                    run_dir / f"lambda_{name}.png",
-                    title=name,
-                )
-            )
+def _finished(run_dir: Path, saved: dict, name: str) -> bool:
+    return name in saved and (run_dir / name / "model.keras").exists()
+
+
+def _write_results(run_dir: Path, metadata: dict, results: dict) -> None:
+    path = run_dir / "results.json"
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps({**metadata, **results}, indent=2))
+    partial.replace(path)  # atomic: a crash never leaves half a file
+
+
+def write_plots(results: dict, experiment: Experiment, run_dir: Path) -> list[Path]:
+    """`curves.png` of the scores over training, and the experiment's own figures."""
+    curves = {name: r["curve"] for name, r in results.items()}
+    keys = list(experiment.curve_keys) or _scalar_columns(results)
+    paths = [plots.plot_curves(curves, run_dir / "curves.png", keys)] if keys else []
+    if experiment.plots:
+        paths += experiment.plots(results, run_dir)
     return paths
 
 
+def _scores(result: dict) -> dict[str, float]:
+    return scalar_items({k: v for k, v in result.items() if k not in RUN_ENTRIES})
+
+
+def _scalar_columns(results: dict) -> list[str]:
+    columns = {}
+    for result in results.values():
+        columns.update(dict.fromkeys(_scores(result)))
+    return list(columns)
+
+
 def results_table(results: dict) -> str:
-    """One row per loss: R^2 overall and per block, MCC, Lambda agreement, steps, time."""
-    columns = ["loss", "linear R2", "R2 high", "R2 low", "MCC", "Lambda rho", "steps", "seconds"]
+    """A row per loss variant: a column per scalar score (3 decimals), steps, seconds.
+
+    Example:
+
+    >>> print(results_table({"a": {"mcc": 0.91234, "steps": 5, "wall_seconds": 2.0}}))
+    variant    mcc  steps  seconds
+    -------  -----  -----  -------
+          a  0.912      5        2
+    """
+    columns = _scalar_columns(results)
     rows = []
-    for name, r in results.items():
-        blocks = r.get("block_r2", {})
+    for name, result in results.items():
+        scores = _scores(result)
         rows.append(
             [
                 name,
-                f"{r['linear_r2']:.3f}",
-                f"{blocks.get('high', float('nan')):.3f}",
-                f"{blocks.get('low', float('nan')):.3f}",
-                f"{r['mcc']:.3f}",
-                f"{r['lambda_spearman']:.2f}" if "lambda_spearman" in r else "-",
-                str(r["steps"]),
-                f"{r['wall_seconds']:.0f}",
+                *(f"{scores[c]:.3f}" if c in scores else "-" for c in columns),
+                str(result["steps"]),
+                f"{result['wall_seconds']:.0f}",
             ]
         )
-    widths = [max(len(row[i]) for row in [columns, *rows]) for i in range(len(columns))]
-    line = lambda row: "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))  # noqa: E731
-    return "\n".join([line(columns), line(["-" * w for w in widths]), *map(line, rows)])
+    header = ["variant", *columns, "steps", "seconds"]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row):
+        return "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def main(config_module, argv=None, description: str = "") -> dict:
+    """The command line of a recipe: parses its config module's presets and flags,
+    then `run`s it into `--out`.
+
+    Args:
+        config_module: a module with `PRESETS`, `SMOKE` and `build`.
+        argv: arguments (default `sys.argv[1:]`).
+        description: the `--help` description.
+    """
+    config, options = parse_config(
+        config_module.PRESETS, argv, description=description, smoke=config_module.SMOKE
+    )
+    run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
+    print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
+    return run(config, config_module.build, run_dir)
+
+
+__all__ = [
+    "Experiment",
+    "build_model",
+    "encoder_optimizer",
+    "main",
+    "results_table",
+    "run",
+]

@@ -5,15 +5,21 @@ pair), they return the mean loss over the anchor rows. As every Keras loss, the
 value is divided by the number of replicas when called under a `tf.distribute`
 strategy so that summed replica gradients are right; `ContrastiveModel` calls
 `per_row_losses` instead and gathers negatives across replicas.
+
+`loss_variant` builds the loss (and, for AnInfoNCE, its Lambda_hat layer) of each
+named variant the recipes compare, from their config fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import keras
+import numpy as np
 
 from aninfonce_tf import ops as core
+from aninfonce_tf.layers import DiagonalScaling
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -136,3 +142,75 @@ class AnInfoNCE(InfoNCE):
             name=name,
             **kwargs,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class LossVariant:
+    """A row of the recipes' comparison: AnInfoNCE or InfoNCE, plain, with
+    hard-negative reweighting, or as an ensemble over temperatures."""
+
+    anisotropic: bool
+    hard_negatives: bool = False
+    ensemble: bool = False
+
+
+LOSS_VARIANTS = {
+    "aninfonce": LossVariant(anisotropic=True),
+    "infonce": LossVariant(anisotropic=False),
+    "aninfonce_hard_negatives": LossVariant(anisotropic=True, hard_negatives=True),
+    "infonce_hard_negatives": LossVariant(anisotropic=False, hard_negatives=True),
+    "aninfonce_ensemble": LossVariant(anisotropic=True, ensemble=True),
+    "infonce_ensemble": LossVariant(anisotropic=False, ensemble=True),
+}
+
+
+def loss_variant(
+    name: str,
+    *,
+    normalized: bool = True,
+    infonce_temperature: float = 0.2,
+    hard_negative_beta: float = 0.5,
+    ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5),
+    initial_concentration: float = 5.0,
+    parametrization: str = "exp",
+    seed: int | None = None,
+) -> tuple[InfoNCE, DiagonalScaling | None]:
+    """The loss and Lambda_hat layer of a named variant of `LOSS_VARIANTS`.
+
+    Args:
+        name: a key of `LOSS_VARIANTS`.
+        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
+            cosine similarity, otherwise the Euclidean one (box and R^n latents).
+        infonce_temperature: temperature of plain and hard-negative InfoNCE.
+        hard_negative_beta: beta of the `*_hard_negatives` variants.
+        ensemble_temperatures: temperatures of the `*_ensemble` variants. For
+            AnInfoNCE they become global concentration multipliers centred on the
+            learned Lambda_hat (divided by their median).
+        initial_concentration: Lambda_hat's start (AnInfoNCE variants).
+        parametrization: Lambda_hat's parametrisation (AnInfoNCE variants).
+        seed: seed of Lambda_hat's initial noise.
+
+    Returns:
+        `(loss, scaling)`; `scaling` is None for InfoNCE variants.
+
+    Example:
+
+    >>> loss, scaling = loss_variant("aninfonce_ensemble", ensemble_temperatures=[0.5, 1, 2])
+    >>> type(loss).__name__, loss.temperature, type(scaling).__name__
+    ('AnInfoNCE', [0.5, 1.0, 2.0], 'DiagonalScaling')
+    """
+    if name not in LOSS_VARIANTS:
+        raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
+    variant = LOSS_VARIANTS[name]
+    beta = hard_negative_beta if variant.hard_negatives else 0.0
+    ensemble = [float(t) for t in ensemble_temperatures]
+    if not variant.anisotropic:
+        temperature = ensemble if variant.ensemble else infonce_temperature
+        similarity = "cosine" if normalized else "euclidean"
+        return InfoNCE(similarity, temperature=temperature, hard_negative_beta=beta), None
+    median = float(np.median(ensemble)) if variant.ensemble else 1.0
+    temperature = [t / median for t in ensemble] if variant.ensemble else 1.0
+    scaling = DiagonalScaling(
+        initial_concentration, parametrization=parametrization, initial_noise=0.1, seed=seed
+    )
+    return AnInfoNCE(temperature=temperature, hard_negative_beta=beta), scaling

@@ -7,6 +7,9 @@ updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rat
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import keras
 import tensorflow as tf
 from keras import ops
@@ -295,3 +298,49 @@ class ContrastiveModel(keras.Model):
         for key in ("encoder", "projector", "scaling"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def export_encoder(
+    model: ContrastiveModel, directory: str | Path, input_spec: tf.TensorSpec | None = None
+) -> Path:
+    """Exports `model.encoder` as a TF SavedModel with a `serve` signature
+    (observations in, float32 features out) and, for AnInfoNCE, Lambda_hat beside
+    it in `concentration.json`.
+
+    Load it without this package with `tf.saved_model.load(directory).serve(x)` or
+    `keras.layers.TFSMLayer(directory, call_endpoint="serve")`.
+
+    Args:
+        model: a trained `ContrastiveModel`.
+        directory: the SavedModel directory to write.
+        input_spec: a batch of observations' spec (its batch size is left open);
+            default: the input of a functional or Sequential encoder.
+
+    Returns:
+        `directory`.
+    """
+    directory = Path(directory)
+    encoder = model.encoder
+    if input_spec is None:
+        if not getattr(encoder, "inputs", None):
+            raise ValueError(
+                "`input_spec` is needed for an encoder without a defined input "
+                "(a subclassed model); pass e.g. `dataset.element_spec[0]`."
+            )
+        input_spec = tf.TensorSpec(encoder.inputs[0].shape, encoder.inputs[0].dtype)
+    archive = keras.export.ExportArchive()
+    archive.track(encoder)
+    spec = tf.TensorSpec([None, *input_spec.shape[1:]], input_spec.dtype, name="observations")
+
+    @tf.function(autograph=False)
+    def serve(observations):
+        return tf.cast(encoder(observations, training=False), tf.float32)
+
+    archive.add_endpoint("serve", serve, input_signature=[spec])
+    archive.write_out(str(directory), verbose=False)
+    if model.concentration is not None:
+        concentration = {
+            "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)]
+        }
+        (directory / "concentration.json").write_text(json.dumps(concentration, indent=2))
+    return directory

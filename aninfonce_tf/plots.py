@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -49,17 +50,52 @@ def plot_per_latent_r2(
     return _save(figure, path)
 
 
-def plot_curves(curves: dict[str, list[dict]], path: str | Path, keys=("linear_r2", "mcc")) -> Path:
-    """Scores over training steps, one line per loss and key."""
+def plot_curves(curves: dict[str, list[dict]], path: str | Path, keys: Sequence[str]) -> Path:
+    """Scores over training steps: a panel per key (`outer/inner` for nested scores),
+    a line per loss."""
     figure, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.5), squeeze=False)
     for axis, key in zip(axes[0], keys, strict=True):
         for name, points in curves.items():
-            steps = [p["step"] for p in points if key in p]
-            axis.plot(steps, [p[key] for p in points if key in p], marker=".", label=name)
-        axis.set(xlabel="step", ylabel=key, ylim=(0, 1.02))
+            values = [(p["step"], _lookup(p, key)) for p in points]
+            values = [(step, value) for step, value in values if value is not None]
+            if values:
+                axis.plot(*zip(*values, strict=True), marker=".", label=name)
+        axis.set(xlabel="step", ylabel=key)
         axis.grid(alpha=0.3)
         axis.legend()
     return _save(figure, path)
+
+
+def _lookup(scores: dict, key: str):
+    for part in key.split("/"):
+        if not isinstance(scores, dict) or part not in scores:
+            return None
+        scores = scores[part]
+    return scores
+
+
+def plot_identifiability(results: dict, run_dir: str | Path, true_concentration) -> list[Path]:
+    """Per-latent R^2 of every loss and, for each loss with a Lambda_hat, learned vs
+    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`."""
+    run_dir = Path(run_dir)
+    paths = [
+        plot_per_latent_r2(
+            {name: r["linear_r2_per_latent"] for name, r in results.items()},
+            true_concentration,
+            run_dir / "per_latent_r2.png",
+        )
+    ]
+    for name, result in results.items():
+        if "lambda_hat_matched" in result:
+            paths.append(
+                plot_concentration(
+                    result["lambda_hat_matched"],
+                    true_concentration,
+                    run_dir / f"lambda_{name}.png",
+                    title=name,
+                )
+            )
+    return paths
 
 
 def _save(figure, path) -> Path:

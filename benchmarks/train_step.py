@@ -15,14 +15,14 @@ step is forward + two backward matmuls of every layer on 2B rows, whatever the c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.config import SyntheticConfig
-from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
+from aninfonce_tf.configs.synthetic import SyntheticConfig, build
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import build_model
 
@@ -134,17 +134,14 @@ def main() -> None:
             print(
                 f"plain MSE step, {rows} rows: fp32 XLA {rates['float32']:.1f}, bf16 XLA {rates['mixed_bfloat16']:.1f} steps/s"
             )
-    setup = SyntheticSetup(concentration_preset("linear"), generator_draws=1000)
     print(f"{'batch':>6} {'mode':>11} {'fixed batch':>12} {'tf.data':>9}  (steps/s)")
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-        pipeline = setup.dataset(batch_size, seed=0)
+        data = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
+        experiment = build(data)
+        pipeline = experiment.train_data(0)
         fixed = tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()
         for mode, options in MODES.items():
-            config = SyntheticConfig(jit_compile=options["jit_compile"])
-            if options["mixed_precision"]:
-                keras.config.set_dtype_policy("mixed_bfloat16")
-            model = build_model(config, "aninfonce")
-            keras.config.set_dtype_policy("float32")
+            model = build_model(dataclasses.replace(data, **options), experiment, "aninfonce")
             fixed_rate = steps_per_second(model, fixed, args.steps, args.repeats)
             pipeline_rate = float("nan")
             if str(batch_size) in args.pipeline_batch_sizes.split(","):

@@ -8,13 +8,16 @@ Run (the README's main job; `quick` is the default preset):
     python recipes/synthetic.py --preset content-style
     python recipes/synthetic.py --smoke               # whole pipeline in < 1 min
     python recipes/synthetic.py --preset paper-linear --stop-at mcc=0.95,linear_r2=0.99
+    python recipes/synthetic.py --space euclidean --conditional normal  # no sphere
+    python recipes/synthetic.py --strategy mirrored   # every local GPU
     python recipes/synthetic.py --steps 6000 --learning-rate 3e-3 --out runs/mine
 
-Every field of `SyntheticConfig` is a flag (`--batch-size`, `--losses
-aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`, `--stop-at`, ...);
-`--help` lists them with the chosen preset's values. Writes
-`results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`,
-`config.json` and TensorBoard logs to `--out`.
+Every field of `SyntheticConfig` and of the shared `RunConfig` is a flag
+(`--batch-size`, `--losses aninfonce,infonce,infonce_hard_negatives,infonce_ensemble`,
+`--strategy`, `--mixed-precision`, ...); `--help` lists them with the chosen preset's
+values. Writes `results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`,
+`config.json`, TensorBoard logs, and per loss `<loss>/model.keras` and the exported
+encoder `<loss>/encoder/` to `--out`; rerun into the same `--out` to resume.
 
 Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README.md):
 - quick: AnInfoNCE linear R^2 0.995 (high block 0.996, low 0.995), MCC 0.90, Lambda_hat
@@ -28,18 +31,12 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
   rank correlation 1.0; InfoNCE R^2 0.42 with the style block at 0.08 (~19 min).
 """
 
-from __future__ import annotations
-
-from aninfonce_tf.config import parse_config
-from aninfonce_tf.experiment import run_directory, run_synthetic
-from aninfonce_tf.presets import PRESETS, SMOKE
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import synthetic
 
 
 def main(argv=None) -> dict:
-    config, options = parse_config(PRESETS, argv, description=__doc__.splitlines()[0], smoke=SMOKE)
-    run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
-    print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
-    return run_synthetic(config, run_dir)
+    return experiment.main(synthetic, argv, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

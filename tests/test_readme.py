@@ -21,12 +21,14 @@ def test_the_usage_example_trains_and_exports(tmp_path, monkeypatch):
         32, drop_remainder=True
     )
     monkeypatch.chdir(tmp_path)
-    namespace = {"encoder": encoder, "pairs": pairs}
+    namespace = {"encoder": encoder, "pairs": pairs, "observations": x}
     exec(compile(code, str(README), "exec"), namespace)
     model = namespace["model"]
     assert int(model.optimizer.iterations) == 2
     concentration = keras.ops.convert_to_numpy(model.concentration)
     assert concentration.shape == (3,) and np.all(concentration > 0)
     assert not np.allclose(concentration, 5.0)  # Lambda_hat was trained
-    exported = tf.saved_model.load(str(tmp_path / "encoder_savedmodel"))
+    np.testing.assert_allclose(namespace["features"], encoder(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(namespace["lambda_hat"], concentration, rtol=1e-6)
+    exported = tf.saved_model.load(str(tmp_path / "encoder"))
     np.testing.assert_allclose(exported.serve(x), encoder(x), rtol=1e-5, atol=1e-6)

@@ -12,14 +12,15 @@ import tensorflow as tf
 
 from aninfonce_tf import config as config_module
 from aninfonce_tf import experiment
-from aninfonce_tf import presets as recipe_presets
+from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
+from aninfonce_tf.losses import LOSS_VARIANTS
 
 ROOT = Path(__file__).parent.parent
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
-    preset = config_module.SyntheticConfig()
+    preset = synthetic.SyntheticConfig()
     config, options = config_module.parse_config(
         {"default": preset},
         [
@@ -46,8 +47,8 @@ def test_every_field_can_be_overridden_from_the_command_line():
 
 
 PRESETS = {
-    "first": config_module.SyntheticConfig(steps=100),
-    "second": config_module.SyntheticConfig(steps=200, dim=6),
+    "first": synthetic.SyntheticConfig(steps=100),
+    "second": synthetic.SyntheticConfig(steps=200, dim=6),
 }
 
 
@@ -70,6 +71,8 @@ def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
         (["--steps", "many"], "--steps: invalid int value"),
         (["--jit-compile", "maybe"], "expected true or false"),
         (["--smoke"], "unrecognized arguments: --smoke"),  # no smoke overrides given
+        (["--strategy", "horovod"], "invalid choice: 'horovod'"),
+        (["--space", "torus"], "invalid choice: 'torus'"),
     ],
 )
 def test_mistyped_flags_and_values_stop_with_a_usage_error(argv, message, capsys):
@@ -84,7 +87,7 @@ def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
         config_module.parse_config(PRESETS, ["--preset", "second", "--help"])
     # Compared without whitespace: argparse wraps lines, also at hyphens.
     text = "".join(capsys.readouterr().out.split())
-    for field in dataclasses.fields(config_module.SyntheticConfig):
+    for field in dataclasses.fields(synthetic.SyntheticConfig):
         assert "--" + field.name.replace("_", "-") in text
         assert "".join(field.metadata["help"].split()) in text
     assert "trainingstepsperloss(default:200)" in text
@@ -92,7 +95,7 @@ def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
 
 
 def test_every_preset_separates_a_high_and_a_low_concentration_block():
-    presets = recipe_presets.PRESETS
+    presets = synthetic.PRESETS
     assert {"quick", "paper-linear", "paper-two-valued", "content-style"} <= set(presets)
     for name, config in presets.items():
         concentration = config.true_concentration()
@@ -105,22 +108,33 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
     np.testing.assert_allclose(content_style[[0, 4, 5, 9]], [100, 200, 10, 20])
 
 
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(losses="aninfonce,simclr"), "losses"),
+        (dict(steps=30, eval_every=20), "eval_every"),
+        (dict(batch_size=1), "batch_size"),
+        (dict(strategy="horovod"), "strategy"),
+        (dict(optimizer="lamb"), "optimizer"),
+        (dict(learning_rate_schedule="step"), "learning_rate_schedule"),
+    ],
+)
+def test_run_config_errors_name_the_field(overrides, field, tmp_path):
+    with pytest.raises(ValueError, match=f"`{field}`"):
+        experiment.run(synthetic.SyntheticConfig(**overrides), synthetic.build, tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 def test_config_errors_name_the_argument():
-    with pytest.raises(ValueError, match="losses"):
-        config_module.SyntheticConfig(losses="aninfonce,simclr").loss_names()
     with pytest.raises(ValueError, match="concentration"):
-        config_module.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
+        synthetic.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
     with pytest.raises(ValueError, match="concentration"):
-        config_module.SyntheticConfig(concentration="cubic").true_concentration()
-    custom = config_module.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
+        synthetic.SyntheticConfig(concentration="cubic").true_concentration()
+    custom = synthetic.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
     assert custom.tolist() == [0.5, 2.0, 8.0]
-    with pytest.raises(ValueError, match="eval_every"):
-        experiment.run_synthetic(
-            config_module.SyntheticConfig(steps=30, eval_every=20), Path("/tmp/unused")
-        )
 
 
-TINY = config_module.SyntheticConfig(
+TINY = synthetic.SyntheticConfig(
     dim=4,
     steps=60,
     eval_every=20,
@@ -133,31 +147,36 @@ TINY = config_module.SyntheticConfig(
 
 
 def test_stop_at_ends_training_at_the_first_evaluation_reaching_the_targets(tmp_path):
-    config = dataclasses.replace(TINY, stop_at="linear_r2=-100,mcc=-1")
-    result = experiment.run_synthetic(config, tmp_path, verbose=0)["aninfonce"]
-    assert result["steps"] == 20
-    assert result["target_reached"]["step"] == 20
-    assert [point["step"] for point in result["curve"]] == [20]
-    with pytest.raises(ValueError, match="stop_at"):
-        experiment.run_synthetic(dataclasses.replace(config, stop_at="mcc"), tmp_path)
+    full = experiment.run(TINY, synthetic.build, tmp_path / "full", verbose=0)["aninfonce"]
+    r2 = [point["linear_r2"] for point in full["curve"]]
+    first = next(i for i, value in enumerate(r2) if value >= max(r2[:2]))
+    config = dataclasses.replace(TINY, stop_at=f"linear_r2={max(r2[:2])},mcc=0")
+    result = experiment.run(config, synthetic.build, tmp_path / "stop", verbose=0)["aninfonce"]
+    step = 20 * (first + 1)
+    assert (result["steps"], result["target_reached"]["step"]) == (step, step)
+    assert result["curve"] == [
+        {**point, "seconds": mine["seconds"]}
+        for point, mine in zip(full["curve"][: first + 1], result["curve"], strict=True)
+    ]
 
 
 def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_latent(tmp_path):
     config = dataclasses.replace(TINY, steps=20, embedding_dim=6)
-    assert experiment.build_model(config, "aninfonce").encoder.output_shape == (None, 6)
-    result = experiment.run_synthetic(config, tmp_path, verbose=0)["aninfonce"]
+    model = experiment.build_model(config, synthetic.build(config), "aninfonce")
+    assert model.encoder.output_shape == (None, 6)
+    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
     assert len(result["lambda_hat"]) == 6
     assert len(result["lambda_hat_matched"]) == 4
     # Each latent is matched to a different feature, so its Lambda_hat is one of the six.
     assert set(np.round(result["lambda_hat_matched"], 6)) <= set(np.round(result["lambda_hat"], 6))
     assert len(set(np.round(result["lambda_hat_matched"], 6))) == 4
     with pytest.raises(ValueError, match="embedding_dim"):
-        experiment.build_model(dataclasses.replace(TINY, embedding_dim=3), "aninfonce")
+        synthetic.build(dataclasses.replace(TINY, embedding_dim=3))
 
 
 @pytest.mark.slow
 def test_smoke_run_writes_results_plots_and_logs(tmp_path):
-    losses = ",".join(config_module.LOSS_VARIANTS)
+    losses = ",".join(LOSS_VARIANTS)
     result = subprocess.run(
         [
             sys.executable,
@@ -175,7 +194,7 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    for name in config_module.LOSS_VARIANTS:
+    for name in LOSS_VARIANTS:
         entry = results[name]
         assert {"linear_r2", "mcc", "block_r2", "steps", "wall_seconds"} <= set(entry)
         assert set(entry["block_r2"]) == {"high", "low"}

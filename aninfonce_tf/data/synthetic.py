@@ -423,13 +423,18 @@ class SyntheticSetup:
             "z2": z_positive,
         }
 
-    def dataset(self, batch_size: int, seed: int = 0, steps: int | None = None) -> tf.data.Dataset:
-        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i)."""
+    def dataset(
+        self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
+    ) -> tf.data.Dataset:
+        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i).
+
+        `start` skips the first batches without drawing them: a run resumed at
+        step k sees the batches it would have seen had it never stopped.
+        """
         if batch_size < 2:
             raise ValueError(f"`batch_size` must be at least 2; got {batch_size}.")
-        indices = (
-            tf.data.Dataset.range(steps) if steps is not None else tf.data.Dataset.range(2**62)
-        )
+        stop = start + steps if steps is not None else 2**62
+        indices = tf.data.Dataset.range(start, stop)
 
         def batch_at(index):
             return self.sample_pairs(batch_size, tf.stack([tf.constant(seed, tf.int64), index]))

@@ -1,8 +1,15 @@
 """Evaluators that score a model on held-out data, and the Keras callback that runs
-them during `fit` and logs to TensorBoard."""
+them during `fit`, logs to TensorBoard and stops at score targets.
+
+An evaluator is any object with `evaluate(model) -> {score name: value}` and
+`score_names(anisotropic) -> set[str]`, the scalar names (nested as `outer/inner`)
+it returns for an AnInfoNCE (`anisotropic=True`) or InfoNCE model: the runner
+checks `--stop-at` against them before training.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 
 import keras
@@ -54,6 +61,16 @@ class IdentifiabilityEvaluator:
         self.normalize_concentration = normalize_concentration
         self.nonlinear = nonlinear
         self.batch_size = batch_size
+
+    def score_names(self, anisotropic: bool) -> set[str]:
+        """The scalar scores `evaluate` returns (block scores as `block_r2/NAME`)."""
+        names = {"linear_r2", "mcc", "mcc_spearman"}
+        names |= {f"block_r2/{block}" for block, index in (self.blocks or {}).items() if len(index)}
+        if self.nonlinear:
+            names.add("nonlinear_r2")
+        if anisotropic and self.true_concentration is not None:
+            names |= {"lambda_spearman", "lambda_relative_error"}
+        return names
 
     def features(self, model) -> np.ndarray:
         batches = [
@@ -107,53 +124,118 @@ def parse_targets(text: str) -> dict[str, float]:
     return targets
 
 
-class IdentifiabilityCallback(keras.callbacks.Callback):
-    """Runs an evaluator every `every_epochs` epochs, adds its scalars to the logs
-    (so `History` and later callbacks see them) and writes them, with every
-    Lambda_hat dimension, to TensorBoard under `log_dir`.
+def evaluate_all(evaluators, model) -> dict:
+    """The scores of every evaluator, merged into one dict.
 
-    With `stop_at`, training stops at the first evaluation where every named
-    score reaches its target; `reached` then holds that step and the seconds
-    since training began (evaluations included). Each `history` entry has the
-    step, those seconds and the scores.
+    Raises:
+        ValueError: when two evaluators return the same score name.
+    """
+    scores = {}
+    for evaluator in evaluators:
+        result = evaluator.evaluate(model)
+        shared = sorted(set(scores) & set(result))
+        if shared:
+            raise ValueError(f"Two evaluators both return the scores {shared}.")
+        scores.update(result)
+    return scores
+
+
+def check_targets(stop_at: dict[str, float], evaluators, variants: dict[str, bool]) -> None:
+    """Raises `ValueError`, before any training, when a `stop_at` target names a score
+    that an evaluator does not produce for one of the variants.
 
     Args:
-        evaluator: an `IdentifiabilityEvaluator`.
+        stop_at: `{score name: target}`.
+        evaluators: objects with `score_names(anisotropic) -> set[str]`.
+        variants: `{variant name: anisotropic}`; only AnInfoNCE variants have a
+            Lambda_hat to score.
+    """
+    for name, anisotropic in variants.items():
+        known = set().union(*(e.score_names(anisotropic) for e in evaluators))
+        unknown = sorted(set(stop_at) - known)
+        if unknown:
+            raise ValueError(
+                f"`stop_at` names {unknown}, which the loss variant {name!r} does not "
+                f"produce; its scores: {sorted(known)}. Stop at scores every variant has, "
+                "or train the variant alone (--losses)."
+            )
+
+
+class EvaluationCallback(keras.callbacks.Callback):
+    """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs
+    (so `History` and later callbacks see them) and writes them to TensorBoard
+    under `log_dir`.
+
+    An evaluator is any object with `evaluate(model) -> {name: number, list or
+    dict of numbers}`; nested dicts are logged as `outer/inner`. With `stop_at`,
+    training stops at the first evaluation where every named score reaches its
+    target; `reached` then holds that step and the seconds since training began
+    (evaluations included). Each `history` entry has the step, those seconds and
+    the scores; with `history_path` the history is also written there as JSON
+    after every evaluation, so that a resumed run can restore it (`history`).
+
+    Args:
+        evaluators: one evaluator or a list of them.
         log_dir: TensorBoard directory; None logs nothing to disk.
         every_epochs: evaluation period in epochs.
         steps_per_epoch: to log against the training step rather than the epoch.
         stop_at: `{score name: target}`, names as in the logs (`mcc`,
             `linear_r2`, `block_r2/low`, ...).
+        history: evaluations restored from an interrupted run; their seconds
+            carry on into this one's.
+        history_path: JSON file the history is written to.
+
+    Example:
+
+    >>> class Constant:
+    ...     def evaluate(self, model):
+    ...         return {"mcc": 0.9}
+    >>> callback = EvaluationCallback(Constant(), stop_at={"mcc": 0.5})
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> x = np.zeros((4, 2), "float32")
+    >>> _ = model.fit(x, x[:, :1], epochs=5, callbacks=[callback], verbose=0)
+    >>> callback.reached["step"], len(callback.history)
+    (1, 1)
     """
 
     def __init__(
         self,
-        evaluator,
+        evaluators,
         log_dir: str | None = None,
         every_epochs: int = 1,
         steps_per_epoch: int = 1,
         stop_at: dict[str, float] | None = None,
+        history: list[dict] | None = None,
+        history_path: str | None = None,
     ):
         super().__init__()
-        self.evaluator = evaluator
+        self.evaluators = (
+            list(evaluators) if isinstance(evaluators, (list, tuple)) else [evaluators]
+        )
         self.every_epochs = every_epochs
         self.steps_per_epoch = steps_per_epoch
         self.stop_at = dict(stop_at or {})
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
-        self.history: list[dict] = []
+        self.history: list[dict] = list(history or [])
+        self.history_path = history_path
         self.reached: dict | None = None
         self._start = time.perf_counter()
 
     def on_train_begin(self, logs=None):
-        self._start = time.perf_counter()
+        restored_seconds = self.history[-1]["seconds"] if self.history else 0.0
+        self._start = time.perf_counter() - restored_seconds
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every_epochs:
             return
-        scores = self.evaluator.evaluate(self.model)
+        scores = evaluate_all(self.evaluators, self.model)
         step = (epoch + 1) * self.steps_per_epoch
         seconds = round(time.perf_counter() - self._start, 1)
         self.history.append({"step": step, "seconds": seconds, **scores})
+        if self.history_path:
+            with open(self.history_path, "w") as file:
+                json.dump(self.history, file)
         scalars = scalar_items(scores)
         self._check_targets(scalars, step)
         if logs is not None:

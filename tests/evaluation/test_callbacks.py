@@ -1,10 +1,19 @@
-"""The identifiability callback: logging, and stopping once score targets are reached."""
+"""The evaluation callback: logging, stopping once score targets are reached, restoring
+its history; and the check of targets against the evaluators' score names."""
+
+import json
 
 import keras
 import numpy as np
 import pytest
 
-from aninfonce_tf.evaluation.callbacks import IdentifiabilityCallback, parse_targets
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    IdentifiabilityEvaluator,
+    check_targets,
+    parse_targets,
+    scalar_items,
+)
 
 
 class RisingScores:
@@ -33,7 +42,7 @@ def test_parse_targets():
 
 
 def test_training_stops_at_the_first_evaluation_reaching_every_target():
-    callback = IdentifiabilityCallback(
+    callback = EvaluationCallback(
         RisingScores(), steps_per_epoch=2, stop_at={"mcc": 0.35, "block_r2/low": 0.5}
     )
     history = _fit(callback)
@@ -45,12 +54,74 @@ def test_training_stops_at_the_first_evaluation_reaching_every_target():
 
 
 def test_without_targets_training_runs_to_the_end():
-    callback = IdentifiabilityCallback(RisingScores(), every_epochs=2)
+    callback = EvaluationCallback(RisingScores(), every_epochs=2)
     assert len(_fit(callback, epochs=6).history["loss"]) == 6
     assert len(callback.history) == 3 and callback.reached is None
 
 
 def test_unknown_target_names_raise():
-    callback = IdentifiabilityCallback(RisingScores(), stop_at={"r2": 0.9})
+    callback = EvaluationCallback(RisingScores(), stop_at={"r2": 0.9})
     with pytest.raises(ValueError, match="stop_at.*r2"):
         _fit(callback)
+
+
+def test_the_history_restored_from_an_interrupted_run_is_continued_and_saved(tmp_path):
+    path = tmp_path / "history.json"
+    restored = [{"step": 2, "seconds": 100.0, "mcc": 0.05}]
+    callback = EvaluationCallback(
+        RisingScores(), steps_per_epoch=2, history=restored, history_path=str(path)
+    )
+    _fit(callback, epochs=2)
+    assert [entry["step"] for entry in callback.history] == [2, 2, 4]
+    assert callback.history[1]["seconds"] >= 100.0  # the restored run's time carries on
+    assert json.loads(path.read_text()) == callback.history
+
+
+def test_two_evaluators_merge_and_must_not_share_a_score_name():
+    class Other:
+        def evaluate(self, model):
+            return {"knn": 0.5}
+
+    callback = EvaluationCallback([RisingScores(), Other()])
+    history = _fit(callback, epochs=1)
+    assert history.history["knn"] == [0.5] and history.history["mcc"] == [pytest.approx(0.1)]
+    with pytest.raises(ValueError, match="mcc"):
+        _fit(EvaluationCallback([RisingScores(), RisingScores()]), epochs=1)
+
+
+class _Model:
+    """Features equal to the latents; a Lambda_hat only when anisotropic."""
+
+    def __init__(self, anisotropic):
+        self.scaling = (
+            type("S", (), {"concentration": np.array([1.0, 2.0, 3.0])})() if anisotropic else None
+        )
+
+    def embed(self, x, training=False, scaled=True):
+        return x
+
+
+@pytest.mark.parametrize("nonlinear", [False, True])
+def test_identifiability_score_names_are_the_scalars_it_returns(nonlinear):
+    z = np.random.default_rng(0).normal(size=(300, 3))
+    evaluator = IdentifiabilityEvaluator(
+        z,
+        z,
+        {"high": np.array([2]), "low": np.array([0, 1]), "none": np.array([], int)},
+        np.array([1.0, 2.0, 4.0]),
+        nonlinear=nonlinear,
+    )
+    for anisotropic in (False, True):
+        scores = evaluator.evaluate(_Model(anisotropic))
+        assert evaluator.score_names(anisotropic) == set(scalar_items(scores))
+
+
+def test_targets_a_variant_does_not_produce_fail_before_training():
+    z = np.zeros((10, 2))
+    evaluator = IdentifiabilityEvaluator(z, z, true_concentration=np.array([1.0, 2.0]))
+    check_targets({"mcc": 0.9}, [evaluator], {"aninfonce": True, "infonce": False})
+    check_targets({"lambda_spearman": 0.9}, [evaluator], {"aninfonce": True})
+    with pytest.raises(ValueError, match="'infonce'.*--losses"):
+        check_targets({"lambda_spearman": 0.9}, [evaluator], {"aninfonce": True, "infonce": False})
+    with pytest.raises(ValueError, match="r2"):
+        check_targets({"r2": 0.9}, [evaluator], {"aninfonce": True})

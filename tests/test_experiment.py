@@ -1,0 +1,196 @@
+"""The experiment runner: strategies, saved models and exported encoders, safe resume,
+`--stop-at` checked before training, the Euclidean variant, the generic results table."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import synthetic
+
+SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
+
+
+class RecordReplicas(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.replicas = self.model.distribute_strategy.num_replicas_in_sync
+
+
+def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path):
+    single = experiment.run(SMOKE, synthetic.build, tmp_path / "single", verbose=0)
+    replicas = RecordReplicas()
+    config = dataclasses.replace(SMOKE, strategy="mirrored")
+    mirrored = experiment.run(
+        config, synthetic.build, tmp_path / "mirrored", verbose=0, callbacks=[replicas]
+    )
+    assert replicas.replicas == 2
+    for name in ("aninfonce", "infonce"):
+        assert mirrored[name]["steps"] == 40
+        # Each replica contrasts against the global batch: the same loss as one replica.
+        np.testing.assert_allclose(
+            mirrored[name]["final_loss"], single[name]["final_loss"], rtol=2e-3
+        )
+        assert (tmp_path / "mirrored" / name / "model.keras").exists()
+
+
+def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path):
+    config = dataclasses.replace(SMOKE, steps=20, losses="aninfonce")
+    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    observations = np.random.default_rng(1).normal(size=(64, SMOKE.dim)).astype("float32")
+    np.save(tmp_path / "x.npy", observations)
+
+    model = keras.saving.load_model(tmp_path / "aninfonce" / "model.keras", safe_mode=True)
+    np.testing.assert_allclose(model.concentration, result["lambda_hat"], rtol=1e-6)
+    assert model.contrastive_loss.get_config()["similarity"] == "euclidean"
+    features = np.asarray(model(observations))
+
+    encoder_dir = tmp_path / "aninfonce" / "encoder"
+    script = (
+        "import sys, numpy as np, tensorflow as tf;"
+        f"x = np.load({str(tmp_path / 'x.npy')!r});"
+        f"encoder = tf.saved_model.load({str(encoder_dir)!r});"
+        "y = encoder.serve(x).numpy();"
+        f"np.save({str(tmp_path / 'y.npy')!r}, y)"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    exported = np.load(tmp_path / "y.npy")
+    assert exported.dtype == np.float32 and exported.shape == (64, SMOKE.dim)
+    np.testing.assert_allclose(exported, features, rtol=1e-5, atol=1e-6)
+    layer = keras.layers.TFSMLayer(str(encoder_dir), call_endpoint="serve")
+    np.testing.assert_allclose(layer(observations), features, rtol=1e-5, atol=1e-6)
+    saved = json.loads((encoder_dir / "concentration.json").read_text())
+    np.testing.assert_allclose(saved["lambda_hat"], result["lambda_hat"], rtol=1e-6)
+
+
+def test_results_are_saved_after_each_variant(tmp_path):
+    class FailInSecondVariant(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            if self.model.name == "infonce":
+                raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError, match="crash"):
+        experiment.run(
+            SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[FailInSecondVariant()]
+        )
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert set(saved) == {"true_concentration", "aninfonce"}
+    # Rerun: the finished variant is kept as it was, the other one is trained.
+    results = experiment.run(SMOKE, synthetic.build, tmp_path, verbose=0)
+    assert results["aninfonce"] == saved["aninfonce"]
+    assert results["infonce"]["steps"] == 40
+
+
+def test_a_run_into_the_same_out_with_other_flags_refuses_before_training(tmp_path, capsys):
+    argv = ["--smoke", "--losses", "aninfonce", "--steps", "20", "--out", str(tmp_path)]
+    first = experiment.main(synthetic, argv)
+    with pytest.raises(ValueError, match=r"another config \(learning_rate: 0\.001 -> 0\.002\)"):
+        experiment.main(synthetic, [*argv, "--learning-rate", "0.002"])
+    # Where and how it runs may change: the same config resumes (here: nothing to do).
+    again = experiment.main(synthetic, [*argv, "--export", "false"])
+    assert "not trained again" in capsys.readouterr().out
+    assert again == first
+
+
+def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path):
+    config = dataclasses.replace(SMOKE, steps=60, losses="aninfonce")
+    whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run(
+            config, synthetic.build, tmp_path / "cut", verbose=0, callbacks=[Interrupt()]
+        )
+    resumed = experiment.run(config, synthetic.build, tmp_path / "cut", verbose=0)["aninfonce"]
+    assert resumed["steps"] == 60
+    assert [point["step"] for point in resumed["curve"]] == [20, 40, 60]
+    # Same batches from the restored step on: the same model as an uninterrupted run.
+    np.testing.assert_allclose(resumed["lambda_hat"], whole["lambda_hat"], rtol=1e-5)
+    np.testing.assert_allclose(resumed["linear_r2"], whole["linear_r2"], atol=1e-4)
+    assert resumed["wall_seconds"] >= resumed["curve"][1]["seconds"]
+
+
+@pytest.mark.parametrize(
+    "stop_at, message",
+    [
+        ("lambda_spearman=0.9", "'infonce' does not produce"),
+        ("mcc=0.9,r2=0.5", r"\['r2'\]"),
+        ("mcc>0.9", "must look like"),
+    ],
+)
+def test_a_bad_stop_at_fails_within_seconds_before_any_training(stop_at, message, tmp_path):
+    config = dataclasses.replace(SMOKE, stop_at=stop_at)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=message):
+        experiment.run(config, synthetic.build, tmp_path, verbose=0)
+    assert time.perf_counter() - start < 5
+    assert not (tmp_path / "aninfonce").exists() and not (tmp_path / "backup").exists()
+
+
+@pytest.mark.parametrize("space", ["euclidean", "box"])
+def test_box_and_euclidean_spaces_train_without_sphere_normalisation(space, tmp_path):
+    config = dataclasses.replace(SMOKE, space=space, conditional="normal", steps=20, eval_every=20)
+    parts = synthetic.build(config)
+    aninfonce = experiment.build_model(config, parts, "aninfonce")
+    infonce = experiment.build_model(config, parts, "infonce")
+    assert not aninfonce.normalize and not infonce.normalize
+    assert infonce.contrastive_loss.similarity == "euclidean"
+    batch = next(iter(parts.train_data(0)))
+    norms = np.linalg.norm(infonce.embed(batch["view1"]), axis=1)
+    assert np.ptp(norms) > 0.1  # not on the sphere
+    results = experiment.run(config, synthetic.build, tmp_path, verbose=0)
+    assert results["aninfonce"]["steps"] == 20 and np.isfinite(results["infonce"]["final_loss"])
+
+
+def test_the_sphere_variant_normalises_and_uses_the_cosine_for_infonce():
+    parts = synthetic.build(SMOKE)
+    infonce = experiment.build_model(SMOKE, parts, "infonce")
+    assert infonce.normalize and infonce.contrastive_loss.similarity == "cosine"
+    batch = next(iter(parts.train_data(0)))
+    np.testing.assert_allclose(np.linalg.norm(infonce.embed(batch["view1"]), axis=1), 1, rtol=1e-5)
+
+
+def test_the_encoder_optimizer_follows_the_config():
+    sgd = experiment.encoder_optimizer(
+        dataclasses.replace(SMOKE, optimizer="sgd", weight_decay=5e-4, momentum=0.8)
+    )
+    assert isinstance(sgd, keras.optimizers.SGD)
+    assert (sgd.momentum, sgd.weight_decay) == (0.8, 5e-4)
+    cosine = experiment.encoder_optimizer(
+        dataclasses.replace(SMOKE, learning_rate_schedule="cosine")
+    )
+    assert isinstance(cosine.learning_rate, tf.Variable) or callable(cosine._learning_rate)
+    assert float(cosine._learning_rate(SMOKE.steps)) == pytest.approx(0.0, abs=1e-9)
+    model = experiment.build_model(SMOKE, synthetic.build(SMOKE), "aninfonce")
+    # Lambda_hat has its own Adam, never the encoder's weight decay.
+    assert isinstance(model.concentration_optimizer, keras.optimizers.Adam)
+    assert float(model.concentration_optimizer.learning_rate) == pytest.approx(1e-2)
+    assert model.concentration_optimizer.weight_decay is None
+
+
+def test_the_results_table_has_a_column_per_scalar_score():
+    results = {
+        "a": {
+            "backbone": {"knn": 0.5, "readout": 0.71234},
+            "lambda_hat": [1, 2],
+            "steps": 3,
+            "wall_seconds": 1.0,
+            "curve": [],
+            "final_loss": 2.0,
+        },
+        "b": {"backbone": {"knn": 0.25}, "steps": 3, "wall_seconds": 2.4},
+    }
+    lines = experiment.results_table(results).splitlines()
+    assert lines[0].split() == ["variant", "backbone/knn", "backbone/readout", "steps", "seconds"]
+    assert lines[2].split() == ["a", "0.500", "0.712", "3", "1"]
+    assert lines[3].split() == ["b", "0.250", "-", "3", "2"]
