@@ -94,6 +94,20 @@ def gather_across_replicas(z1, z2):
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return None, None, 0
+    # A last partial batch splits unevenly (7 rows: 4 and 3); the gather's gradient
+    # and the row offsets below need equal replica batches, so say so instead.
+    sizes = context.all_gather(tf.shape(z1)[:1], axis=0)
+    check = tf.debugging.assert_equal(
+        sizes,
+        tf.fill(tf.shape(sizes), sizes[0]),
+        message=(
+            "Every replica needs the same number of rows: batch the dataset with "
+            "drop_remainder=True and a global batch size divisible by the number of "
+            "replicas. Replica batch sizes"
+        ),
+    )
+    with tf.control_dependencies([check]):
+        z1, z2 = tf.identity(z1), tf.identity(z2)
     z1_all = context.all_gather(z1, axis=0)
     z2_all = context.all_gather(z2, axis=0)
     replica_id = tf.cast(context.replica_id_in_sync_group, tf.int32)

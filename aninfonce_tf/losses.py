@@ -31,7 +31,8 @@ class InfoNCE(keras.losses.Loss):
         temperature: positive float, or a sequence of them for a loss ensemble.
         candidates: `"nt_xent"` (both views as anchors, each of the 2B rows against
             the other 2B - 1) or `"one_directional"` (z1 rows against z2).
-        hard_negative_beta: weights negatives by exp(beta * similarity); 0 is plain.
+        hard_negative_beta: weights negatives by exp(beta * similarity / temperature),
+            as the reference code of Robinson et al. (2021) does; 0 is plain.
         ensemble_weights: weights of an ensemble's temperatures (default uniform).
         name: name of the loss.
 
@@ -132,7 +133,14 @@ class AnInfoNCE(InfoNCE):
         name: str = "an_info_nce",
         **kwargs,
     ):
-        kwargs.pop("similarity", None)
+        # The similarity is what makes this AnInfoNCE; only its own value (as in a
+        # saved config) is accepted, so that a user's other choice never vanishes.
+        similarity = kwargs.pop("similarity", "euclidean")
+        if similarity != "euclidean":
+            raise ValueError(
+                f"AnInfoNCE uses the Euclidean similarity on Lambda_hat-scaled embeddings; "
+                f"got `similarity={similarity!r}`. Use InfoNCE for another similarity."
+            )
         super().__init__(
             similarity="euclidean",
             temperature=temperature,

@@ -56,6 +56,32 @@ def split_views(data):
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
+class LatestValue(keras.metrics.Metric):
+    """A metric that reports the last value it was given (a value every replica
+    holds alike, such as a statistic of Lambda_hat: the first replica's is kept).
+
+    Example:
+
+    >>> metric = LatestValue(name="lambda_max")
+    >>> metric.update_state(3.0); metric.update_state(5.0)
+    >>> float(metric.result())
+    5.0
+    """
+
+    def __init__(self, name: str = "latest_value", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.value = self.add_variable(
+            shape=(), initializer="zeros", name="value", aggregation="only_first_replica"
+        )
+
+    def update_state(self, value):
+        self.value.assign(ops.cast(value, self.dtype))
+
+    def result(self):
+        return ops.convert_to_tensor(self.value)
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(keras.Model):
     """Contrastive learner over positive pairs, for plain InfoNCE or AnInfoNCE.
 
@@ -103,6 +129,10 @@ class ContrastiveModel(keras.Model):
             name: keras.metrics.Mean(name=name)
             for name in ("loss", "accuracy", "alignment", "uniformity")
         }
+        if scaling is not None:
+            self._trackers.update(
+                {name: LatestValue(name=name) for name in ("lambda_min", "lambda_max")}
+            )
         if getattr(encoder, "built", False) and getattr(encoder, "inputs", None):
             self.build(tuple(encoder.inputs[0].shape))
 
@@ -163,8 +193,9 @@ class ContrastiveModel(keras.Model):
             optimizer: optimizer (or its name) of the encoder and projector.
             loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
                 `scaling`, cosine InfoNCE without.
-            concentration_optimizer: optimizer of Lambda_hat, or a float learning
-                rate for a copy of `optimizer`; None uses `optimizer` for all.
+            concentration_optimizer: optimizer of Lambda_hat, or a float: Adam at
+                that learning rate (the authors' choice; none of `optimizer`'s weight
+                decay, clipping or EMA). None uses `optimizer` for all.
             jit_compile: XLA-compile the train step (on CPU Keras' "auto" turns XLA
                 off, and XLA is faster here).
             steps_per_execution: steps run per `tf.function` call.
@@ -174,11 +205,10 @@ class ContrastiveModel(keras.Model):
             loss = AnInfoNCE() if self.scaling is not None else InfoNCE()
         if not isinstance(loss, InfoNCE):
             raise TypeError(f"`loss` must be an InfoNCE or AnInfoNCE; got {type(loss).__name__}.")
+        self._check_loss_fits_scaling(loss)
         optimizer = keras.optimizers.get(optimizer)
         if isinstance(concentration_optimizer, (int, float)):
-            config = {**optimizer.get_config(), "learning_rate": float(concentration_optimizer)}
-            config.pop("name", None)
-            concentration_optimizer = optimizer.__class__.from_config(config)
+            concentration_optimizer = keras.optimizers.Adam(float(concentration_optimizer))
         elif concentration_optimizer is not None:
             concentration_optimizer = keras.optimizers.get(concentration_optimizer)
         if jit_compile and not distribute.supports_jit(self.distribute_strategy):
@@ -199,6 +229,18 @@ class ContrastiveModel(keras.Model):
             steps_per_execution=steps_per_execution,
         )
         self._build_optimizers()
+
+    def _check_loss_fits_scaling(self, loss: InfoNCE) -> None:
+        if self.scaling is not None and loss.similarity == "cosine":
+            raise ValueError(
+                "A cosine InfoNCE normalises away the `scaling` (Lambda_hat), which would "
+                "train without effect; use AnInfoNCE(), or a model without `scaling`."
+            )
+        if self.scaling is None and isinstance(loss, AnInfoNCE):
+            raise ValueError(
+                "AnInfoNCE needs the model's `scaling` (a DiagonalScaling holding "
+                "Lambda_hat); without it, it is a Euclidean InfoNCE at a fixed concentration."
+            )
 
     def _build_optimizers(self):
         # Each optimizer holds state only for the variables it updates, built eagerly
@@ -235,7 +277,8 @@ class ContrastiveModel(keras.Model):
     def _losses_and_logs(self, data, training):
         view1, view2 = split_views(data)
         batch = tf.shape(view1)[0]
-        z = self.embed(ops.concatenate([view1, view2], axis=0), training=training)
+        u = self.embed(ops.concatenate([view1, view2], axis=0), training=training, scaled=False)
+        z = u if self.scaling is None else self.scaling(u)
         z1, z2 = z[:batch], z[batch:]
         core.validate_pair(z1, z2)
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
@@ -243,35 +286,43 @@ class ContrastiveModel(keras.Model):
             z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset, return_logits=True
         )
         loss = ops.mean(row_losses)
-        unit1, unit2 = (
-            (z1, z2) if self.scaling is None else (core.l2_normalize(z1), core.l2_normalize(z2))
-        )
         values = {
             "loss": loss,
             "accuracy": core.positive_accuracy(logits, positive, mask),
-            "alignment": core.alignment(unit1, unit2),
-            "uniformity": core.uniformity(unit1),
+            # On the embeddings before Lambda_hat: comparable between the two losses.
+            "alignment": core.alignment(u[:batch], u[batch:]),
+            "uniformity": core.uniformity(u[:batch]),
         }
         return loss, values
 
     def _logs(self, values):
+        if self.scaling is not None:
+            # Read after the update: the Lambda_hat the next step uses.
+            values = dict(values)
+            values["lambda_min"] = ops.min(self.scaling.concentration)
+            values["lambda_max"] = ops.max(self.scaling.concentration)
         for name, value in values.items():
             self._trackers[name].update_state(value)
-        logs = {name: tracker.result() for name, tracker in self._trackers.items()}
-        if self.scaling is not None:
-            concentration = self.scaling.concentration
-            logs["lambda_min"] = ops.min(concentration)
-            logs["lambda_max"] = ops.max(concentration)
-        return logs
+        return {name: tracker.result() for name, tracker in self._trackers.items()}
 
     def train_step(self, data):
-        with tf.GradientTape() as tape:
+        main_variables, concentration_variables = self._split_variables()
+        # Under mixed_float16 Keras wraps the main optimizer in a LossScaleOptimizer.
+        # Lambda_hat's gradient flows through float32 ops only, so it takes the
+        # unscaled loss: its own optimizer never sees (or skips on) the loss scale.
+        loss_scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+        separate = bool(concentration_variables) and loss_scaled
+        with tf.GradientTape(persistent=separate) as tape:
             loss, values = self._losses_and_logs(data, training=True)
             # Replica gradients are summed by the optimizer: scale to the global mean.
-            scaled_loss = loss / distribute.num_replicas()
-            scaled_loss = self.optimizer.scale_loss(scaled_loss)
-        main_variables, concentration_variables = self._split_variables()
-        gradients = tape.gradient(scaled_loss, main_variables + concentration_variables)
+            replica_loss = loss / distribute.num_replicas()
+            scaled_loss = self.optimizer.scale_loss(replica_loss)
+        if separate:
+            gradients = tape.gradient(scaled_loss, main_variables)
+            gradients += tape.gradient(replica_loss, concentration_variables)
+            del tape
+        else:
+            gradients = tape.gradient(scaled_loss, main_variables + concentration_variables)
         split = len(main_variables)
         self.optimizer.apply(gradients[:split], main_variables)
         if concentration_variables:

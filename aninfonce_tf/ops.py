@@ -164,9 +164,10 @@ def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_b
         logits: `[R, C]` logits.
         positive_index: `[R]` column of each row's positive.
         candidate_mask: `[R, C]`, 1 where a column is a candidate of the row.
-        hard_negative_beta: weights each negative by exp(beta * logit), normalised
-            to mean 1 over the row's negatives and held constant (Robinson et al.,
-            2021). 0 gives the plain loss.
+        hard_negative_beta: weights each negative by exp(beta * logit), where
+            logit = similarity / temperature, normalised to mean 1 over the row's
+            negatives and held constant (Robinson et al., 2021, as in their code).
+            0 gives the plain loss.
 
     Returns:
         `[R]` float32 losses.
@@ -271,12 +272,13 @@ def check_temperature(temperature) -> list[float]:
 def positive_accuracy(logits, positive_index, candidate_mask):
     """Fraction of rows whose positive has the highest logit among the candidates.
 
-    A row counts when its positive is at least as large as every negative (a max
-    reduction: XLA on CPU runs it several times faster than an argmax).
+    A row counts when its positive is larger than every negative (a max reduction:
+    XLA on CPU runs it several times faster than an argmax). A tie is a miss, so a
+    collapsed encoder, whose logits are all equal, scores 0.
     """
     positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, _MASKED_LOGIT)
-    hits = ops.greater_equal(positive_logit, ops.max(negatives, axis=-1))
+    hits = ops.greater(positive_logit, ops.max(negatives, axis=-1))
     return ops.mean(ops.cast(hits, "float32"))
 
 

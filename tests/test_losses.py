@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from aninfonce_tf import AnInfoNCE, InfoNCE, ops
+from aninfonce_tf.losses import loss_variant
 from tests import harness
 
 
@@ -42,3 +43,41 @@ def test_aninfonce_is_euclidean():
 def test_bad_loss_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         InfoNCE(**kwargs)
+
+
+def test_aninfonce_refuses_another_similarity_instead_of_dropping_it():
+    with pytest.raises(ValueError, match="similarity='cosine'"):
+        AnInfoNCE(similarity="cosine")
+    loss = AnInfoNCE(temperature=0.5)
+    assert AnInfoNCE.from_config(loss.get_config()).get_config() == loss.get_config()
+
+
+@pytest.mark.parametrize(
+    "name, kind, similarity, temperature, beta, scaled",
+    [
+        ("aninfonce", "AnInfoNCE", "euclidean", 1.0, 0.0, True),
+        ("infonce", "InfoNCE", "cosine", 0.2, 0.0, False),
+        ("aninfonce_hard_negatives", "AnInfoNCE", "euclidean", 1.0, 0.5, True),
+        ("infonce_hard_negatives", "InfoNCE", "cosine", 0.2, 0.5, False),
+        ("aninfonce_ensemble", "AnInfoNCE", "euclidean", [0.5, 1.0, 5.0], 0.0, True),
+        ("infonce_ensemble", "InfoNCE", "cosine", [0.05, 0.1, 0.5], 0.0, False),
+    ],
+)
+def test_each_loss_variant_is_built_from_the_config_fields(
+    name, kind, similarity, temperature, beta, scaled
+):
+    loss, scaling = loss_variant(
+        name,
+        infonce_temperature=0.2,
+        hard_negative_beta=0.5,
+        ensemble_temperatures=[0.05, 0.1, 0.5],
+        initial_concentration=3.0,
+    )
+    assert type(loss).__name__ == kind
+    assert (loss.similarity, loss.hard_negative_beta) == (similarity, beta)
+    assert loss.temperature == pytest.approx(temperature)
+    assert (scaling is not None) == scaled
+    unnormalized, _ = loss_variant(name, normalized=False)
+    assert unnormalized.similarity == "euclidean"
+    with pytest.raises(ValueError, match="simclr"):
+        loss_variant("simclr")

@@ -178,3 +178,9 @@ def test_bad_options_raise():
         ops.info_nce(z1, z2, temperature=0.0)
     with pytest.raises(ValueError, match="ensemble_weights"):
         ops.info_nce(z1, z2, temperature=[0.1, 0.2], ensemble_weights=[1.0])
+
+
+def test_a_collapsed_encoder_scores_zero_accuracy():
+    z = np.ones((8, 3), "float32")  # every logit equal
+    logits, positive, mask = ops.contrastive_logits(z, z, "cosine")
+    assert float(ops.positive_accuracy(logits, positive, mask)) == 0.0
