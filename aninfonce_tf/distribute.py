@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -67,6 +68,59 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return not has_chief and resolver.task_type == "worker" and resolver.task_id == 0
+
+
+def distribute_global_batches(
+    strategy: tf.distribute.Strategy,
+    make_dataset: Callable[[], tf.data.Dataset],
+    global_batch_size: int,
+):
+    """Splits every global batch of `make_dataset()` among all replicas of all workers.
+
+    Each worker builds the same dataset of global batches (the synthetic pairs are
+    seeded by step, so every worker draws the same ones) and keeps the rows of its
+    own replicas: the replicas together see each global batch exactly once, as a
+    single device would. tf.data's own sharding would instead hand each worker
+    different whole batches.
+
+    Args:
+        strategy: a strategy with one or more replicas.
+        make_dataset: builds the dataset of global batches (static row shapes).
+        global_batch_size: rows per global batch; divisible by the replicas.
+
+    Returns:
+        A distributed dataset for `Model.fit`.
+    """
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size % replicas:
+        raise ValueError(
+            f"`batch_size` ({global_batch_size}) must be divisible by the {replicas} replicas."
+        )
+    per_replica = global_batch_size // replicas
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        local = replicas // context.num_input_pipelines
+        first = context.input_pipeline_id * local
+
+        def own_rows(batch):
+            def split(tensor):
+                rows = tf.reshape(tensor, [replicas, per_replica, *tensor.shape[1:]])
+                return rows[first : first + local]
+
+            return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(split, batch))
+
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        return make_dataset().flat_map(own_rows).with_options(options)
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+    """True for a `MultiWorkerMirroredStrategy` spanning several workers."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._in_multi_worker_mode()  # noqa: SLF001 (no public query)
+    )
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:

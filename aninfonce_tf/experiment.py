@@ -37,6 +37,7 @@ from aninfonce_tf.config import EXECUTION_FIELDS, RunConfig, parse_config, split
 from aninfonce_tf.evaluation.callbacks import (
     ConcentrationLogger,
     EvaluationCallback,
+    StopOnNonFiniteLoss,
     check_targets,
     parse_targets,
     scalar_items,
@@ -45,7 +46,7 @@ from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
 from aninfonce_tf.models import ContrastiveModel, export_encoder, split_views
 
 # Entries of a variant's result that describe the run rather than score it.
-RUN_ENTRIES = ("steps", "wall_seconds", "final_loss", "curve", "target_reached")
+RUN_ENTRIES = ("steps", "wall_seconds", "final_loss", "curve", "target_reached", "stopped")
 
 
 @dataclasses.dataclass
@@ -206,9 +207,10 @@ def train_variant(
         history=history,
         history_path=str(history_path),
     )
+    non_finite = StopOnNonFiniteLoss()
     fit_callbacks = [
+        non_finite,
         evaluation,
-        keras.callbacks.TerminateOnNaN(),
         keras.callbacks.BackupAndRestore(str(backup_dir), delete_checkpoint=True),
         *callbacks,
     ]
@@ -217,7 +219,12 @@ def train_variant(
             ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=config.eval_every),
             keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
         ]
-    data = experiment.train_data(start_epoch * config.eval_every)
+    start_step = start_epoch * config.eval_every
+    data = experiment.train_data(start_step)
+    if strategy.num_replicas_in_sync > 1:
+        data = distribute.distribute_global_batches(
+            strategy, lambda: experiment.train_data(start_step), config.batch_size
+        )
     print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs", flush=True)
     start = time.perf_counter()
     fit_history = model.fit(
@@ -240,6 +247,8 @@ def train_variant(
     }
     if stop_at:
         result["target_reached"] = evaluation.reached
+    if non_finite.stopped_at is not None:
+        result["stopped"] = f"non-finite loss at step {non_finite.stopped_at}"
     return model, result
 
 
@@ -302,12 +311,16 @@ def run(
             config, experiment, name, run_dir, strategy, stop_at, verbose, callbacks
         )
         if chief:
-            input_spec = split_views(experiment.train_data(0).element_spec)[0]
-            save_variant(model, run_dir / name, input_spec, config.export)
+            if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                input_spec = split_views(experiment.train_data(0).element_spec)[0]
+                save_variant(model, run_dir / name, input_spec, config.export)
             _write_results(run_dir, experiment.metadata, results)
     if chief:
         write_plots(results, experiment, run_dir)
     print(results_table(results))
+    for name, result in results.items():
+        if "stopped" in result:
+            print(f"{name}: {result['stopped']}; its scores are from the last evaluation before.")
     print(f"results: {run_dir / 'results.json'}")
     print(f"TensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
     return results

@@ -105,7 +105,7 @@ class ContrastiveModel(keras.Model):
     >>> x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
     >>> history = model.fit((x, x + 0.01), batch_size=32, epochs=1, verbose=0)
     >>> sorted(history.history)[:3]
-    ['accuracy', 'alignment', 'lambda_max']
+    ['accuracy', 'alignment', 'candidates']
     """
 
     def __init__(
@@ -127,7 +127,7 @@ class ContrastiveModel(keras.Model):
         self.contrastive_loss = None
         self._trackers = {
             name: keras.metrics.Mean(name=name)
-            for name in ("loss", "accuracy", "alignment", "uniformity")
+            for name in ("loss", "accuracy", "alignment", "uniformity", "candidates")
         }
         if scaling is not None:
             self._trackers.update(
@@ -242,6 +242,18 @@ class ContrastiveModel(keras.Model):
                 "Lambda_hat); without it, it is a Euclidean InfoNCE at a fixed concentration."
             )
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Under a strategy Keras builds the model from the first batch averaged over
+        # the replicas; MultiWorkerMirroredStrategy cannot reduce a dict batch and
+        # fails. The model and both optimizers are built before `fit` (`build`,
+        # `compile`), as without a strategy, where Keras skips this step too.
+        if self.built and all(
+            optimizer is None or optimizer.built
+            for optimizer in (getattr(self, "optimizer", None), self.concentration_optimizer)
+        ):
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
     def _build_optimizers(self):
         # Each optimizer holds state only for the variables it updates, built eagerly
         # (not inside the first traced step) so that saving and loading match.
@@ -292,6 +304,9 @@ class ContrastiveModel(keras.Model):
             # On the embeddings before Lambda_hat: comparable between the two losses.
             "alignment": core.alignment(u[:batch], u[batch:]),
             "uniformity": core.uniformity(u[:batch]),
+            # Candidates per anchor row: 2B - 1 for NT-Xent over the global batch B,
+            # whatever the strategy (each replica contrasts against every replica).
+            "candidates": ops.mean(ops.sum(mask, axis=-1)),
         }
         return loss, values
 
@@ -303,7 +318,12 @@ class ContrastiveModel(keras.Model):
             values["lambda_max"] = ops.max(self.scaling.concentration)
         for name, value in values.items():
             self._trackers[name].update_state(value)
-        return {name: tracker.result() for name, tracker in self._trackers.items()}
+        logs = {name: tracker.result() for name, tracker in self._trackers.items()}
+        if distribute.is_multi_worker(self.distribute_strategy):
+            # Keras 3 reduces step outputs of a multi-worker strategy along axis 0,
+            # which fails on scalars (tensorflow/tensorflow#72388): give them one.
+            logs = {name: ops.reshape(value, [1]) for name, value in logs.items()}
+        return logs
 
     def train_step(self, data):
         main_variables, concentration_variables = self._split_variables()

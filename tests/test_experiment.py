@@ -3,9 +3,11 @@
 
 import dataclasses
 import json
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -16,6 +18,7 @@ from aninfonce_tf import experiment
 from aninfonce_tf.configs import synthetic
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
+RECIPE = Path(__file__).parent.parent / "recipes" / "synthetic.py"
 
 
 class RecordReplicas(keras.callbacks.Callback):
@@ -194,3 +197,57 @@ def test_the_results_table_has_a_column_per_scalar_score():
     assert lines[0].split() == ["variant", "backbone/knn", "backbone/readout", "steps", "seconds"]
     assert lines[2].split() == ["a", "0.500", "0.712", "3", "1"]
     assert lines[3].split() == ["b", "0.250", "-", "3", "2"]
+
+
+def test_a_non_finite_loss_stops_the_variant_naming_the_step(tmp_path, capsys):
+    class Poison(keras.callbacks.Callback):
+        """Makes the encoder's first kernel NaN after step 25 of AnInfoNCE."""
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.model.name == "aninfonce" and int(self.model.optimizer.iterations) == 25:
+                kernel = self.model.encoder.weights[0]
+                kernel.assign(np.full(kernel.shape, np.nan, "float32"))
+
+    results = experiment.run(SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[Poison()])
+    output = capsys.readouterr().out
+    assert "Non-finite loss (nan) at step 26: training stopped." in output
+    assert results["aninfonce"]["stopped"] == "non-finite loss at step 26"
+    assert results["aninfonce"]["steps"] == 26
+    assert [point["step"] for point in results["aninfonce"]["curve"]] == [20]
+    assert not (tmp_path / "aninfonce" / "model.keras").exists()
+    # The next variant trains as usual.
+    assert results["infonce"]["steps"] == 40 and "stopped" not in results["infonce"]
+
+
+def _recipe(out, *flags) -> subprocess.Popen:
+    argv = ["--smoke", "--losses", "aninfonce", "--steps", "600", "--eval-every", "200"]
+    return subprocess.Popen(
+        [sys.executable, str(RECIPE), *argv, *flags, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_epoch_resumes_from_its_last_checkpoint(tmp_path):
+    killed = _recipe(tmp_path / "cut")
+    metadata = tmp_path / "cut" / "backup" / "aninfonce" / "training_metadata.json"
+    deadline = time.monotonic() + 120
+    while not metadata.exists() and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    killed.send_signal(signal.SIGKILL)  # during epoch 2 of 3: a checkpoint of epoch 1 exists
+    killed.wait()
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "cut" / "results.json").exists()
+    output, _ = _recipe(tmp_path / "cut").communicate(timeout=180)
+    assert "resuming aninfonce at step" in output, output[-2000:]
+    output, _ = _recipe(tmp_path / "whole").communicate(timeout=180)
+    resumed, whole = (
+        json.loads((tmp_path / name / "results.json").read_text())["aninfonce"]
+        for name in ("cut", "whole")
+    )
+    assert resumed["steps"] == 600
+    assert [point["step"] for point in resumed["curve"]] == [200, 400, 600]
+    np.testing.assert_allclose(resumed["lambda_hat"], whole["lambda_hat"], rtol=1e-5)
+    np.testing.assert_allclose(resumed["linear_r2"], whole["linear_r2"], atol=1e-4)

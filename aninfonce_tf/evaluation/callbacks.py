@@ -229,6 +229,8 @@ class EvaluationCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every_epochs:
             return
+        if logs and not np.isfinite(logs.get("loss", 0.0)):
+            return  # diverged: nothing to score (see `StopOnNonFiniteLoss`)
         scores = evaluate_all(self.evaluators, self.model)
         step = (epoch + 1) * self.steps_per_epoch
         seconds = round(time.perf_counter() - self._start, 1)
@@ -254,6 +256,35 @@ class EvaluationCallback(keras.callbacks.Callback):
         if self.stop_at and all(scalars[k] >= v for k, v in self.stop_at.items()):
             self.reached = {"step": step, "seconds": self.history[-1]["seconds"]}
             self.model.stop_training = True
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops training at the first step whose loss is NaN or infinite and says which
+    step it was (`stopped_at`, also printed).
+
+    Example:
+
+    >>> callback = StopOnNonFiniteLoss()
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile(keras.optimizers.SGD(1e30), "mse")
+    >>> x = np.ones((64, 1), "float32") * 1e10
+    >>> _ = model.fit(x, x, batch_size=8, callbacks=[callback], verbose=0)  # doctest: +ELLIPSIS
+    Non-finite loss ... at step ...: training stopped.
+    >>> callback.stopped_at is not None
+    True
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.stopped_at: int | None = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is None or np.isfinite(float(loss)):
+            return
+        self.stopped_at = int(self.model.optimizer.iterations.numpy())
+        print(f"Non-finite loss ({float(loss)}) at step {self.stopped_at}: training stopped.")
+        self.model.stop_training = True
 
 
 class ConcentrationLogger(keras.callbacks.Callback):

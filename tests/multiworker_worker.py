@@ -1,0 +1,56 @@
+"""One worker of `test_multiworker.py`: trains the synthetic smoke config under
+`MultiWorkerMirroredStrategy` (TF_CONFIG set by the test) and saves its final
+weights and the candidates per anchor row it trained with.
+
+    python tests/multiworker_worker.py OUT_DIR
+"""
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import synthetic
+
+
+class SaveWeights(keras.callbacks.Callback):
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+        self.candidates = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.candidates.append(float(logs["candidates"]))
+
+    def on_train_end(self, logs=None):
+        weights = {str(i): np.asarray(w) for i, w in enumerate(self.model.weights)}
+        np.savez(self.path.with_suffix(".npz"), **weights)
+        self.path.with_suffix(".json").write_text(json.dumps(self.candidates))
+
+
+def smoke_config() -> synthetic.SyntheticConfig:
+    """The smoke config at a global batch of 64 pairs, 20 steps."""
+    overrides = dict(losses="aninfonce", steps=20, eval_every=10, batch_size=64)
+    return dataclasses.replace(synthetic.PRESETS["quick"], **{**synthetic.SMOKE, **overrides})
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    config = dataclasses.replace(smoke_config(), strategy="multiworker")
+    experiment.run(
+        config,
+        synthetic.build,
+        out / "run",
+        verbose=0,
+        callbacks=[SaveWeights(out / f"worker-{task}")],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Two worker processes on 127.0.0.1 train the synthetic recipe under
+`MultiWorkerMirroredStrategy`: both end with the same weights, each contrasted its
+rows against the negatives of both, and only the chief wrote the run's outputs."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import synthetic
+from tests import multiworker_worker
+
+WORKER = Path(multiworker_worker.__file__)
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_two_workers_train_as_one_global_batch(tmp_path):
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    workers = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        env["TF_CONFIG"] = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        )
+        log = open(tmp_path / f"worker-{index}.log", "w")  # noqa: SIM115
+        workers.append(
+            subprocess.Popen(
+                [sys.executable, str(WORKER), str(tmp_path)], env=env, stdout=log, stderr=log
+            )
+        )
+    try:
+        codes = [worker.wait(timeout=240) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    logs = [(tmp_path / f"worker-{i}.log").read_text()[-3000:] for i in range(2)]
+    assert codes == [0, 0], logs
+    weights = [np.load(tmp_path / f"worker-{i}.npz") for i in range(2)]
+    assert len(weights[0].files) > 2
+    for name in weights[0].files:
+        np.testing.assert_array_equal(weights[0][name], weights[1][name])
+    for index in range(2):
+        # 32 rows per worker, 64 in the global batch: NT-Xent has 2 * 64 - 1 candidates.
+        candidates = json.loads((tmp_path / f"worker-{index}.json").read_text())
+        assert candidates == [127.0] * 20
+    run = tmp_path / "run"
+    assert (run / "results.json").exists() and (run / "aninfonce" / "model.keras").exists()
+    results = json.loads((run / "results.json").read_text())
+    assert results["aninfonce"]["steps"] == 20
+    assert not (run / "workers" / "worker-1" / "aninfonce" / "model.keras").exists()
+    # The same training as on one device with the whole global batch.
+    single = experiment.run(
+        multiworker_worker.smoke_config(), synthetic.build, tmp_path / "single", verbose=0
+    )
+    np.testing.assert_allclose(
+        results["aninfonce"]["final_loss"], single["aninfonce"]["final_loss"], rtol=2e-3
+    )
