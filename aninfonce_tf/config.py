@@ -77,6 +77,10 @@ class RunConfig:
     ensemble_temperatures: str = option(
         "0.05,0.1,0.5", "temperatures of the *_ensemble loss variants, comma-separated"
     )
+    loss_block_size: int = option(
+        0,
+        "candidates per block of a blockwise loss (memory B x block, not B x B); 0: dense",
+    )
     eval_every: int = option(500, "steps between evaluations (divides `steps`)")
     stop_at: str = option(
         "",

@@ -115,6 +115,7 @@ def build_model(config: RunConfig, experiment: Experiment, variant: str) -> Cont
         initial_concentration=config.initial_concentration,
         parametrization=config.parametrization,
         seed=config.seed,
+        block_size=config.loss_block_size or None,
     )
     model = ContrastiveModel(
         encoder, projector=projector, normalize=experiment.normalize, scaling=scaling, name=variant

@@ -34,6 +34,9 @@ class InfoNCE(keras.losses.Loss):
         hard_negative_beta: weights negatives by exp(beta * similarity / temperature),
             as the reference code of Robinson et al. (2021) does; 0 is plain.
         ensemble_weights: weights of an ensemble's temperatures (default uniform).
+        block_size: compute the loss over blocks of this many candidates, in
+            memory that grows with the batch times the block instead of the batch
+            squared (same value and gradients; no hard negatives). None: dense.
         name: name of the loss.
 
     Example:
@@ -55,10 +58,17 @@ class InfoNCE(keras.losses.Loss):
         candidates: str = "nt_xent",
         hard_negative_beta: float = 0.0,
         ensemble_weights: Sequence[float] | None = None,
+        block_size: int | None = None,
         name: str = "info_nce",
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
+        if block_size is not None and (int(block_size) < 1 or hard_negative_beta):
+            raise ValueError(
+                f"`block_size` must be a positive int, without `hard_negative_beta`; got "
+                f"block_size={block_size}, hard_negative_beta={hard_negative_beta}."
+            )
+        self.block_size = None if block_size is None else int(block_size)
         self.similarity = core.check_similarity(similarity)
         self.candidates = core.check_candidates(candidates)
         core.check_temperature(temperature)
@@ -79,6 +89,7 @@ class InfoNCE(keras.losses.Loss):
             candidates=self.candidates,
             hard_negative_beta=self.hard_negative_beta,
             ensemble_weights=self.ensemble_weights,
+            block_size=self.block_size,
         )
 
     def per_row_losses(self, z1, z2, **gathered):
@@ -108,6 +119,7 @@ class AnInfoNCE(InfoNCE):
         hard_negative_beta: as for `InfoNCE`.
         ensemble_weights: as for `InfoNCE`; an ensemble over temperatures is an
             ensemble over global concentration multipliers 1 / temperature.
+        block_size: as for `InfoNCE`.
         name: name of the loss.
 
     Example:
@@ -130,6 +142,7 @@ class AnInfoNCE(InfoNCE):
         candidates: str = "nt_xent",
         hard_negative_beta: float = 0.0,
         ensemble_weights: Sequence[float] | None = None,
+        block_size: int | None = None,
         name: str = "an_info_nce",
         **kwargs,
     ):
@@ -147,6 +160,7 @@ class AnInfoNCE(InfoNCE):
             candidates=candidates,
             hard_negative_beta=hard_negative_beta,
             ensemble_weights=ensemble_weights,
+            block_size=block_size,
             name=name,
             **kwargs,
         )
@@ -182,6 +196,7 @@ def loss_variant(
     initial_concentration: float = 5.0,
     parametrization: str = "exp",
     seed: int | None = None,
+    block_size: int | None = None,
 ) -> tuple[InfoNCE, DiagonalScaling | None]:
     """The loss and Lambda_hat layer of a named variant of `LOSS_VARIANTS`.
 
@@ -197,6 +212,7 @@ def loss_variant(
         initial_concentration: Lambda_hat's start (AnInfoNCE variants).
         parametrization: Lambda_hat's parametrisation (AnInfoNCE variants).
         seed: seed of Lambda_hat's initial noise.
+        block_size: the losses' `block_size` (None: dense).
 
     Returns:
         `(loss, scaling)`; `scaling` is None for InfoNCE variants.
@@ -215,10 +231,14 @@ def loss_variant(
     if not variant.anisotropic:
         temperature = ensemble if variant.ensemble else infonce_temperature
         similarity = "cosine" if normalized else "euclidean"
-        return InfoNCE(similarity, temperature=temperature, hard_negative_beta=beta), None
+        loss = InfoNCE(
+            similarity, temperature=temperature, hard_negative_beta=beta, block_size=block_size
+        )
+        return loss, None
     median = float(np.median(ensemble)) if variant.ensemble else 1.0
     temperature = [t / median for t in ensemble] if variant.ensemble else 1.0
     scaling = DiagonalScaling(
         initial_concentration, parametrization=parametrization, initial_noise=0.1, seed=seed
     )
-    return AnInfoNCE(temperature=temperature, hard_negative_beta=beta), scaling
+    loss = AnInfoNCE(temperature=temperature, hard_negative_beta=beta, block_size=block_size)
+    return loss, scaling

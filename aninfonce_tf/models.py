@@ -47,12 +47,32 @@ def split_views(data):
             "Each batch must be `(view1, view2)` or a dict with 'view1' and 'view2'; "
             f"got {type(data).__name__}."
         )
+    for name, view in (("view1", view1), ("view2", view2)):
+        dtype = keras.backend.standardize_dtype(view.dtype)
+        if not (dtype.startswith(("float", "int", "uint", "bfloat"))):
+            raise TypeError(f"`{name}` must hold numbers; got dtype {dtype}.")
     if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
         raise ValueError(
             f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
             f"and {tuple(view2.shape)}."
         )
     return view1, view2
+
+
+class _StepCounter(keras.callbacks.Callback):
+    """Counts the epochs one `fit` began and those that ran a step: Keras ends an
+    epoch without any step with empty logs. (Per epoch: a per-batch hook would
+    make Keras sync every step.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = self.epochs_with_steps = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epochs += 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs_with_steps += bool(logs and "loss" in logs)
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -294,19 +314,19 @@ class ContrastiveModel(keras.Model):
         z1, z2 = z[:batch], z[batch:]
         core.validate_pair(z1, z2)
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
-        row_losses, (logits, positive, mask) = self.contrastive_loss.per_row_losses(
-            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset, return_logits=True
+        row_losses, stats = self.contrastive_loss.per_row_losses(
+            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset, return_stats=True
         )
         loss = ops.mean(row_losses)
         values = {
             "loss": loss,
-            "accuracy": core.positive_accuracy(logits, positive, mask),
+            "accuracy": stats["accuracy"],
             # On the embeddings before Lambda_hat: comparable between the two losses.
             "alignment": core.alignment(u[:batch], u[batch:]),
             "uniformity": core.uniformity(u[:batch]),
             # Candidates per anchor row: 2B - 1 for NT-Xent over the global batch B,
             # whatever the strategy (each replica contrasts against every replica).
-            "candidates": ops.mean(ops.sum(mask, axis=-1)),
+            "candidates": stats["candidates"],
         }
         return loss, values
 
@@ -324,6 +344,18 @@ class ContrastiveModel(keras.Model):
             # which fails on scalars (tensorflow/tensorflow#72388): give them one.
             logs = {name: ops.reshape(value, [1]) for name, value in logs.items()}
         return logs
+
+    def fit(self, *args, **kwargs):
+        counter = _StepCounter()
+        kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), counter]
+        history = super().fit(*args, **kwargs)
+        if counter.epochs and not counter.epochs_with_steps:
+            raise ValueError(
+                "`fit` ran no training step: the data yielded no batch. Check that the "
+                "dataset is not empty and holds at least one full batch (with "
+                "drop_remainder=True, fewer rows than `batch_size` give none)."
+            )
+        return history
 
     def train_step(self, data):
         main_variables, concentration_variables = self._split_variables()

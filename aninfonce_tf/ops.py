@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import tensorflow as tf
 from keras import ops
+
+from aninfonce_tf import blockwise
 
 SIMILARITIES = ("euclidean", "cosine")
 CANDIDATE_SETS = ("nt_xent", "one_directional")
@@ -48,10 +51,13 @@ def validate_pair(z1, z2, min_batch: int = 2) -> None:
             f"got {tuple(z1.shape)} and {tuple(z2.shape)}."
         )
     batch = z1.shape[0]
+    message = f"The batch size must be at least {min_batch} to have negatives"
     if batch is not None and batch < min_batch:
-        raise ValueError(
-            f"The batch size must be at least {min_batch} to have negatives; got {batch}."
-        )
+        raise ValueError(f"{message}; got {batch}.")
+    if batch is None and not tf.executing_eagerly():
+        # A last partial batch of one row has no negatives. Checked in graph mode;
+        # XLA drops assertions, so batch with drop_remainder=True there.
+        tf.debugging.assert_greater_equal(tf.shape(z1)[0], min_batch, message=message)
 
 
 def check_similarity(similarity: str) -> str:
@@ -133,6 +139,20 @@ def contrastive_logits(
     """
     check_similarity(similarity)
     check_candidates(candidates)
+    rows, columns, positive_index, self_index = _candidate_sets(
+        z1, z2, candidates, z1_all, z2_all, row_offset
+    )
+    logits = pairwise_similarity(rows, columns, similarity, temperature)
+    if self_index is None:
+        return logits, positive_index, ops.ones_like(logits)
+    not_self = 1.0 - ops.one_hot(self_index, ops.shape(columns)[0], dtype=logits.dtype)
+    return logits, positive_index, not_self
+
+
+def _candidate_sets(z1, z2, candidates, z1_all, z2_all, row_offset):
+    """`(rows, columns, positive_index, self_index)` of a candidate set: the anchor
+    rows, the candidate columns, the column of each row's positive and the column
+    that is the row itself (None for one-directional, where no row is a column)."""
     z1, z2 = _as_float(z1), _as_float(z2)
     z1_all = z1 if z1_all is None else _as_float(z1_all)
     z2_all = z2 if z2_all is None else _as_float(z2_all)
@@ -140,15 +160,12 @@ def contrastive_logits(
     total = ops.shape(z1_all)[0]
     local_index = ops.arange(local, dtype="int32") + ops.cast(row_offset, "int32")
     if candidates == "one_directional":
-        logits = pairwise_similarity(z1, z2_all, similarity, temperature)
-        return logits, local_index, ops.ones_like(logits)
+        return z1, z2_all, local_index, None
     rows = ops.concatenate([z1, z2], axis=0)
     columns = ops.concatenate([z1_all, z2_all], axis=0)
-    logits = pairwise_similarity(rows, columns, similarity, temperature)
     self_index = ops.concatenate([local_index, local_index + total], axis=0)
     positive_index = ops.concatenate([local_index + total, local_index], axis=0)
-    not_self = 1.0 - ops.one_hot(self_index, 2 * total, dtype=logits.dtype)
-    return logits, positive_index, not_self
+    return rows, columns, positive_index, self_index
 
 
 def _positive_mask_and_logit(logits, positive_index):
@@ -196,7 +213,8 @@ def info_nce(
     z1_all=None,
     z2_all=None,
     row_offset=0,
-    return_logits: bool = False,
+    block_size: int | None = None,
+    return_stats: bool = False,
 ):
     """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])`.
 
@@ -217,12 +235,16 @@ def info_nce(
         z1_all: gathered global first views (distributed training).
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
-        return_logits: also return `contrastive_logits`' output at the first
-            temperature (for accuracy metrics without recomputing them).
+        block_size: compute the log-sum-exp over blocks of this many candidates
+            (`aninfonce_tf.blockwise`): memory grows with rows x block instead of
+            rows x candidates, for the same value and gradients. None: dense.
+        return_stats: also return, at the first temperature, the fraction of
+            rows whose positive beats every negative (`accuracy`) and the mean
+            number of candidates per row (`candidates`).
 
     Returns:
         `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional; with
-        `return_logits`, the pair `(losses, (logits, positive_index, mask))`.
+        `return_stats`, the pair `(losses, {"accuracy": ..., "candidates": ...})`.
 
     References:
         Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
@@ -250,16 +272,59 @@ def info_nce(
         raise ValueError(
             f"`ensemble_weights` must be non-negative with a positive sum; got {ensemble_weights}."
         )
-    losses, first_logits = 0.0, None
+    if block_size is not None and hard_negative_beta:
+        raise ValueError("`block_size` does not support `hard_negative_beta`; use the dense loss.")
+    losses, stats = 0.0, None
     for weight, temp in zip(ensemble_weights, temperatures, strict=True):
-        logits = contrastive_logits(
-            z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
-        )
-        row_losses = info_nce_from_logits(*logits, hard_negative_beta)
+        if block_size is None:
+            logits = contrastive_logits(
+                z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
+            )
+            row_losses = info_nce_from_logits(*logits, hard_negative_beta)
+            if stats is None:
+                stats = {
+                    "accuracy": positive_accuracy(*logits),
+                    "candidates": ops.mean(ops.sum(logits[2], axis=-1)),
+                }
+        else:
+            row_losses, block_stats = _blockwise_info_nce(
+                z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset, block_size
+            )
+            stats = stats or block_stats
         losses = losses + (weight / total_weight) * row_losses
-        if first_logits is None:
-            first_logits = logits
-    return (losses, first_logits) if return_logits else losses
+    return (losses, stats) if return_stats else losses
+
+
+def _blockwise_info_nce(
+    z1, z2, similarity, temperature, candidates, z1_all, z2_all, row_offset, block_size
+):
+    check_similarity(similarity)
+    check_candidates(candidates)
+    rows, columns, positive_index, self_index = _candidate_sets(
+        z1, z2, candidates, z1_all, z2_all, row_offset
+    )
+    if similarity == "cosine":
+        rows, columns = l2_normalize(rows), l2_normalize(columns)
+    positives = ops.take(columns, positive_index, axis=0)
+    if similarity == "cosine":
+        positive_logit = ops.sum(rows * positives, axis=-1) / temperature
+    else:
+        positive_logit = -0.5 * ops.sum(ops.square(rows - positives), axis=-1) / temperature
+    lse, max_negative = blockwise.logsumexp_over_candidates(
+        rows,
+        columns,
+        self_index,
+        positive_index,
+        "dot" if similarity == "cosine" else "euclidean",
+        temperature,
+        block_size,
+    )
+    count = ops.shape(columns)[0] - (0 if self_index is None else 1)
+    stats = {
+        "accuracy": ops.mean(ops.cast(ops.greater(positive_logit, max_negative), "float32")),
+        "candidates": ops.cast(count, "float32"),
+    }
+    return lse - positive_logit, stats
 
 
 def check_temperature(temperature) -> list[float]:

@@ -98,6 +98,25 @@ def plot_identifiability(results: dict, run_dir: str | Path, true_concentration)
     return paths
 
 
+def plot_image_grid(
+    rows: Sequence[np.ndarray], path: str | Path, row_titles: Sequence[str] = ()
+) -> Path:
+    """Images in a grid, one row per array of `[N, H, W, 1 or 3]` images in [0, 1]."""
+    columns = max(len(images) for images in rows)
+    figure, axes = plt.subplots(
+        len(rows), columns, figsize=(0.9 * columns, 1.0 * len(rows)), squeeze=False
+    )
+    for row, images in enumerate(rows):
+        for column, axis in enumerate(axes[row]):
+            axis.set_axis_off()
+            if column < len(images):
+                image = np.clip(np.asarray(images[column], "float32"), 0, 1)
+                axis.imshow(image[..., 0] if image.shape[-1] == 1 else image, cmap="gray")
+        if row < len(row_titles):
+            axes[row][0].set_title(row_titles[row], fontsize=8, loc="left")
+    return _save(figure, path)
+
+
 def _save(figure, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

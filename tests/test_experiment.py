@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import experiment
+from aninfonce_tf import distribute, experiment
 from aninfonce_tf.configs import synthetic
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -251,3 +251,23 @@ def test_a_run_killed_mid_epoch_resumes_from_its_last_checkpoint(tmp_path):
     assert [point["step"] for point in resumed["curve"]] == [200, 400, 600]
     np.testing.assert_allclose(resumed["lambda_hat"], whole["lambda_hat"], rtol=1e-5)
     np.testing.assert_allclose(resumed["linear_r2"], whole["linear_r2"], atol=1e-4)
+
+
+def test_pipelines_have_static_batch_shapes_for_tpus():
+    parts = synthetic.build(SMOKE)
+    spec = parts.train_data(0).element_spec
+    assert {key: tuple(value.shape) for key, value in spec.items()} == {
+        "view1": (128, 6),
+        "view2": (128, 6),
+        "z1": (128, 6),
+        "z2": (128, 6),
+    }
+    strategy = distribute.get_strategy("mirrored")
+    distributed = distribute.distribute_global_batches(strategy, lambda: parts.train_data(0), 128)
+    first = next(iter(distributed))
+    shapes = [tuple(v.shape) for v in strategy.experimental_local_results(first["view1"])]
+    assert shapes == [(64, 6), (64, 6)]
+    # The two replicas hold the two halves of the global batch, in order.
+    global_batch = next(iter(parts.train_data(0)))["view1"].numpy()
+    halves = [v.numpy() for v in strategy.experimental_local_results(first["view1"])]
+    np.testing.assert_array_equal(np.concatenate(halves), global_batch)

@@ -27,7 +27,7 @@ from aninfonce_tf.data.synthetic import (
     LATENT_SPACES,
     SyntheticSetup,
     concentration_blocks,
-    concentration_preset,
+    concentration_from_spec,
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.callbacks import IdentifiabilityEvaluator
@@ -91,18 +91,7 @@ class SyntheticConfig(RunConfig):
 
     def true_concentration(self) -> np.ndarray:
         """Lambda from a preset name or a comma-separated list of `dim` values."""
-        if self.concentration in CONCENTRATION_PRESETS:
-            return concentration_preset(self.concentration, self.dim, high=self.high, low=self.low)
-        try:
-            values = np.array(split_list(self.concentration, float))
-        except ValueError:
-            raise ValueError(
-                f"`concentration` must be one of {CONCENTRATION_PRESETS} or comma-separated "
-                f"numbers; got {self.concentration!r}."
-            ) from None
-        if len(values) != self.dim:
-            raise ValueError(f"`concentration` has {len(values)} values for dim={self.dim}.")
-        return values
+        return concentration_from_spec(self.concentration, self.dim, self.high, self.low)
 
 
 def build_setup(config: SyntheticConfig) -> SyntheticSetup:
@@ -116,6 +105,21 @@ def build_setup(config: SyntheticConfig) -> SyntheticSetup:
     )
 
 
+def identifiability_evaluator(
+    setup: SyntheticSetup, observations, latents, nonlinear: bool = False
+) -> IdentifiabilityEvaluator:
+    """Scores against the latents of `setup`: per block of high and low concentration,
+    and Lambda_hat against its Lambda (up to a common factor off the sphere)."""
+    return IdentifiabilityEvaluator(
+        observations,
+        latents,
+        concentration_blocks(setup.concentration),
+        setup.concentration,
+        normalize_concentration=setup.space != "sphere",
+        nonlinear=nonlinear,
+    )
+
+
 def build(config: SyntheticConfig) -> Experiment:
     """Pairs from the DGP, the MLP encoder and the identifiability evaluator."""
     if config.embedding_dim and config.embedding_dim < config.dim:
@@ -125,14 +129,7 @@ def build(config: SyntheticConfig) -> Experiment:
         )
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
-    evaluator = IdentifiabilityEvaluator(
-        observations,
-        latents,
-        concentration_blocks(setup.concentration),
-        setup.concentration,
-        normalize_concentration=config.space != "sphere",
-        nonlinear=config.nonlinear_r2,
-    )
+    evaluator = identifiability_evaluator(setup, observations, latents, config.nonlinear_r2)
     hidden = split_list(config.hidden_units, int)
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),
@@ -195,4 +192,11 @@ SMOKE = dict(
     generator_draws=200,
 )
 
-__all__ = ["PRESETS", "SMOKE", "SyntheticConfig", "build", "build_setup"]
+__all__ = [
+    "PRESETS",
+    "SMOKE",
+    "SyntheticConfig",
+    "build",
+    "build_setup",
+    "identifiability_evaluator",
+]

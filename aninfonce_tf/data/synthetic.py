@@ -82,6 +82,31 @@ def concentration_preset(
     return np.array([high] * first + [low] * (dim - first), dtype="float64")
 
 
+def concentration_from_spec(
+    spec: str, dim: int, high: float | None = None, low: float | None = None
+) -> np.ndarray:
+    """Lambda from a preset name (see `concentration_preset`) or `dim`
+    comma-separated values.
+
+    Example:
+
+    >>> concentration_from_spec(".5, 2", dim=2).tolist()
+    [0.5, 2.0]
+    """
+    if spec in CONCENTRATION_PRESETS:
+        return concentration_preset(spec, dim, high=high, low=low)
+    try:
+        values = np.array([float(v) for v in spec.split(",") if v.strip()])
+    except ValueError:
+        raise ValueError(
+            f"`concentration` must be one of {CONCENTRATION_PRESETS} or comma-separated "
+            f"numbers; got {spec!r}."
+        ) from None
+    if len(values) != dim:
+        raise ValueError(f"`concentration` has {len(values)} values for dim={dim}.")
+    return values
+
+
 def concentration_blocks(concentration) -> dict[str, np.ndarray]:
     """Splits latent indices into `"high"` and `"low"` concentration blocks.
 

@@ -1,0 +1,216 @@
+"""A VAE whose frozen decoder renders latents as digit images: the generator of the
+image experiment with known latents (the paper's MNIST experiment).
+
+Trained on MNIST through tfds when it is prepared, otherwise on scikit-learn's
+8x8 digits (shipped with scikit-learn) upsampled to 28x28. The trained VAE is
+cached by its settings and reused.
+
+Example:
+
+>>> images = digit_images("digits")
+>>> images.shape, images.dtype.name, float(images.max())
+((1797, 28, 28, 1), 'float32', 1.0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.plots import plot_image_grid
+
+IMAGE_SHAPE = (28, 28, 1)
+SOURCES = ("digits", "mnist")
+
+
+def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndarray:
+    """`[N, 28, 28, 1]` float32 images in [0, 1].
+
+    Args:
+        source: `"digits"` (scikit-learn's 1,797 8x8 digits, bilinearly upsampled)
+            or `"mnist"` (the 60,000 training images of tfds' `mnist`, which must
+            be prepared in `data_dir`; this never downloads).
+        data_dir: tfds data directory for `"mnist"` (default: tfds' own).
+
+    Raises:
+        ValueError: for an unknown source, or MNIST not prepared (with how to).
+    """
+    if source == "digits":
+        from sklearn.datasets import load_digits
+
+        images = load_digits().images.astype("float32")[..., None] / 16.0
+        return tf.image.resize(images, IMAGE_SHAPE[:2], method="bilinear").numpy()
+    if source == "mnist":
+        import tensorflow_datasets as tfds
+
+        builder = tfds.builder("mnist", data_dir=data_dir)
+        if not builder.is_prepared():
+            raise ValueError(
+                f"MNIST is not prepared in {builder.data_dir!r}. On a machine with internet "
+                'run `python -c "import tensorflow_datasets as tfds; '
+                "tfds.builder('mnist').download_and_prepare()\"` and copy the data directory "
+                "here (or pass its --data-dir), or use --vae-source digits, which needs no "
+                "download."
+            )
+        dataset = builder.as_dataset(split="train", batch_size=-1)
+        return tfds.as_numpy(dataset)["image"].astype("float32") / 255.0
+    raise ValueError(f"Unknown VAE `source` {source!r}; expected one of {SOURCES}.")
+
+
+def vae_decoder(latent_dim: int, name: str = "decoder") -> keras.Model:
+    """Latents -> 28x28x1 images in [0, 1]: Dense to 7x7x32, two stride-2
+    transposed convolutions."""
+    return keras.Sequential(
+        [
+            keras.Input((latent_dim,)),
+            keras.layers.Dense(7 * 7 * 32, activation="relu"),
+            keras.layers.Reshape((7, 7, 32)),
+            keras.layers.Conv2DTranspose(32, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2DTranspose(16, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2D(1, 3, padding="same", activation="sigmoid"),
+        ],
+        name=name,
+    )
+
+
+def vae_encoder(latent_dim: int, name: str = "vae_encoder") -> keras.Model:
+    """Images -> the posterior's mean and log-variance, concatenated."""
+    return keras.Sequential(
+        [
+            keras.Input(IMAGE_SHAPE),
+            keras.layers.Conv2D(16, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(2 * latent_dim),
+        ],
+        name=name,
+    )
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class VAE(keras.Model):
+    """A convolutional VAE with a N(0, I) prior; `beta` weighs the KL term.
+
+    Args:
+        latent_dim: dimension of the latent space.
+        beta: weight of the KL divergence (below 1 keeps more latents in use).
+        seed: seed of the reparametrisation noise.
+
+    Example:
+
+    >>> vae = VAE(latent_dim=4)
+    >>> vae.compile(keras.optimizers.Adam(1e-3))
+    >>> history = vae.fit(np.random.rand(64, 28, 28, 1).astype("float32"), epochs=1, verbose=0)
+    >>> tuple(vae.decoder(np.zeros((2, 4), "float32")).shape)
+    (2, 28, 28, 1)
+    """
+
+    def __init__(self, latent_dim: int = 10, beta: float = 1.0, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.latent_dim = latent_dim
+        self.beta = beta
+        self.seed = seed
+        self.encoder = vae_encoder(latent_dim)
+        self.decoder = vae_decoder(latent_dim)
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.reconstruction_tracker = keras.metrics.Mean(name="reconstruction")
+        self.kl_tracker = keras.metrics.Mean(name="kl")
+
+    def call(self, images, training=False):
+        mean, _ = self._posterior(images)
+        return self.decoder(mean, training=training)
+
+    def _posterior(self, images):
+        statistics = self.encoder(images)
+        return statistics[:, : self.latent_dim], statistics[:, self.latent_dim :]
+
+    @property
+    def metrics(self):
+        return [self.reconstruction_tracker, self.kl_tracker]
+
+    def train_step(self, data):
+        images = data[0] if isinstance(data, tuple) else data
+        with tf.GradientTape() as tape:
+            mean, log_variance = self._posterior(images)
+            noise = keras.random.normal(tf.shape(mean), seed=self.seed_generator)
+            z = mean + tf.exp(0.5 * log_variance) * noise
+            reconstruction = self.decoder(z, training=True)
+            # Bernoulli likelihood per pixel, summed over the image.
+            pixels = keras.losses.binary_crossentropy(images, reconstruction, axis=[])
+            reconstruction_loss = tf.reduce_mean(tf.reduce_sum(pixels, axis=[1, 2, 3]))
+            kl = -0.5 * tf.reduce_mean(
+                tf.reduce_sum(1 + log_variance - tf.square(mean) - tf.exp(log_variance), axis=1)
+            )
+            loss = reconstruction_loss + self.beta * kl
+        variables = self.trainable_variables
+        self.optimizer.apply(tape.gradient(loss, variables), variables)
+        self.reconstruction_tracker.update_state(reconstruction_loss)
+        self.kl_tracker.update_state(kl)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "latent_dim": self.latent_dim,
+            "beta": self.beta,
+            "seed": self.seed,
+        }
+
+
+def trained_decoder(
+    latent_dim: int = 10,
+    source: str = "digits",
+    steps: int = 3000,
+    beta: float = 1.0,
+    seed: int = 0,
+    cache_dir: str | Path = "~/.cache/aninfonce_tf/vae",
+    data_dir: str | None = None,
+) -> tuple[keras.Model, Path]:
+    """The frozen decoder of a VAE trained with these settings: loaded from
+    `cache_dir` when trained before, otherwise trained (batch 128, Adam 1e-3) and
+    saved there with a grid of reconstructions (`reconstructions.png`).
+
+    Returns:
+        `(decoder, directory)`; the decoder is not trainable.
+    """
+    settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
+    key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    directory = Path(cache_dir).expanduser() / f"{source}-{latent_dim}d-{key}"
+    path = directory / "decoder.keras"
+    if path.exists():
+        decoder = keras.saving.load_model(path)
+    else:
+        images = digit_images(source, data_dir)
+        keras.utils.set_random_seed(seed)
+        vae = VAE(latent_dim=latent_dim, beta=beta, seed=seed)
+        vae.compile(keras.optimizers.Adam(1e-3), jit_compile=True)
+        data = (
+            tf.data.Dataset.from_tensor_slices(images)
+            .shuffle(len(images), seed=seed)
+            .repeat()
+            .batch(128, drop_remainder=True)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+        print(f"training the VAE decoder ({source}, {latent_dim} latents, {steps} steps)")
+        vae.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+        directory.mkdir(parents=True, exist_ok=True)
+        decoder = vae.decoder
+        decoder.save(path)
+        (directory / "settings.json").write_text(json.dumps(settings, indent=2))
+        shown = images[:16]
+        plot_image_grid(
+            [shown, vae.predict(shown, verbose=0)],
+            directory / "reconstructions.png",
+            row_titles=["digit", "reconstruction"],
+        )
+    decoder.trainable = False
+    return decoder, directory
+
+
+__all__ = ["SOURCES", "VAE", "digit_images", "trained_decoder", "vae_decoder", "vae_encoder"]

@@ -1,0 +1,68 @@
+"""The VAE-decoder generator: images, training, caching, the offline error, and the
+whole image experiment at tiny size."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import mnist_vae
+from aninfonce_tf.data import vae
+
+
+def test_digits_are_upsampled_to_28_by_28_in_the_unit_range():
+    images = vae.digit_images("digits")
+    assert images.shape == (1797, 28, 28, 1)
+    assert images.min() == 0.0 and images.max() == 1.0
+    # Upsampling keeps the digit: the 8x8 original is the 28x28 image downsampled.
+    from sklearn.datasets import load_digits
+
+    original = load_digits().images[:20].reshape(20, -1)
+    back = tf.image.resize(images[:20], (8, 8), method="area").numpy().reshape(20, -1)
+    correlations = [np.corrcoef(a, b)[0, 1] for a, b in zip(original, back, strict=True)]
+    assert min(correlations) > 0.9
+
+
+def test_a_missing_mnist_says_how_to_prepare_it_within_seconds(tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="not prepared.*download_and_prepare.*digits"):
+        vae.digit_images("mnist", data_dir=str(tmp_path))
+    assert time.perf_counter() - start < 10
+    with pytest.raises(ValueError, match="source"):
+        vae.digit_images("svhn")
+
+
+def test_the_vae_learns_and_is_cached(tmp_path, capsys):
+    decoder, directory = vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
+    assert "training the VAE" in capsys.readouterr().out
+    assert not decoder.trainable
+    assert (directory / "reconstructions.png").stat().st_size > 1000
+    assert json.loads((directory / "settings.json").read_text())["steps"] == 300
+    cached, same = vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
+    assert same == directory and "training the VAE" not in capsys.readouterr().out
+    z = np.random.default_rng(0).normal(size=(64, 6)).astype("float32")
+    np.testing.assert_allclose(cached(z), decoder(z), rtol=1e-6)
+    # Prior samples decode to digit-like images: as bright as the digits on average,
+    # and different latents give different images (an untrained decoder gives ~0.5
+    # grey for every latent).
+    decoded, untrained = np.asarray(decoder(z)), np.asarray(vae.vae_decoder(6)(z))
+    assert abs(decoded.mean() - vae.digit_images("digits").mean()) < 0.1
+    assert decoded.std(axis=0).mean() > 0.05 > 10 * untrained.std(axis=0).mean()
+
+
+@pytest.mark.slow
+def test_the_image_experiment_runs_end_to_end(tmp_path):
+    argv = ["--smoke", "--out", str(tmp_path / "run"), "--vae-cache-dir", str(tmp_path / "vae")]
+    results = experiment.main(mnist_vae, argv)
+    for name in ("aninfonce", "infonce"):
+        assert results[name]["steps"] == 20
+        assert {"linear_r2", "mcc", "block_r2"} <= set(results[name])
+    assert len(results["aninfonce"]["lambda_hat"]) == 4
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert len(saved["true_concentration"]) == 4
+    for png in ("positive_pairs.png", "per_latent_r2.png", "curves.png", "lambda_aninfonce.png"):
+        assert (tmp_path / "run" / png).stat().st_size > 1000
+    assert list((tmp_path / "vae").glob("*/reconstructions.png"))
