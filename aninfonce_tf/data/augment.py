@@ -171,7 +171,7 @@ class SimCLRAugment:
         else:
             raise TypeError(f"`images` must be uint8 or float; got {images.dtype.name}.")
         seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 12)
-        batch = tf.shape(images)[0]
+        batch = images.shape[0] or tf.shape(images)[0]  # static where known (TPUs)
 
         def uniform(index, low=0.0, high=1.0, shape=None):
             return tf.random.stateless_uniform(

@@ -1,0 +1,154 @@
+"""Image datasets as pair pipelines: tfds' CIFAR10 and ImageNet, and a small real
+dataset cut from the photos that ship inside scikit-learn and scikit-image.
+
+Each yields batches of `{view1, view2, params1, params2, label}` with static
+shapes (`drop_remainder=True`), the two views drawn by a `SimCLRAugment`.
+
+Example:
+
+>>> images, labels = photo_patches(per_photo=4, size=40, split="train")
+>>> images.shape, images.dtype.name, sorted(set(labels.tolist())) == list(range(9))
+((36, 40, 40, 3), 'uint8', True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+
+TFDS_DATASETS = ("cifar10", "imagenet2012")
+# Colour photos shipped inside the wheels (no download): scikit-learn's two sample
+# images and seven of scikit-image's.
+PHOTO_NAMES = (
+    "china",
+    "flower",
+    "astronaut",
+    "chelsea",
+    "coffee",
+    "rocket",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "retina",
+)
+# The left part of each photo gives the training patches, the rest the test ones,
+# so that no test patch overlaps a training patch.
+TRAIN_FRACTION = 0.7
+
+
+def packaged_photos() -> list[np.ndarray]:
+    """The `PHOTO_NAMES` photos as uint8 `[H, W, 3]` arrays."""
+    import skimage.data
+    from sklearn.datasets import load_sample_images
+
+    china, flower = load_sample_images().images
+    photos = [china, flower] + [getattr(skimage.data, name)() for name in PHOTO_NAMES[2:]]
+    return [np.ascontiguousarray(photo[..., :3]) for photo in photos]
+
+
+def photo_patches(
+    per_photo: int = 400, size: int = 48, split: str = "train", seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random square patches of the packaged photos; a patch's class is its photo.
+
+    Photos are first resized so that their shorter side is 256 pixels; train patches
+    come from the left `TRAIN_FRACTION` of each photo, test patches from the rest.
+
+    Returns:
+        `(images [N, size, size, 3] uint8, labels [N] int64)`.
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"`split` must be 'train' or 'test'; got {split!r}.")
+    rng = np.random.default_rng([seed, split == "test"])
+    images, labels = [], []
+    for label, photo in enumerate(packaged_photos()):
+        scale = 256 / min(photo.shape[:2])
+        shape = [round(photo.shape[0] * scale), round(photo.shape[1] * scale)]
+        photo = tf.cast(tf.image.resize(photo, shape, antialias=True), tf.uint8).numpy()
+        cut = int(TRAIN_FRACTION * photo.shape[1])
+        region = photo[:, :cut] if split == "train" else photo[:, cut:]
+        ys = rng.integers(0, region.shape[0] - size + 1, per_photo)
+        xs = rng.integers(0, region.shape[1] - size + 1, per_photo)
+        images += [region[y : y + size, x : x + size] for y, x in zip(ys, xs, strict=True)]
+        labels += [label] * per_photo
+    return np.stack(images), np.asarray(labels, "int64")
+
+
+def tfds_images(name: str, split: str, data_dir: str | None = None) -> tf.data.Dataset:
+    """`{image, label}` examples of a prepared tfds dataset; never downloads.
+
+    Raises:
+        ValueError: for an unknown name, or a dataset that is not prepared in
+            `data_dir` (saying how to prepare it), within seconds.
+    """
+    if name not in TFDS_DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}; expected one of {TFDS_DATASETS}.")
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder(name, data_dir=data_dir)
+    try:
+        # Reads prepared files only (tfds' mock_data patches this in tests).
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
+    except AssertionError as missing:  # tfds' "could not find data in ..."
+        how = (
+            "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
+            "image-net.org into ~/tensorflow_datasets/downloads/manual, then run "
+            f"`tfds build {name}`"
+            if name == "imagenet2012"
+            else f"run `tfds build {name}` on a machine with internet and copy the data directory here"
+        )
+        raise ValueError(
+            f"The tfds dataset {name!r} is not prepared in {builder.data_dir!r}: {how} "
+            "(then pass its root as --data-dir). Without data, `recipes/photos.py` runs the "
+            "same experiment on photos shipped inside scikit-learn and scikit-image."
+        ) from missing
+    return dataset.map(lambda example: {"image": example["image"], "label": example["label"]})
+
+
+def pair_batches(
+    examples: tf.data.Dataset,
+    augment: SimCLRAugment,
+    batch_size: int,
+    seed: int = 0,
+    shuffle: int = 10_000,
+    crop_to: int | None = None,
+) -> tf.data.Dataset:
+    """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
+    label}` examples, shuffled with `seed` (reshuffled each pass).
+
+    Args:
+        examples: images of one size (or give `crop_to`).
+        augment: draws the two views of every image.
+        batch_size: pairs per batch; the last partial batch is dropped.
+        seed: seeds the shuffle and the augmentations.
+        shuffle: shuffle buffer (0: none).
+        crop_to: resize each image's shorter side to this and centre-crop a square,
+            so that images of any size batch together (ImageNet).
+    """
+    if crop_to:
+
+        def square(example):
+            image = example["image"]
+            shape = tf.cast(tf.shape(image)[:2], tf.float32)
+            scale = crop_to / tf.reduce_min(shape)
+            resized = tf.image.resize(image, tf.cast(tf.round(shape * scale), tf.int32))
+            square = tf.image.resize_with_crop_or_pad(resized, crop_to, crop_to)
+            return {**example, "image": tf.cast(tf.clip_by_value(square, 0, 255), tf.uint8)}
+
+        examples = examples.map(square, num_parallel_calls=tf.data.AUTOTUNE)
+    examples = examples.repeat()
+    if shuffle:
+        examples = examples.shuffle(shuffle, seed=seed)
+    batches = examples.batch(batch_size, drop_remainder=True)
+    return augment_pairs(batches, augment, seed=seed).prefetch(tf.data.AUTOTUNE)
+
+
+__all__ = [
+    "PHOTO_NAMES",
+    "TFDS_DATASETS",
+    "packaged_photos",
+    "pair_batches",
+    "photo_patches",
+    "tfds_images",
+]

@@ -1,0 +1,56 @@
+"""Image pair pipelines: tfds datasets (mocked, never downloaded), the missing-data
+error, and the packaged photos."""
+
+import time
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from aninfonce_tf.data.augment import PARAMETERS, SimCLRAugment
+from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, photo_patches, tfds_images
+
+
+def test_cifar10_pairs_have_static_shapes_labels_and_parameters():
+    with tfds.testing.mock_data(num_examples=64):
+        examples = tfds_images("cifar10", "train")
+        batches = pair_batches(examples, SimCLRAugment.preset("simclr_cifar10"), 16, seed=1)
+        spec = batches.element_spec
+        batch = next(iter(batches))
+    assert tuple(spec["view1"].shape) == (16, 32, 32, 3) == tuple(spec["view2"].shape)
+    assert tuple(spec["params1"]["crop_box"].shape) == (16, 4)
+    assert set(batch["params2"]) == set(PARAMETERS)
+    assert batch["label"].shape == (16,)
+    assert not np.allclose(batch["view1"], batch["view2"])
+
+
+def test_imagenet_images_of_any_size_are_squared_before_batching():
+    with tfds.testing.mock_data(num_examples=8):
+        examples = tfds_images("imagenet2012", "validation")
+        augment = SimCLRAugment(image_size=64, blur_probability=0.5)
+        batch = next(iter(pair_batches(examples, augment, 4, crop_to=72)))
+    assert batch["view1"].shape == (4, 64, 64, 3)
+
+
+@pytest.mark.parametrize("name", ["cifar10", "imagenet2012"])
+def test_a_dataset_missing_offline_says_how_to_prepare_it_within_seconds(name, tmp_path):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"'{name}' is not prepared.*tfds build.*photos.py"):
+        tfds_images(name, "train", data_dir=str(tmp_path))
+    assert time.perf_counter() - start < 10
+    with pytest.raises(ValueError, match="svhn"):
+        tfds_images("svhn", "train")
+
+
+def test_photo_patches_split_each_photo_into_disjoint_train_and_test_regions():
+    train, train_labels = photo_patches(per_photo=20, size=32, split="train")
+    test, test_labels = photo_patches(per_photo=10, size=32, split="test")
+    assert train.shape == (20 * len(PHOTO_NAMES), 32, 32, 3) and train.dtype == np.uint8
+    assert np.bincount(train_labels).tolist() == [20] * len(PHOTO_NAMES)
+    assert np.bincount(test_labels).tolist() == [10] * len(PHOTO_NAMES)
+    # No test patch equals a train patch, and the photos differ in colour.
+    assert not {t.tobytes() for t in test} & {t.tobytes() for t in train}
+    means = [train[train_labels == c].mean(axis=(0, 1, 2)) for c in range(len(PHOTO_NAMES))]
+    assert len({tuple(np.round(m)) for m in means}) == len(PHOTO_NAMES)
+    again, _ = photo_patches(per_photo=20, size=32, split="train")
+    np.testing.assert_array_equal(again, train)
