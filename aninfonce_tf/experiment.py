@@ -56,8 +56,10 @@ class Experiment:
     Args:
         train_data: `start_step -> tf.data.Dataset` of global batches of pairs
             (`(view1, view2)` or dicts with `view1`, `view2` and extra keys),
-            long enough for the run; batch i must not depend on `start_step`,
-            so that a resumed run sees the batches of an uninterrupted one.
+            long enough for the run. Where the data allows (the synthetic
+            pairs), batch i does not depend on `start_step`, so that a resumed
+            run sees the batches of an uninterrupted one; the image recipes
+            start a new seeded shuffle instead.
         encoder: builds a fresh encoder (observations -> features).
         evaluators: objects with `evaluate(model)` and `score_names(anisotropic)`
             (see `aninfonce_tf.evaluation.callbacks`).
@@ -65,6 +67,8 @@ class Experiment:
         normalize: embeddings on the unit sphere (InfoNCE then uses the cosine
             similarity); False trains the Euclidean variant.
         curve_keys: scores plotted over training (default: every scalar score).
+        table_columns: scores shown in the printed table (default: every scalar
+            score; `results.json` always has them all).
         metadata: entries written at the top of `results.json`.
         plots: `(results, run_dir) -> [paths]`, the experiment's own figures.
     """
@@ -75,6 +79,7 @@ class Experiment:
     projector: Callable[[], keras.layers.Layer] | None = None
     normalize: bool = True
     curve_keys: Sequence[str] = ()
+    table_columns: Sequence[str] = ()
     metadata: dict = dataclasses.field(default_factory=dict)
     plots: Callable[[dict, Path], list[Path]] | None = None
 
@@ -318,7 +323,7 @@ def run(
             _write_results(run_dir, experiment.metadata, results)
     if chief:
         write_plots(results, experiment, run_dir)
-    print(results_table(results))
+    print(results_table(results, experiment.table_columns))
     for name, result in results.items():
         if "stopped" in result:
             print(f"{name}: {result['stopped']}; its scores are from the last evaluation before.")
@@ -359,8 +364,9 @@ def _scalar_columns(results: dict) -> list[str]:
     return list(columns)
 
 
-def results_table(results: dict) -> str:
-    """A row per loss variant: a column per scalar score (3 decimals), steps, seconds.
+def results_table(results: dict, columns: Sequence[str] = ()) -> str:
+    """A row per loss variant: a column per scalar score (3 decimals; or those in
+    `columns`), steps, seconds.
 
     Example:
 
@@ -369,7 +375,7 @@ def results_table(results: dict) -> str:
     -------  -----  -----  -------
           a  0.912      5        2
     """
-    columns = _scalar_columns(results)
+    columns = list(columns) or _scalar_columns(results)
     rows = []
     for name, result in results.items():
         scores = _scores(result)

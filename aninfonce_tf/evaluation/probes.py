@@ -162,6 +162,8 @@ class ImageProbeEvaluator:
                 "readout": readout["readout"],
                 "readout_r2": readout["readout_r2"],
             }
+        if getattr(model, "scaling", None) is not None:
+            scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
         return scores
 
 

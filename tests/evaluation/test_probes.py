@@ -69,7 +69,7 @@ def test_the_image_evaluator_scores_backbone_and_projector():
         images[:60], labels[:60], images[60:], labels[60:], views, {"flip": flip}
     )
     scores = evaluator.evaluate(model)
-    assert set(scores) == {"backbone", "projector"}
+    assert set(scores) == {"backbone", "projector", "lambda_hat"} and len(scores["lambda_hat"]) == 4
     assert set(scores["backbone"]) == {
         "class_accuracy",
         "knn_accuracy",

@@ -1,0 +1,153 @@
+"""The real-image experiment shared by the photos, CIFAR10 and ImageNet recipes:
+SimCLR views that return their parameters, an encoder with a projection head and
+Lambda_hat on the projector output, and frozen-feature probes (class accuracy,
+kNN, augmentation readout) at the backbone and at the projector.
+
+Each recipe's config module holds its `PRESETS` and `SMOKE` over `ImageConfig`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.config import RunConfig, option, split_list
+from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
+from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.datasets import pair_batches, photo_patches, tfds_images
+from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.experiment import Experiment
+from aninfonce_tf.layers import projection_head
+
+DATASETS = ("photos", "cifar10", "imagenet2012")
+ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
+# The table's columns: the summaries; per-parameter readouts are in results.json.
+SUMMARY = tuple(
+    f"{level}/{score}"
+    for level in ("backbone", "projector")
+    for score in ("class_accuracy", "knn_accuracy", "augmentation_readout")
+)
+
+
+# The optimisation of the accelerator presets (SimSiam / SimCLR style), and the sizes
+# of every image recipe's --smoke.
+SGD_COSINE = dict(
+    optimizer="sgd",
+    momentum=0.9,
+    learning_rate_schedule="cosine",
+    projector_units="2048,128",
+    probe_size=10_000,
+    readout_size=10_000,
+)
+SMOKE = dict(
+    encoder="small_cnn",
+    features=32,
+    projector_units="32,16",
+    steps=20,
+    eval_every=10,
+    batch_size=32,
+    probe_size=64,
+    readout_size=64,
+)
+
+
+@dataclasses.dataclass
+class ImageConfig(RunConfig):
+    """Every hyperparameter of the real-image experiment (see `RunConfig` for the
+    shared ones)."""
+
+    dataset: str = option("photos", "images to learn from", DATASETS)
+    data_dir: str = option("", "tfds data directory (cifar10, imagenet2012)")
+    augmentation: str = option("simclr_cifar10", "view preset", tuple(AUGMENTATIONS))
+    encoder: str = option("small_cnn", "backbone", ENCODERS)
+    synchronized_batch_norm: bool = option(
+        False, "batch norm statistics over all replicas (ResNets)"
+    )
+    features: int = option(256, "backbone features (small_cnn)")
+    projector_units: str = option("512,128", "projection head widths, the last its output")
+    patches_per_photo: int = option(400, "training patches cut from each photo (photos)")
+    probe_size: int = option(2000, "images the class probes fit on (and as many scored)")
+    readout_size: int = option(2000, "augmented views the readout probes use")
+    mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
+
+
+@contextlib.contextmanager
+def _data_source(config: ImageConfig):
+    if config.mock_data:
+        import tensorflow_datasets as tfds
+
+        with tfds.testing.mock_data(num_examples=max(64, config.batch_size)):
+            yield
+    else:
+        yield
+
+
+def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
+    if config.dataset == "photos":
+        per_photo = config.patches_per_photo if split == "train" else config.probe_size // 9 + 1
+        images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
+        return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
+    tfds_split = {"train": "train", "test": "test" if config.dataset == "cifar10" else "validation"}
+    return tfds_images(config.dataset, tfds_split[split], config.data_dir or None)
+
+
+def _arrays(dataset: tf.data.Dataset, count: int, size: int):
+    """`count` examples, resized to `size` (a centre square first), as arrays."""
+
+    def square(example):
+        image = tf.cast(example["image"], tf.float32) / 255.0
+        side = tf.reduce_min(tf.shape(image)[:2])
+        image = tf.image.resize_with_crop_or_pad(image, side, side)
+        return tf.image.resize(image, [size, size], antialias=True), example["label"]
+
+    images, labels = [], []
+    for image, label in dataset.take(count).map(square).batch(256):
+        images.append(image.numpy())
+        labels.append(label.numpy())
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def build(config: ImageConfig) -> Experiment:
+    """Pairs of SimCLR views, the encoder and projector, and the probes."""
+    augment: SimCLRAugment = AUGMENTATIONS[config.augmentation]
+    size = augment.image_size
+    crop_to = int(size * 256 / 224) if config.dataset == "imagenet2012" else None
+    with _data_source(config):
+        train = _examples(config, "train")
+        test = _examples(config, "test")
+        probe_train = _arrays(train.shuffle(10_000, seed=config.seed), config.probe_size, size)
+        probe_test = _arrays(test, config.probe_size, size)
+        readout_images, _ = _arrays(test, config.readout_size, crop_to or size)
+        views, params = augment(readout_images, seed=[config.seed, 123])
+        if config.mock_data:  # materialise while the mock is active
+            train = train.take(max(64, config.batch_size)).cache()
+            list(train)
+    evaluator = ImageProbeEvaluator(
+        *probe_train, *probe_test, views.numpy(), {k: v.numpy() for k, v in params.items()}
+    )
+    units = split_list(config.projector_units, int)
+    shape = (size, size, 3)
+    encoders = {
+        "small_cnn": lambda: small_cnn(shape, config.features),
+        "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
+        "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
+    }
+    return Experiment(
+        # Image batches come from a seeded shuffle: a resumed run starts a new pass.
+        train_data=lambda start: pair_batches(
+            train, augment, config.batch_size, seed=config.seed, crop_to=crop_to
+        ),
+        encoder=encoders[config.encoder],
+        projector=lambda: projection_head(units[:-1], units[-1]),
+        evaluators=[evaluator],
+        curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
+        table_columns=SUMMARY,
+        metadata={"augmentation": dataclasses.asdict(augment)},
+    )
+
+
+__all__ = ["DATASETS", "ENCODERS", "SGD_COSINE", "SMOKE", "ImageConfig", "SUMMARY", "build"]

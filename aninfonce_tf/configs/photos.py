@@ -1,0 +1,29 @@
+"""The real-image experiment sized for a 2-core CPU: patches of the nine colour
+photos that ship inside scikit-learn and scikit-image (class = source photo),
+CIFAR10's SimCLR views at 32x32, a small CNN.
+
+Example:
+
+>>> PRESETS["photos"].dataset, PRESETS["photos"].encoder
+('photos', 'small_cnn')
+"""
+
+from aninfonce_tf.configs import images
+from aninfonce_tf.configs.images import ImageConfig, build
+
+PRESETS = {
+    "photos": ImageConfig(
+        dataset="photos",
+        encoder="small_cnn",
+        batch_size=256,
+        steps=1500,
+        eval_every=500,
+        learning_rate=1e-3,
+        projector_units="256,64",
+        probe_size=900,
+        readout_size=2000,
+    ),
+}
+SMOKE = dict(images.SMOKE, patches_per_photo=8, probe_size=90)
+
+__all__ = ["PRESETS", "SMOKE", "build"]

@@ -1,0 +1,79 @@
+"""The image recipes end to end at smoke size (tfds' mock data, never downloaded),
+one under MirroredStrategy, and the layout of their results."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import pytest
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import cifar10, imagenet, images, photos
+from aninfonce_tf.encoders import resnet18_cifar
+
+ROOT = Path(__file__).parent.parent
+
+
+def _check_results(results: dict):
+    for name in ("aninfonce", "infonce"):
+        for level in ("backbone", "projector"):
+            scores = results[name][level]
+            assert {"class_accuracy", "knn_accuracy", "augmentation_readout", "readout"} <= set(
+                scores
+            )
+            assert 0 <= scores["class_accuracy"] <= 1
+            assert {"flip", "crop_area", "brightness"} <= set(scores["readout"])
+        assert results[name]["steps"] == 20
+    assert len(results["aninfonce"]["lambda_hat"]) == 16  # Lambda_hat on the projector output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [photos, cifar10, imagenet], ids=lambda m: m.__name__)
+def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
+    results = experiment.main(module, ["--smoke", "--out", str(tmp_path)])
+    _check_results(results)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
+        results["aninfonce"]["backbone"]["augmentation_readout"]
+    )
+    assert (tmp_path / "curves.png").exists() and (tmp_path / "infonce" / "model.keras").exists()
+
+
+@pytest.mark.slow
+def test_the_cifar10_smoke_runs_under_mirrored_strategy(tmp_path):
+    argv = ["--smoke", "--strategy", "mirrored", "--out", str(tmp_path)]
+    _check_results(experiment.main(cifar10, argv))
+
+
+@pytest.mark.slow
+def test_the_photos_recipe_runs_from_the_command_line(tmp_path):
+    command = [
+        sys.executable,
+        str(ROOT / "recipes" / "photos.py"),
+        "--smoke",
+        "--out",
+        str(tmp_path),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    header = next(
+        line for line in result.stdout.splitlines() if line.lstrip().startswith("variant")
+    )
+    assert header.split() == ["variant", *images.SUMMARY, "steps", "seconds"]
+
+
+def test_resnet18_with_the_cifar_stem_keeps_32x32_until_the_first_stride():
+    model = resnet18_cifar()
+    assert model.output_shape == (None, 512)
+    # No max-pool and no stride in the stem: the first residual stage runs at 32x32.
+    assert not [layer for layer in model.layers if "Pooling2D" in type(layer).__name__][:-1]
+    first_add = next(layer for layer in model.layers if isinstance(layer, keras.layers.Add))
+    assert tuple(first_add.output.shape[1:]) == (32, 32, 64)
+    synced = resnet18_cifar(synchronized_batch_norm=True)
+    assert all(
+        layer.synchronized
+        for layer in synced.layers
+        if layer.__class__.__name__ == "BatchNormalization"
+    )
