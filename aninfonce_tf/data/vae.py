@@ -49,16 +49,18 @@ def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndar
         import tensorflow_datasets as tfds
 
         builder = tfds.builder("mnist", data_dir=data_dir)
-        if not builder.is_prepared():
+        try:
+            dataset = builder.as_dataset(split="train")  # never downloads
+        except AssertionError as missing:  # tfds' "could not find data in ..."
             raise ValueError(
                 f"MNIST is not prepared in {builder.data_dir!r}. On a machine with internet "
                 'run `python -c "import tensorflow_datasets as tfds; '
                 "tfds.builder('mnist').download_and_prepare()\"` and copy the data directory "
                 "here (or pass its --data-dir), or use --vae-source digits, which needs no "
                 "download."
-            )
-        dataset = builder.as_dataset(split="train", batch_size=-1)
-        return tfds.as_numpy(dataset)["image"].astype("float32") / 255.0
+            ) from missing
+        batches = dataset.map(lambda example: example["image"]).batch(4096)
+        return np.concatenate(list(tfds.as_numpy(batches))).astype("float32") / 255.0
     raise ValueError(f"Unknown VAE `source` {source!r}; expected one of {SOURCES}.")
 
 

@@ -66,3 +66,11 @@ def test_the_image_experiment_runs_end_to_end(tmp_path):
     for png in ("positive_pairs.png", "per_latent_r2.png", "curves.png", "lambda_aninfonce.png"):
         assert (tmp_path / "run" / png).stat().st_size > 1000
     assert list((tmp_path / "vae").glob("*/reconstructions.png"))
+
+
+def test_mnist_images_come_from_tfds_when_prepared():
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=12):
+        images = vae.digit_images("mnist")
+    assert images.shape == (12, 28, 28, 1) and images.min() >= 0.0 and images.max() <= 1.0
