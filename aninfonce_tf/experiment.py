@@ -226,11 +226,12 @@ def train_variant(
             keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
         ]
     start_step = start_epoch * config.eval_every
-    data = experiment.train_data(start_step)
     if strategy.num_replicas_in_sync > 1:
         data = distribute.distribute_global_batches(
             strategy, lambda: experiment.train_data(start_step), config.batch_size
         )
+    else:
+        data = experiment.train_data(start_step)
     print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs", flush=True)
     start = time.perf_counter()
     fit_history = model.fit(
@@ -309,6 +310,7 @@ def run(
         stop_at, experiment.evaluators, {name: LOSS_VARIANTS[name].anisotropic for name in names}
     )
     results = {name: saved[name] for name in names if _finished(run_dir, saved, name)}
+    input_spec = split_views(experiment.train_data(0).element_spec)[0] if chief else None
     for name in names:
         if name in results:
             print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
@@ -318,7 +320,6 @@ def run(
         )
         if chief:
             if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                input_spec = split_views(experiment.train_data(0).element_spec)[0]
                 save_variant(model, run_dir / name, input_spec, config.export)
             _write_results(run_dir, experiment.metadata, results)
     if chief:

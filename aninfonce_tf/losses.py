@@ -63,12 +63,7 @@ class InfoNCE(keras.losses.Loss):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        if block_size is not None and (int(block_size) < 1 or hard_negative_beta):
-            raise ValueError(
-                f"`block_size` must be a positive int, without `hard_negative_beta`; got "
-                f"block_size={block_size}, hard_negative_beta={hard_negative_beta}."
-            )
-        self.block_size = None if block_size is None else int(block_size)
+        self.block_size = core.check_block_size(block_size, hard_negative_beta)
         self.similarity = core.check_similarity(similarity)
         self.candidates = core.check_candidates(candidates)
         core.check_temperature(temperature)

@@ -272,8 +272,7 @@ def info_nce(
         raise ValueError(
             f"`ensemble_weights` must be non-negative with a positive sum; got {ensemble_weights}."
         )
-    if block_size is not None and hard_negative_beta:
-        raise ValueError("`block_size` does not support `hard_negative_beta`; use the dense loss.")
+    block_size = check_block_size(block_size, hard_negative_beta)
     losses, stats = 0.0, None
     for weight, temp in zip(ensemble_weights, temperatures, strict=True):
         if block_size is None:
@@ -305,19 +304,15 @@ def _blockwise_info_nce(
     )
     if similarity == "cosine":
         rows, columns = l2_normalize(rows), l2_normalize(columns)
-    positives = ops.take(columns, positive_index, axis=0)
-    if similarity == "cosine":
-        positive_logit = ops.sum(rows * positives, axis=-1) / temperature
+        kernel_similarity = "dot"
+        positive_similarity = ops.sum(rows * ops.take(columns, positive_index, axis=0), axis=-1)
     else:
-        positive_logit = -0.5 * ops.sum(ops.square(rows - positives), axis=-1) / temperature
+        kernel_similarity = "euclidean"
+        positives = ops.take(columns, positive_index, axis=0)
+        positive_similarity = -0.5 * ops.sum(ops.square(rows - positives), axis=-1)
+    positive_logit = positive_similarity / temperature
     lse, max_negative = blockwise.logsumexp_over_candidates(
-        rows,
-        columns,
-        self_index,
-        positive_index,
-        "dot" if similarity == "cosine" else "euclidean",
-        temperature,
-        block_size,
+        rows, columns, self_index, positive_index, kernel_similarity, temperature, block_size
     )
     count = ops.shape(columns)[0] - (0 if self_index is None else 1)
     stats = {
@@ -325,6 +320,18 @@ def _blockwise_info_nce(
         "candidates": ops.cast(count, "float32"),
     }
     return lse - positive_logit, stats
+
+
+def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
+    """`block_size` as an int (None: dense); the blockwise loss has no hard negatives."""
+    if block_size is None:
+        return None
+    if int(block_size) < 1 or hard_negative_beta:
+        raise ValueError(
+            f"`block_size` must be a positive int, without `hard_negative_beta`; got "
+            f"block_size={block_size}, hard_negative_beta={hard_negative_beta}."
+        )
+    return int(block_size)
 
 
 def check_temperature(temperature) -> list[float]:
@@ -367,6 +374,7 @@ __all__ = [
     "SIMILARITIES",
     "CANDIDATE_SETS",
     "alignment",
+    "check_block_size",
     "contrastive_logits",
     "info_nce",
     "info_nce_from_logits",

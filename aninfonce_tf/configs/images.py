@@ -17,7 +17,7 @@ import tensorflow as tf
 from aninfonce_tf.config import RunConfig, option, split_list
 from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.datasets import pair_batches, photo_patches, tfds_images
+from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, photo_patches, tfds_images
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.experiment import Experiment
@@ -88,7 +88,8 @@ def _data_source(config: ImageConfig):
 
 def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
     if config.dataset == "photos":
-        per_photo = config.patches_per_photo if split == "train" else config.probe_size // 9 + 1
+        test_per_photo = config.probe_size // len(PHOTO_NAMES) + 1
+        per_photo = config.patches_per_photo if split == "train" else test_per_photo
         images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
         return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
     tfds_split = {"train": "train", "test": "test" if config.dataset == "cifar10" else "validation"}
@@ -120,8 +121,14 @@ def build(config: ImageConfig) -> Experiment:
         train = _examples(config, "train")
         test = _examples(config, "test")
         probe_train = _arrays(train.shuffle(10_000, seed=config.seed), config.probe_size, size)
-        probe_test = _arrays(test, config.probe_size, size)
-        readout_images, _ = _arrays(test, config.readout_size, crop_to or size)
+        count = max(config.probe_size, config.readout_size)
+        test_images, test_labels = _arrays(test, count, size)
+        probe_test = test_images[: config.probe_size], test_labels[: config.probe_size]
+        readout_images = (
+            test_images[: config.readout_size]
+            if crop_to is None
+            else _arrays(test, config.readout_size, crop_to)[0]  # views crop the larger image
+        )
         views, params = augment(readout_images, seed=[config.seed, 123])
         if config.mock_data:  # materialise while the mock is active
             train = train.take(max(64, config.batch_size)).cache()
