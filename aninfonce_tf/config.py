@@ -63,6 +63,9 @@ class RunConfig:
         "encoder learning rate: constant, or cosine (decays to 0 over `steps`)",
         LEARNING_RATE_SCHEDULES,
     )
+    warmup_steps: int = option(
+        0, "steps over which the encoder learning rate rises linearly from 0 (0: none)"
+    )
     momentum: float = option(0.9, "momentum of the sgd optimizer")
     weight_decay: float = option(0.0, "encoder weight decay (adamw, sgd); never on Lambda_hat")
     concentration_learning_rate: float = option(1e-2, "Lambda_hat's Adam learning rate")

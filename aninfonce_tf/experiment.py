@@ -87,9 +87,16 @@ class Experiment:
 def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
     """The encoder's (and projector's) optimizer and learning-rate schedule."""
     learning_rate = config.learning_rate
-    if config.learning_rate_schedule == "cosine":
+    cosine = config.learning_rate_schedule == "cosine"
+    if cosine or config.warmup_steps:
+        # A linear warm-up from 0 to `learning_rate`, then a cosine decay to 0, or no
+        # decay (alpha = 1: the cosine ends where it starts).
         learning_rate = keras.optimizers.schedules.CosineDecay(
-            config.learning_rate, decay_steps=config.steps
+            0.0 if config.warmup_steps else config.learning_rate,
+            decay_steps=max(config.steps - config.warmup_steps, 1),
+            alpha=0.0 if cosine else 1.0,
+            warmup_target=config.learning_rate if config.warmup_steps else None,
+            warmup_steps=config.warmup_steps,
         )
     if config.optimizer == "sgd":
         return keras.optimizers.SGD(

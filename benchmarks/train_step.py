@@ -26,6 +26,7 @@ from aninfonce_tf.configs.synthetic import SyntheticConfig, build
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import build_model
 
+VERBOSE = False
 MODES = {
     "fp32 graph": dict(jit_compile=False, mixed_precision=False),
     "fp32 XLA": dict(jit_compile=True, mixed_precision=False),
@@ -33,14 +34,30 @@ MODES = {
 }
 
 
-def steps_per_second(model, data, steps: int, repeats: int) -> float:
-    model.fit(data, steps_per_epoch=min(steps, 20), epochs=1, verbose=0)  # trace, compile
-    rates = []
+def window_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, list[float]]:
+    """Steps/s of `repeats` calls of `fit` (`steps` steps each) per dataset, the
+    datasets taking turns so that they share the machine's state.
+
+    Each `fit` runs in one of two speeds on the 2-core CPU (benchmarks/README.md,
+    "Two speeds"): compare medians, and best windows, of one run.
+    """
+    for data in datasets.values():
+        model.fit(data, steps_per_epoch=min(steps, 20), epochs=1, verbose=0)  # trace
+    rates = {name: [] for name in datasets}
     for _ in range(repeats):
-        start = time.perf_counter()
-        model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-        rates.append(steps / (time.perf_counter() - start))
-    return float(np.median(rates))
+        for name, data in datasets.items():
+            start = time.perf_counter()
+            model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+            rates[name].append(steps / (time.perf_counter() - start))
+    if VERBOSE:
+        for name, values in rates.items():
+            print(f"  {name} windows:", " ".join(f"{rate:.1f}" for rate in values), flush=True)
+    return rates
+
+
+def steps_per_second(model, data, steps: int, repeats: int) -> float:
+    """The median steps/s of `repeats` windows of `steps` steps."""
+    return float(np.median(window_rates(model, {"data": data}, steps, repeats)["data"]))
 
 
 def plain_ceiling(rows: int, steps: int, repeats: int) -> dict[str, float]:
@@ -116,14 +133,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-sizes", default="1000,6144")
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
         "--pipeline-batch-sizes", default="1000", help="also time with tf.data for these"
     )
     parser.add_argument("--plain", action="store_true", help="also time a plain MSE step")
     parser.add_argument("--roofline", action="store_true", help="only the matmul ceiling")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: one per core)")
+    parser.add_argument("--verbose", action="store_true", help="print every timed window")
     args = parser.parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     if args.roofline:
         roofline([int(b) for b in args.batch_sizes.split(",")])
@@ -134,20 +154,42 @@ def main() -> None:
             print(
                 f"plain MSE step, {rows} rows: fp32 XLA {rates['float32']:.1f}, bf16 XLA {rates['mixed_bfloat16']:.1f} steps/s"
             )
-    print(f"{'batch':>6} {'mode':>11} {'fixed batch':>12} {'tf.data':>9}  (steps/s)")
+    # The fp32 bound, measured in this run: the faster of graph and XLA matmuls.
+    fp32_gflops = max(matmul_gflops("float32", jit)[1] for jit in (False, True))
+    print(f"fp32 matmul at the step shape: {fp32_gflops:.0f} GFLOP/s (best window)")
+    print(
+        f"{'batch':>6} {'mode':>11} {'fixed batch':>17} {'tf.data':>17} {'tf.data/fixed':>14} "
+        f"{'roofline':>9} {'fixed/roofline':>15}"
+    )
+    print(
+        f"{'':>18} {'median (best) steps/s':>35} {'median (best)':>14} {'':>9} {'median (best)':>15}"
+    )
+    pipelined = args.pipeline_batch_sizes.split(",")
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
+        bound = fp32_gflops * 1e9 / matmul_flops_per_step(batch_size)
         data = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
         experiment = build(data)
         pipeline = experiment.train_data(0)
-        fixed = tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()
+        datasets = {"fixed": tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()}
+        if str(batch_size) in pipelined:
+            datasets["tf.data"] = pipeline
         for mode, options in MODES.items():
             model = build_model(dataclasses.replace(data, **options), experiment, "aninfonce")
-            fixed_rate = steps_per_second(model, fixed, args.steps, args.repeats)
-            pipeline_rate = float("nan")
-            if str(batch_size) in args.pipeline_batch_sizes.split(","):
-                pipeline_rate = steps_per_second(model, pipeline, args.steps, args.repeats)
+            rates = window_rates(model, datasets, args.steps, args.repeats)
+            medians = {name: float(np.median(values)) for name, values in rates.items()}
+            best = {name: max(values) for name, values in rates.items()}
+            fixed = f"{medians['fixed']:.1f} ({best['fixed']:.1f})"
+            piped = ratio = "-"
+            if "tf.data" in rates:
+                piped = f"{medians['tf.data']:.1f} ({best['tf.data']:.1f})"
+                ratio = (
+                    f"{medians['tf.data'] / medians['fixed']:.2f} "
+                    f"({best['tf.data'] / best['fixed']:.2f})"
+                )
             print(
-                f"{batch_size:>6} {mode:>11} {fixed_rate:>12.1f} {pipeline_rate:>9.1f}", flush=True
+                f"{batch_size:>6} {mode:>11} {fixed:>17} {piped:>17} {ratio:>14} {bound:>9.1f} "
+                f"{medians['fixed'] / bound:>8.2f} ({best['fixed'] / bound:.2f})",
+                flush=True,
             )
 
 

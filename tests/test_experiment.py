@@ -174,6 +174,13 @@ def test_the_encoder_optimizer_follows_the_config():
     )
     assert isinstance(cosine.learning_rate, tf.Variable) or callable(cosine._learning_rate)
     assert float(cosine._learning_rate(SMOKE.steps)) == pytest.approx(0.0, abs=1e-9)
+    rate = SMOKE.learning_rate
+    for schedule, end in (("constant", rate), ("cosine", 0.0)):
+        warm = experiment.encoder_optimizer(
+            dataclasses.replace(SMOKE, learning_rate_schedule=schedule, warmup_steps=10)
+        )._learning_rate
+        values = [float(warm(step)) for step in (0, 5, 10, SMOKE.steps)]
+        assert values == pytest.approx([0.0, rate / 2, rate, end], abs=1e-9), schedule
     model = experiment.build_model(SMOKE, synthetic.build(SMOKE), "aninfonce")
     # Lambda_hat has its own Adam, never the encoder's weight decay.
     assert isinstance(model.concentration_optimizer, keras.optimizers.Adam)

@@ -77,3 +77,21 @@ def test_resnet18_with_the_cifar_stem_keeps_32x32_until_the_first_stride():
         for layer in synced.layers
         if layer.__class__.__name__ == "BatchNormalization"
     )
+
+
+def test_the_photo_probes_get_as_many_views_and_images_as_asked():
+    config = images.ImageConfig(
+        dataset="photos", patches_per_photo=4, probe_size=45, readout_size=120
+    )
+    (evaluator,) = images.build(config).evaluators
+    assert len(evaluator.views) == 120 and len(evaluator.test_images) == 45
+    assert all(len(values) == 120 for values in evaluator.view_params.values())
+
+
+def test_a_test_split_smaller_than_asked_says_so(tmp_path):
+    config = images.ImageConfig(
+        dataset="cifar10", mock_data=True, batch_size=16, probe_size=32, readout_size=100
+    )
+    with pytest.warns(UserWarning, match="holds 64 images, fewer than"):
+        (evaluator,) = images.build(config).evaluators
+    assert len(evaluator.views) == 64

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -88,7 +89,8 @@ def _data_source(config: ImageConfig):
 
 def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
     if config.dataset == "photos":
-        test_per_photo = config.probe_size // len(PHOTO_NAMES) + 1
+        # Enough test patches for both the class probe and the readout.
+        test_per_photo = max(config.probe_size, config.readout_size) // len(PHOTO_NAMES) + 1
         per_photo = config.patches_per_photo if split == "train" else test_per_photo
         images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
         return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
@@ -123,6 +125,13 @@ def build(config: ImageConfig) -> Experiment:
         probe_train = _arrays(train.shuffle(10_000, seed=config.seed), config.probe_size, size)
         count = max(config.probe_size, config.readout_size)
         test_images, test_labels = _arrays(test, count, size)
+        if len(test_images) < count:
+            warnings.warn(
+                f"The {config.dataset} test split holds {len(test_images)} images, fewer than "
+                f"probe_size={config.probe_size} / readout_size={config.readout_size}: the "
+                "probes use all of them.",
+                stacklevel=2,
+            )
         probe_test = test_images[: config.probe_size], test_labels[: config.probe_size]
         readout_images = (
             test_images[: config.readout_size]
