@@ -153,9 +153,8 @@ def build(config: ImageConfig) -> Experiment:
         "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
     }
     return Experiment(
-        # Image batches come from a seeded shuffle: a resumed run starts a new pass.
         train_data=lambda start: pair_batches(
-            train, augment, config.batch_size, seed=config.seed, crop_to=crop_to
+            train, augment, config.batch_size, seed=config.seed, crop_to=crop_to, start=start
         ),
         encoder=encoders[config.encoder],
         projector=lambda: projection_head(units[:-1], units[-1]),

@@ -252,10 +252,12 @@ PRESETS = {
 }
 
 
-def augment_pairs(dataset: tf.data.Dataset, augment: SimCLRAugment, seed: int = 0):
+def augment_pairs(
+    dataset: tf.data.Dataset, augment: SimCLRAugment, seed: int = 0, start: int = 0
+):
     """Two views of each batch of `{"image", ...}` (or images): batch i is augmented
-    with seeds (seed, i, 0) and (seed, i, 1). Yields `{view1, view2, params1,
-    params2}` and the batch's other keys (e.g. `label`)."""
+    with seeds (seed, start + i, 0) and (seed, start + i, 1). Yields `{view1, view2,
+    params1, params2}` and the batch's other keys (e.g. `label`)."""
 
     def pair(index, batch):
         batch = dict(batch) if isinstance(batch, dict) else {"image": batch}
@@ -267,7 +269,7 @@ def augment_pairs(dataset: tf.data.Dataset, augment: SimCLRAugment, seed: int = 
         view2, params2 = augment(images, second)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}
 
-    return dataset.enumerate().map(pair, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.enumerate(start).map(pair, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 __all__ = [

@@ -113,9 +113,14 @@ def pair_batches(
     seed: int = 0,
     shuffle: int = 10_000,
     crop_to: int | None = None,
+    start: int = 0,
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
     label}` examples, shuffled with `seed` (reshuffled each pass).
+
+    `start` skips the first batches: a run resumed at step k sees the batches it
+    would have seen had it never stopped. Skipped batches are read and shuffled,
+    never augmented.
 
     Args:
         examples: images of one size (or give `crop_to`).
@@ -140,8 +145,8 @@ def pair_batches(
     examples = examples.repeat()
     if shuffle:
         examples = examples.shuffle(shuffle, seed=seed)
-    batches = examples.batch(batch_size, drop_remainder=True)
-    return augment_pairs(batches, augment, seed=seed).prefetch(tf.data.AUTOTUNE)
+    batches = examples.batch(batch_size, drop_remainder=True).skip(start)
+    return augment_pairs(batches, augment, seed=seed, start=start).prefetch(tf.data.AUTOTUNE)
 
 
 __all__ = [

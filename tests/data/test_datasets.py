@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from aninfonce_tf.data.augment import PARAMETERS, SimCLRAugment
@@ -54,3 +55,15 @@ def test_photo_patches_split_each_photo_into_disjoint_train_and_test_regions():
     assert len({tuple(np.round(m)) for m in means}) == len(PHOTO_NAMES)
     again, _ = photo_patches(per_photo=20, size=32, split="train")
     np.testing.assert_array_equal(again, train)
+
+
+def test_pair_batches_started_at_step_k_give_the_batches_a_full_run_gives_from_k():
+    images, labels = photo_patches(per_photo=3, size=40, split="test")
+    examples = tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
+    augment = SimCLRAugment.preset("simclr_cifar10")
+    full = list(pair_batches(examples, augment, 8, seed=3, shuffle=20).take(6))
+    resumed = list(pair_batches(examples, augment, 8, seed=3, shuffle=20, start=4).take(2))
+    for expected, batch in zip(full[4:], resumed, strict=True):
+        np.testing.assert_array_equal(batch["label"], expected["label"])
+        np.testing.assert_array_equal(batch["view1"], expected["view1"])
+        np.testing.assert_array_equal(batch["params2"]["crop_box"], expected["params2"]["crop_box"])
