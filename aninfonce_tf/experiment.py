@@ -23,6 +23,7 @@ Example (the synthetic experiment, tiny):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 import time
@@ -56,10 +57,8 @@ class Experiment:
     Args:
         train_data: `start_step -> tf.data.Dataset` of global batches of pairs
             (`(view1, view2)` or dicts with `view1`, `view2` and extra keys),
-            long enough for the run. Where the data allows (the synthetic
-            pairs), batch i does not depend on `start_step`, so that a resumed
-            run sees the batches of an uninterrupted one; the image recipes
-            start a new seeded shuffle instead.
+            long enough for the run. Batch i does not depend on `start_step`, so
+            that a resumed run sees the batches of an uninterrupted one.
         encoder: builds a fresh encoder (observations -> features).
         evaluators: objects with `evaluate(model)` and `score_names(anisotropic)`
             (see `aninfonce_tf.evaluation.callbacks`).
@@ -71,6 +70,10 @@ class Experiment:
             score; `results.json` always has them all).
         metadata: entries written at the top of `results.json`.
         plots: `(results, run_dir) -> [paths]`, the experiment's own figures.
+        worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
+            of one input pipeline's own shard in per-replica batches. Multi-worker
+            runs read it, each worker only its shard, instead of every worker
+            building the global batches of `train_data` and keeping its rows.
     """
 
     train_data: Callable[[int], tf.data.Dataset]
@@ -82,6 +85,7 @@ class Experiment:
     table_columns: Sequence[str] = ()
     metadata: dict = dataclasses.field(default_factory=dict)
     plots: Callable[[dict, Path], list[Path]] | None = None
+    worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None
 
 
 def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
@@ -233,13 +237,19 @@ def train_variant(
             keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
         ]
     start_step = start_epoch * config.eval_every
-    if strategy.num_replicas_in_sync > 1:
+    sharded = distribute.is_multi_worker(strategy) and experiment.worker_train_data
+    if sharded:
+        data = strategy.distribute_datasets_from_function(
+            functools.partial(experiment.worker_train_data, start_step)
+        )
+    elif strategy.num_replicas_in_sync > 1:
         data = distribute.distribute_global_batches(
             strategy, lambda: experiment.train_data(start_step), config.batch_size
         )
     else:
         data = experiment.train_data(start_step)
-    print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs", flush=True)
+    reading = " (each worker reads its own shard)" if sharded else ""
+    print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs{reading}", flush=True)
     start = time.perf_counter()
     fit_history = model.fit(
         data,

@@ -1,8 +1,8 @@
-"""One worker of `test_multiworker.py`: trains the synthetic smoke config under
-`MultiWorkerMirroredStrategy` (TF_CONFIG set by the test) and saves its final
-weights and the candidates per anchor row it trained with.
+"""One worker of `test_multiworker.py`: trains the synthetic (or photos) smoke
+config under `MultiWorkerMirroredStrategy` (TF_CONFIG set by the test) and saves its
+final weights and the candidates per anchor row it trained with.
 
-    python tests/multiworker_worker.py OUT_DIR
+    python tests/multiworker_worker.py OUT_DIR [synthetic|photos]
 """
 
 import dataclasses
@@ -15,7 +15,7 @@ import keras
 import numpy as np
 
 from aninfonce_tf import experiment
-from aninfonce_tf.configs import synthetic
+from aninfonce_tf.configs import photos, synthetic
 
 
 class SaveWeights(keras.callbacks.Callback):
@@ -39,13 +39,23 @@ def smoke_config() -> synthetic.SyntheticConfig:
     return dataclasses.replace(synthetic.PRESETS["quick"], **{**synthetic.SMOKE, **overrides})
 
 
+def photos_smoke_config():
+    """The photos smoke config, AnInfoNCE only, at a global batch of 32 pairs."""
+    config = dataclasses.replace(photos.PRESETS["photos"], **photos.SMOKE)
+    return dataclasses.replace(config, losses="aninfonce")
+
+
 def main() -> None:
     out = Path(sys.argv[1])
+    kind = sys.argv[2] if len(sys.argv) > 2 else "synthetic"
     task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-    config = dataclasses.replace(smoke_config(), strategy="multiworker")
+    config, build = {
+        "synthetic": (smoke_config, synthetic.build),
+        "photos": (photos_smoke_config, photos.build),
+    }[kind]
     experiment.run(
-        config,
-        synthetic.build,
+        dataclasses.replace(config(), strategy="multiworker"),
+        build,
         out / "run",
         verbose=0,
         callbacks=[SaveWeights(out / f"worker-{task}")],

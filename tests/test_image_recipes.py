@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 
 import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from aninfonce_tf import experiment
 from aninfonce_tf.configs import cifar10, imagenet, images, photos
+from aninfonce_tf.data import datasets
 from aninfonce_tf.encoders import resnet18_cifar
 
 ROOT = Path(__file__).parent.parent
@@ -95,3 +98,31 @@ def test_a_test_split_smaller_than_asked_says_so(tmp_path):
     with pytest.warns(UserWarning, match="holds 64 images, fewer than"):
         (evaluator,) = images.build(config).evaluators
     assert len(evaluator.views) == 64
+
+
+def test_each_worker_reads_its_own_shard_in_per_replica_batches_with_its_own_views(
+    monkeypatch,
+):
+    config = images.ImageConfig(dataset="photos", patches_per_photo=4, batch_size=8, probe_size=18)
+    parts = images.build(config)
+    shards = []
+
+    def recording(examples, *args, **kwargs):
+        shards.append({example["image"].numpy().tobytes() for example in examples})
+        return datasets.pair_batches(examples, *args, **kwargs)
+
+    monkeypatch.setattr(images, "pair_batches", recording)
+    batches = []
+    for worker in range(2):
+        context = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=worker, num_replicas_in_sync=4
+        )
+        batches.append(next(iter(parts.worker_train_data(0, context))))
+    # Four replicas on two workers: batches of 8 / 4 = 2 pairs per replica.
+    assert [tuple(b["view1"].shape) for b in batches] == [(2, 32, 32, 3)] * 2
+    # The shards are disjoint and together hold every training patch.
+    everything = {image.tobytes() for image in datasets.photo_patches(4, 48, "train")[0]}
+    assert not shards[0] & shards[1] and shards[0] | shards[1] == everything
+    # Each worker its own augmentation stream.
+    boxes = [b["params1"]["crop_box"].numpy() for b in batches]
+    assert not np.allclose(boxes[0], boxes[1])

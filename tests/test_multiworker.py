@@ -1,6 +1,7 @@
-"""Two worker processes on 127.0.0.1 train the synthetic recipe under
-`MultiWorkerMirroredStrategy`: both end with the same weights, each contrasted its
-rows against the negatives of both, and only the chief wrote the run's outputs."""
+"""Two worker processes on 127.0.0.1 train the synthetic recipe (and the photos
+one, each worker reading its own shard) under `MultiWorkerMirroredStrategy`: both end
+with the same weights, each contrasted its rows against the negatives of both, and
+only the chief wrote the run's outputs."""
 
 import json
 import os
@@ -29,8 +30,8 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
-@pytest.mark.slow
-def test_two_workers_train_as_one_global_batch(tmp_path):
+def _train_on_two_workers(tmp_path: Path, kind: str) -> list:
+    """Runs the two workers; returns their final weights."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
     workers = []
     for index in range(2):
@@ -41,7 +42,10 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
         log = open(tmp_path / f"worker-{index}.log", "w")  # noqa: SIM115
         workers.append(
             subprocess.Popen(
-                [sys.executable, str(WORKER), str(tmp_path)], env=env, stdout=log, stderr=log
+                [sys.executable, str(WORKER), str(tmp_path), kind],
+                env=env,
+                stdout=log,
+                stderr=log,
             )
         )
     try:
@@ -55,6 +59,12 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
     assert len(weights[0].files) > 2
     for name in weights[0].files:
         np.testing.assert_array_equal(weights[0][name], weights[1][name])
+    return weights
+
+
+@pytest.mark.slow
+def test_two_workers_train_as_one_global_batch(tmp_path):
+    _train_on_two_workers(tmp_path, "synthetic")
     for index in range(2):
         # 32 rows per worker, 64 in the global batch: NT-Xent has 2 * 64 - 1 candidates.
         candidates = json.loads((tmp_path / f"worker-{index}.json").read_text())
@@ -71,3 +81,18 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
     np.testing.assert_allclose(
         results["aninfonce"]["final_loss"], single["aninfonce"]["final_loss"], rtol=2e-3
     )
+
+
+@pytest.mark.slow
+def test_two_workers_train_the_photos_recipe_each_reading_its_own_shard(tmp_path):
+    _train_on_two_workers(tmp_path, "photos")
+    for index in range(2):
+        log = (tmp_path / f"worker-{index}.log").read_text()
+        assert "pairs (each worker reads its own shard)" in log
+    for index in range(2):
+        # 16 rows per worker, 32 in the global batch: 2 * 32 - 1 candidates.
+        candidates = json.loads((tmp_path / f"worker-{index}.json").read_text())
+        assert candidates == [63.0] * 20
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["aninfonce"]["steps"] == 20
+    assert 0 <= results["aninfonce"]["backbone"]["class_accuracy"] <= 1

@@ -152,10 +152,30 @@ def build(config: ImageConfig) -> Experiment:
         "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
         "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
     }
+
+    def worker_train_data(start: int, context: tf.distribute.InputContext) -> tf.data.Dataset:
+        # Each worker reads its own shard (tfds: its files) in per-replica batches,
+        # with its own augmentation stream.
+        if config.dataset == "photos" or config.mock_data:
+            shard = train.shard(context.num_input_pipelines, context.input_pipeline_id)
+        else:
+            shard = tfds_images(config.dataset, "train", config.data_dir or None, context)
+        local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
+        return pair_batches(
+            shard,
+            augment,
+            context.get_per_replica_batch_size(config.batch_size),
+            seed=config.seed,
+            crop_to=crop_to,
+            start=start * local_replicas,
+            stream=context.input_pipeline_id,
+        )
+
     return Experiment(
         train_data=lambda start: pair_batches(
             train, augment, config.batch_size, seed=config.seed, crop_to=crop_to, start=start
         ),
+        worker_train_data=worker_train_data,
         encoder=encoders[config.encoder],
         projector=lambda: projection_head(units[:-1], units[-1]),
         evaluators=[evaluator],

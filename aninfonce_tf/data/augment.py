@@ -94,6 +94,25 @@ def gaussian_blur(images, sigma, kernel_size: int):
     return tf.transpose(unfolded, [2, 0, 1, 3])
 
 
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _pixel_ops(views, params, blur_kernel_size: int):
+    """Everything after the crop, per image: flip, colour jitter, grayscale, blur
+    (`blur_kernel_size` 0: none) and solarisation, fused by XLA into a few passes
+    over the pixels (crop_and_resize has no XLA kernel)."""
+    flip, brightness, contrast, saturation, hue, gray, blur, sigma, solarize = params
+
+    def where(flags, changed, unchanged):
+        return tf.where(flags[:, None, None, None] > 0, changed, unchanged)
+
+    views = where(flip, views[:, :, ::-1], views)
+    views = color_jitter(views, brightness, contrast, saturation, hue)
+    views = where(gray, grayscale(views), views)
+    if blur_kernel_size:
+        blurred = gaussian_blur(views, tf.maximum(sigma, 1e-3), blur_kernel_size)
+        views = where(blur, blurred, views)
+    return where(solarize, tf.where(views >= 0.5, 1.0 - views, views), views)
+
+
 @dataclasses.dataclass(frozen=True)
 class SimCLRAugment:
     """The SimCLR view: random resized crop, flip, colour jitter, grayscale, blur,
@@ -186,7 +205,6 @@ class SimCLRAugment:
             images, boxes, tf.range(batch), [self.image_size, self.image_size]
         )
         flip = chosen(1, self.flip_probability)
-        views = tf.where(flip[:, None, None, None] > 0, views[:, :, ::-1], views)
         jitter = chosen(2, self.jitter_probability)
 
         def factor(index, strength):
@@ -196,17 +214,15 @@ class SimCLRAugment:
         contrast = factor(4, self.contrast)
         saturation = factor(5, self.saturation)
         hue = jitter * uniform(6, -self.hue, self.hue)
-        views = color_jitter(views, brightness, contrast, saturation, hue)
         gray = chosen(7, self.grayscale_probability)
-        views = tf.where(gray[:, None, None, None] > 0, grayscale(views), views)
         blur = chosen(8, self.blur_probability)
         sigma = blur * uniform(9, *self.blur_sigma)
-        if self.blur_probability > 0:
-            blurred = gaussian_blur(views, tf.maximum(sigma, 1e-3), self.blur_kernel_size)
-            views = tf.where(blur[:, None, None, None] > 0, blurred, views)
         solarize = chosen(10, self.solarize_probability)
-        solarized = tf.where(views >= 0.5, 1.0 - views, views)
-        views = tf.where(solarize[:, None, None, None] > 0, solarized, views)
+        views = _pixel_ops(
+            views,
+            (flip, brightness, contrast, saturation, hue, gray, blur, sigma, solarize),
+            self.blur_kernel_size if self.blur_probability > 0 else 0,
+        )
         params = {
             "crop_box": boxes,
             "flip": flip,
@@ -253,18 +269,22 @@ PRESETS = {
 
 
 def augment_pairs(
-    dataset: tf.data.Dataset, augment: SimCLRAugment, seed: int = 0, start: int = 0
+    dataset: tf.data.Dataset,
+    augment: SimCLRAugment,
+    seed: int = 0,
+    start: int = 0,
+    stream: int = 0,
 ):
     """Two views of each batch of `{"image", ...}` (or images): batch i is augmented
-    with seeds (seed, start + i, 0) and (seed, start + i, 1). Yields `{view1, view2,
-    params1, params2}` and the batch's other keys (e.g. `label`)."""
+    with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. Yields
+    `{view1, view2, params1, params2}` and the batch's other keys (e.g. `label`)."""
 
     def pair(index, batch):
         batch = dict(batch) if isinstance(batch, dict) else {"image": batch}
         images = batch.pop("image")
         base = tf.stack([tf.constant(seed, tf.int64), index])
-        first = tf.random.experimental.stateless_fold_in(base, 0)
-        second = tf.random.experimental.stateless_fold_in(base, 1)
+        first = tf.random.experimental.stateless_fold_in(base, 2 * stream)
+        second = tf.random.experimental.stateless_fold_in(base, 2 * stream + 1)
         view1, params1 = augment(images, first)
         view2, params2 = augment(images, second)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}

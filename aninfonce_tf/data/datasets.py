@@ -75,8 +75,16 @@ def photo_patches(
     return np.stack(images), np.asarray(labels, "int64")
 
 
-def tfds_images(name: str, split: str, data_dir: str | None = None) -> tf.data.Dataset:
+def tfds_images(
+    name: str,
+    split: str,
+    data_dir: str | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+) -> tf.data.Dataset:
     """`{image, label}` examples of a prepared tfds dataset; never downloads.
+
+    With `input_context`, only that input pipeline's shard of the files is read
+    (each worker of a multi-worker run reads its own part).
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -89,7 +97,11 @@ def tfds_images(name: str, split: str, data_dir: str | None = None) -> tf.data.D
     builder = tfds.builder(name, data_dir=data_dir)
     try:
         # Reads prepared files only (tfds' mock_data patches this in tests).
-        dataset = builder.as_dataset(split=split, shuffle_files=False)
+        dataset = builder.as_dataset(
+            split=split,
+            shuffle_files=False,
+            read_config=tfds.ReadConfig(input_context=input_context),
+        )
     except AssertionError as missing:  # tfds' "could not find data in ..."
         how = (
             "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
@@ -114,13 +126,15 @@ def pair_batches(
     shuffle: int = 10_000,
     crop_to: int | None = None,
     start: int = 0,
+    stream: int = 0,
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
     label}` examples, shuffled with `seed` (reshuffled each pass).
 
     `start` skips the first batches: a run resumed at step k sees the batches it
     would have seen had it never stopped. Skipped batches are read and shuffled,
-    never augmented.
+    never augmented. `stream` picks one of independent augmentation streams (one
+    per worker reading its own shard).
 
     Args:
         examples: images of one size (or give `crop_to`).
@@ -146,7 +160,8 @@ def pair_batches(
     if shuffle:
         examples = examples.shuffle(shuffle, seed=seed)
     batches = examples.batch(batch_size, drop_remainder=True).skip(start)
-    return augment_pairs(batches, augment, seed=seed, start=start).prefetch(tf.data.AUTOTUNE)
+    pairs = augment_pairs(batches, augment, seed=seed, start=start, stream=stream)
+    return pairs.prefetch(tf.data.AUTOTUNE)
 
 
 __all__ = [
