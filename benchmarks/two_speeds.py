@@ -1,13 +1,13 @@
-"""The two speeds of the XLA training step on the 2-core CPU: `fit` windows against
-the same compiled train function called in a plain loop, taking turns.
+"""The two speeds of the XLA training step on the 2-core CPU: `fit` windows and the
+same compiled train function called in a plain loop, taking turns.
 
     python benchmarks/two_speeds.py
     python benchmarks/two_speeds.py --windows 12 --steps 50
 
 Prints each window's steps/s and the process's CPU use over it (200 % = both cores
-busy). On the development machine each `fit` call ran either at ~16 steps/s with
-~185 % CPU or at ~9.8 with ~110 % (the two cores taking turns), while the loop kept
-the fast speed (benchmarks/README.md, "Two speeds").
+busy). On the development machine every window ran either at ~16 steps/s with ~185 %
+CPU or at ~9.8 with ~110 % (the two cores taking turns), in `fit` and in the loop
+alike (benchmarks/README.md, "Two speeds").
 """
 
 from __future__ import annotations
