@@ -154,12 +154,13 @@ def build(config: ImageConfig) -> Experiment:
     }
 
     def worker_train_data(start: int, context: tf.distribute.InputContext) -> tf.data.Dataset:
-        # Each worker reads its own shard (tfds: its files) in per-replica batches,
-        # with its own augmentation stream.
+        # Each worker reads its own shard (tfds: an even part of the split) in
+        # per-replica batches, with its own augmentation stream.
+        index, count = context.input_pipeline_id, context.num_input_pipelines
         if config.dataset == "photos" or config.mock_data:
-            shard = train.shard(context.num_input_pipelines, context.input_pipeline_id)
+            shard = train.shard(count, index)
         else:
-            shard = tfds_images(config.dataset, "train", config.data_dir or None, context)
+            shard = tfds_images(config.dataset, "train", config.data_dir or None, (index, count))
         local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
         return pair_batches(
             shard,

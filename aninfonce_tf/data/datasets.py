@@ -79,12 +79,12 @@ def tfds_images(
     name: str,
     split: str,
     data_dir: str | None = None,
-    input_context: tf.distribute.InputContext | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> tf.data.Dataset:
     """`{image, label}` examples of a prepared tfds dataset; never downloads.
 
-    With `input_context`, only that input pipeline's shard of the files is read
-    (each worker of a multi-worker run reads its own part).
+    With `shard=(index, count)` only that even part of the split is read
+    (`tfds.even_splits`, which works for any count, also more workers than files).
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -97,11 +97,9 @@ def tfds_images(
     builder = tfds.builder(name, data_dir=data_dir)
     try:
         # Reads prepared files only (tfds' mock_data patches this in tests).
-        dataset = builder.as_dataset(
-            split=split,
-            shuffle_files=False,
-            read_config=tfds.ReadConfig(input_context=input_context),
-        )
+        if shard is not None:
+            split = tfds.even_splits(split, n=shard[1])[shard[0]]
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
     except AssertionError as missing:  # tfds' "could not find data in ..."
         how = (
             "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "

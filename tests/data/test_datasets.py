@@ -67,3 +67,19 @@ def test_pair_batches_started_at_step_k_give_the_batches_a_full_run_gives_from_k
         np.testing.assert_array_equal(batch["label"], expected["label"])
         np.testing.assert_array_equal(batch["view1"], expected["view1"])
         np.testing.assert_array_equal(batch["params2"]["crop_box"], expected["params2"]["crop_box"])
+
+
+def test_a_tfds_shard_reads_its_even_part_of_the_split(monkeypatch):
+    asked = []
+
+    class Builder:
+        def as_dataset(self, split, shuffle_files):
+            asked.append(split)
+            images = np.zeros((2, 8, 8, 3), "uint8")
+            return tf.data.Dataset.from_tensor_slices({"image": images, "label": [0, 1]})
+
+    monkeypatch.setattr(tfds, "builder", lambda name, data_dir=None: Builder())
+    for index in range(3):
+        tfds_images("cifar10", "train", shard=(index, 3))
+    assert asked == tfds.even_splits("train", n=3)
+    assert len(set(asked)) == 3
