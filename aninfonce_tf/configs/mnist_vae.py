@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from aninfonce_tf import plots
 from aninfonce_tf.config import RunConfig, option, split_list
-from aninfonce_tf.configs.synthetic import identifiability_evaluator
+from aninfonce_tf.configs.synthetic import FAST, identifiability_evaluator
 from aninfonce_tf.data.synthetic import (
     CONCENTRATION_PRESETS,
     CONDITIONALS,
@@ -136,12 +136,7 @@ def build(config: MnistVaeConfig) -> Experiment:
     )
 
 
-TUNED = dict(
-    learning_rate=1e-3,
-    concentration_learning_rate=1e-2,
-    parametrization="exp",
-    initial_concentration=5.0,
-)
+TUNED = dict(FAST, initial_concentration=5.0)
 PRESETS = {
     # CPU: a VAE on scikit-learn's digits (no download), 10 latents: content Lambda
     # 100..200 x5, style 10..20 x5.

@@ -203,6 +203,7 @@ SMOKE = dict(
 )
 
 __all__ = [
+    "FAST",
     "PRESETS",
     "SMOKE",
     "SyntheticConfig",
