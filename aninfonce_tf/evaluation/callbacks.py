@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.evaluation.features import batched_features
 from aninfonce_tf.evaluation.identifiability import concentration_agreement, identifiability_scores
 
 
@@ -73,11 +74,9 @@ class IdentifiabilityEvaluator:
         return names
 
     def features(self, model) -> np.ndarray:
-        batches = [
-            np.asarray(model.embed(self.observations[i : i + self.batch_size], scaled=False))
-            for i in range(0, len(self.observations), self.batch_size)
-        ]
-        return np.concatenate(batches)
+        return batched_features(
+            lambda batch: model.embed(batch, scaled=False), self.observations, self.batch_size
+        )
 
     def evaluate(self, model) -> dict:
         """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""

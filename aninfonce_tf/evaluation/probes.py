@@ -30,6 +30,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from aninfonce_tf.evaluation.features import batched_features
+
 
 def _classifier():
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
@@ -126,13 +128,10 @@ class ImageProbeEvaluator:
         self.batch_size = batch_size
 
     def _features(self, model, images, level: str) -> np.ndarray:
-        def one(batch):
-            if level == "backbone":
-                return np.asarray(model(batch), "float32")
-            return np.asarray(model.embed(batch, scaled=False), "float32")
-
-        return np.concatenate(
-            [one(images[i : i + self.batch_size]) for i in range(0, len(images), self.batch_size)]
+        if level == "backbone":
+            return batched_features(model, images, self.batch_size)
+        return batched_features(
+            lambda batch: model.embed(batch, scaled=False), images, self.batch_size
         )
 
     def score_names(self, anisotropic: bool) -> set[str]:
