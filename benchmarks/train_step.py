@@ -34,6 +34,16 @@ MODES = {
 }
 
 
+def synthetic_data(batch_size: int):
+    """`(config, experiment, pipeline, fixed)`: the synthetic experiment at
+    `batch_size`, its `tf.data` pipeline and one of its batches repeated."""
+    config = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
+    experiment = build(config)
+    pipeline = experiment.train_data(0)
+    fixed = tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()
+    return config, experiment, pipeline, fixed
+
+
 def window_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, list[float]]:
     """Steps/s of `repeats` calls of `fit` (`steps` steps each) per dataset, the
     datasets taking turns so that they share the machine's state.
@@ -167,10 +177,8 @@ def main() -> None:
     pipelined = args.pipeline_batch_sizes.split(",")
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
         bound = fp32_gflops * 1e9 / matmul_flops_per_step(batch_size)
-        data = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
-        experiment = build(data)
-        pipeline = experiment.train_data(0)
-        datasets = {"fixed": tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()}
+        data, experiment, pipeline, fixed = synthetic_data(batch_size)
+        datasets = {"fixed": fixed}
         if str(batch_size) in pipelined:
             datasets["tf.data"] = pipeline
         for mode, options in MODES.items():

@@ -17,8 +17,8 @@ import os
 import time
 
 import tensorflow as tf
+from train_step import synthetic_data  # this directory's benchmark
 
-from aninfonce_tf.configs.synthetic import SyntheticConfig, build
 from aninfonce_tf.experiment import build_model
 
 
@@ -37,10 +37,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args()
-    config = SyntheticConfig(batch_size=1000, generator_draws=1000, eval_size=16)
-    experiment = build(config)
-    batch = next(iter(experiment.train_data(0)))
-    fixed = tf.data.Dataset.from_tensors(batch).repeat()
+    config, experiment, _, fixed = synthetic_data(1000)
     model = build_model(config, experiment, "aninfonce")
     model.fit(fixed, steps_per_epoch=20, epochs=1, verbose=0)  # trace and compile
 
