@@ -91,7 +91,7 @@ def test_the_photo_probes_get_as_many_views_and_images_as_asked():
     assert all(len(values) == 120 for values in evaluator.view_params.values())
 
 
-def test_a_test_split_smaller_than_asked_says_so(tmp_path):
+def test_a_test_split_smaller_than_asked_says_so():
     config = images.ImageConfig(
         dataset="cifar10", mock_data=True, batch_size=16, probe_size=32, readout_size=100
     )

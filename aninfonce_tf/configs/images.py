@@ -75,6 +75,11 @@ class ImageConfig(RunConfig):
     readout_size: int = option(2000, "augmented views the readout probes use")
     mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
 
+    @property
+    def test_size(self) -> int:
+        """Test images the probes need: the class probe's and the readout's."""
+        return max(self.probe_size, self.readout_size)
+
 
 @contextlib.contextmanager
 def _data_source(config: ImageConfig):
@@ -89,8 +94,7 @@ def _data_source(config: ImageConfig):
 
 def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
     if config.dataset == "photos":
-        # Enough test patches for both the class probe and the readout.
-        test_per_photo = max(config.probe_size, config.readout_size) // len(PHOTO_NAMES) + 1
+        test_per_photo = config.test_size // len(PHOTO_NAMES) + 1
         per_photo = config.patches_per_photo if split == "train" else test_per_photo
         images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
         return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
@@ -123,9 +127,8 @@ def build(config: ImageConfig) -> Experiment:
         train = _examples(config, "train")
         test = _examples(config, "test")
         probe_train = _arrays(train.shuffle(10_000, seed=config.seed), config.probe_size, size)
-        count = max(config.probe_size, config.readout_size)
-        test_images, test_labels = _arrays(test, count, size)
-        if len(test_images) < count:
+        test_images, test_labels = _arrays(test, config.test_size, size)
+        if len(test_images) < config.test_size:
             warnings.warn(
                 f"The {config.dataset} test split holds {len(test_images)} images, fewer than "
                 f"probe_size={config.probe_size} / readout_size={config.readout_size}: the "
