@@ -67,6 +67,11 @@ class RunConfig:
         0, "steps over which the encoder learning rate rises linearly from 0 (0: none)"
     )
     momentum: float = option(0.9, "momentum of the sgd optimizer")
+    ema_momentum: float = option(
+        0.0,
+        "momentum of an exponential moving average of the weights, which evaluation, "
+        "--stop-at and the saved model use (0: none)",
+    )
     weight_decay: float = option(0.0, "encoder weight decay (adamw, sgd); never on Lambda_hat")
     concentration_learning_rate: float = option(1e-2, "Lambda_hat's Adam learning rate")
     parametrization: str = option(
@@ -119,6 +124,8 @@ class RunConfig:
                 f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
                 f"({self.eval_every})."
             )
+        if not 0.0 <= self.ema_momentum < 1.0:
+            raise ValueError(f"`ema_momentum` must be in [0, 1); got {self.ema_momentum}.")
         for name in ("optimizer", "learning_rate_schedule", "parametrization", "strategy"):
             choices = _field(type(self), name).metadata["choices"]
             if getattr(self, name) not in choices:

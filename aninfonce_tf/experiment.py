@@ -102,13 +102,18 @@ def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
             warmup_target=config.learning_rate if config.warmup_steps else None,
             warmup_steps=config.warmup_steps,
         )
+    # Keras keeps the average in the optimizer; ContrastiveModel extends it to Lambda_hat.
+    average = dict(use_ema=True, ema_momentum=config.ema_momentum) if config.ema_momentum else {}
     if config.optimizer == "sgd":
         return keras.optimizers.SGD(
-            learning_rate, momentum=config.momentum, weight_decay=config.weight_decay or None
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.weight_decay or None,
+            **average,
         )
     if config.optimizer == "adamw":
-        return keras.optimizers.AdamW(learning_rate, weight_decay=config.weight_decay)
-    return keras.optimizers.Adam(learning_rate)
+        return keras.optimizers.AdamW(learning_rate, weight_decay=config.weight_decay, **average)
+    return keras.optimizers.Adam(learning_rate, **average)
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:

@@ -7,6 +7,7 @@ updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rat
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -99,6 +100,30 @@ class LatestValue(keras.metrics.Metric):
 
     def result(self):
         return ops.convert_to_tensor(self.value)
+
+
+def uses_weight_average(optimizer) -> bool:
+    """Whether `optimizer` (or the one a `LossScaleOptimizer` wraps) keeps Keras'
+    exponential moving average of the weights (`use_ema=True`)."""
+    return bool(getattr(getattr(optimizer, "inner_optimizer", optimizer), "use_ema", False))
+
+
+@contextlib.contextmanager
+def averaged_weights(model: keras.Model):
+    """Within the block the model holds its optimizer's moving average of the weights
+    (`use_ema=True`), afterwards its own weights again; without an average, nothing
+    changes. Uses `keras.callbacks.SwapEMAWeights`, whose swap keeps no third copy.
+    """
+    if not uses_weight_average(model.optimizer):
+        yield model
+        return
+    swap = keras.callbacks.SwapEMAWeights()
+    swap.set_model(model)
+    swap.on_test_begin()
+    try:
+        yield model
+    finally:
+        swap.on_test_end()
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -280,6 +305,11 @@ class ContrastiveModel(keras.Model):
         if not self.built or getattr(self, "optimizer", None) is None:
             return
         main_variables, concentration_variables = self._split_variables()
+        if uses_weight_average(self.optimizer):
+            # Keras averages the variables an optimizer was built on and, at the end of
+            # `fit`, writes the average into every trainable variable of the model: the
+            # main optimizer's average covers Lambda_hat too (which it never updates).
+            main_variables = self.trainable_variables
         for optimizer, variables in (
             (self.optimizer, main_variables),
             (self.concentration_optimizer, concentration_variables),
@@ -376,9 +406,11 @@ class ContrastiveModel(keras.Model):
         else:
             gradients = tape.gradient(scaled_loss, main_variables + concentration_variables)
         split = len(main_variables)
-        self.optimizer.apply(gradients[:split], main_variables)
         if concentration_variables:
+            # First, so that a weight average kept by the main optimizer sees this step's
+            # Lambda_hat.
             self.concentration_optimizer.apply(gradients[split:], concentration_variables)
+        self.optimizer.apply(gradients[:split], main_variables)
         return self._logs(values)
 
     def test_step(self, data):

@@ -101,8 +101,9 @@ def test_a_run_into_the_same_out_with_other_flags_refuses_before_training(tmp_pa
     assert again == first
 
 
-def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path):
-    config = dataclasses.replace(SMOKE, steps=60, losses="aninfonce")
+@pytest.mark.parametrize("ema_momentum", [0.0, 0.9])
+def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, ema_momentum):
+    config = dataclasses.replace(SMOKE, steps=60, losses="aninfonce", ema_momentum=ema_momentum)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
 
     class Interrupt(keras.callbacks.Callback):
@@ -121,6 +122,9 @@ def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path):
     np.testing.assert_allclose(resumed["lambda_hat"], whole["lambda_hat"], rtol=1e-5)
     np.testing.assert_allclose(resumed["linear_r2"], whole["linear_r2"], atol=1e-4)
     assert resumed["wall_seconds"] >= resumed["curve"][1]["seconds"]
+    # The saved model loads (with the average, its optimizer holds one more copy).
+    model = keras.saving.load_model(tmp_path / "cut" / "aninfonce" / "model.keras")
+    np.testing.assert_allclose(model.concentration, resumed["lambda_hat"], rtol=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from aninfonce_tf import (
     distribute,
     projection_head,
 )
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 
 
 def _encoder(input_dim=6, output_dim=4, seed=0):
@@ -237,6 +238,55 @@ def test_backup_and_restore_resumes_both_optimizers(tmp_path):
     assert np.max(np.abs(np.asarray(resumed.concentration) - 5.0)) > np.max(
         np.abs(saved_concentration - 5.0)
     )
+
+
+class _WeightTrajectory(keras.callbacks.Callback):
+    """The model's trainable weights after every step, and what the evaluation saw."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps, self.evaluated = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps.append([v.numpy() for v in self.model.trainable_variables])
+
+    def evaluate(self, model):  # an evaluator of EvaluationCallback
+        self.evaluated.append([v.numpy() for v in model.trainable_variables])
+        return {}
+
+
+def _moving_average(trajectory, momentum):
+    average = trajectory[0]  # Keras starts the average at the first step's weights
+    for weights in trajectory[1:]:
+        average = [momentum * a + (1 - momentum) * w for a, w in zip(average, weights, strict=True)]
+    return average
+
+
+def test_a_weight_average_covers_lambda_hat_is_evaluated_and_is_what_fit_leaves():
+    x1, x2 = _pairs(256)
+    model = _model()
+    momentum = 0.8
+    model.compile(
+        keras.optimizers.Adam(1e-2, use_ema=True, ema_momentum=momentum),
+        concentration_optimizer=5e-2,
+        jit_compile=False,
+    )
+    trajectory = _WeightTrajectory()
+    evaluation = EvaluationCallback(trajectory)
+    model.fit((x1, x2), batch_size=64, epochs=2, verbose=0, callbacks=[trajectory, evaluation])
+    assert len(trajectory.steps) == 8
+    # The evaluator saw the average of the steps so far, Lambda_hat's variable included...
+    for epoch, evaluated in enumerate(trajectory.evaluated):
+        expected = _moving_average(trajectory.steps[: 4 * (epoch + 1)], momentum)
+        for value, reference in zip(evaluated, expected, strict=True):
+            np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+    # ... training went on from its own weights (an average of 4 steps is not the 4th)...
+    assert not np.allclose(trajectory.evaluated[0][-1], trajectory.steps[3][-1])
+    # ... and fit ends on the average, which the last evaluation scored.
+    for variable, reference in zip(
+        model.trainable_variables, trajectory.evaluated[-1], strict=True
+    ):
+        np.testing.assert_allclose(variable.numpy(), reference, rtol=1e-5, atol=1e-6)
 
 
 def test_unbuilt_encoder_is_built_by_fit_with_one_optimizer_slot_per_variable():

@@ -117,6 +117,7 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
         (dict(strategy="horovod"), "strategy"),
         (dict(optimizer="lamb"), "optimizer"),
         (dict(learning_rate_schedule="step"), "learning_rate_schedule"),
+        (dict(ema_momentum=1.0), "ema_momentum"),
     ],
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):

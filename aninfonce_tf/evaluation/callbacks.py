@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from aninfonce_tf.evaluation.features import batched_features
 from aninfonce_tf.evaluation.identifiability import concentration_agreement, identifiability_scores
+from aninfonce_tf.models import averaged_weights
 
 
 class IdentifiabilityEvaluator:
@@ -172,6 +173,9 @@ class EvaluationCallback(keras.callbacks.Callback):
     (evaluations included). Each `history` entry has the step, those seconds and
     the scores; with `history_path` the history is also written there as JSON
     after every evaluation, so that a resumed run can restore it (`history`).
+    When the model's optimizer keeps a moving average of the weights
+    (`use_ema=True`), the evaluators score the average, which is what `fit` leaves
+    in the model at its end (also when `stop_at` ends it early).
 
     Args:
         evaluators: one evaluator or a list of them.
@@ -230,7 +234,8 @@ class EvaluationCallback(keras.callbacks.Callback):
             return
         if logs and not np.isfinite(logs.get("loss", 0.0)):
             return  # diverged: nothing to score (see `StopOnNonFiniteLoss`)
-        scores = evaluate_all(self.evaluators, self.model)
+        with averaged_weights(self.model):
+            scores = evaluate_all(self.evaluators, self.model)
         step = (epoch + 1) * self.steps_per_epoch
         seconds = round(time.perf_counter() - self._start, 1)
         self.history.append({"step": step, "seconds": seconds, **scores})
