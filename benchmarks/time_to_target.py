@@ -43,6 +43,8 @@ def run_seed(seed: int, extra: list[str], out: Path) -> dict:
     return {
         "seed": seed,
         "seconds": seconds,
+        "fit_seconds": result["wall_seconds"],
+        "reached_seconds": reached["seconds"] if reached else None,
         "reached_step": reached["step"] if reached else None,
         "steps": result["steps"],
         "linear_r2": result["linear_r2"],
@@ -60,10 +62,15 @@ def main() -> None:
         for seed in (int(s) for s in args.seeds.split(",")):
             run = run_seed(seed, args.extra, Path(scratch) / f"seed{seed}")
             runs.append(run)
-            reached = f"step {run['reached_step']}" if run["reached_step"] else "not reached"
+            reached = (
+                f"step {run['reached_step']} ({run['reached_seconds']:.0f} s into fit)"
+                if run["reached_step"]
+                else "not reached"
+            )
             print(
-                f"seed {seed}: {run['seconds']:.0f} s, targets {reached} "
-                f"(R^2 {run['linear_r2']:.3f}, MCC {run['mcc']:.3f} after {run['steps']} steps)",
+                f"seed {seed}: {run['seconds']:.0f} s, targets {reached}, fit "
+                f"{run['fit_seconds']:.0f} s (R^2 {run['linear_r2']:.3f}, MCC {run['mcc']:.3f} "
+                f"after {run['steps']} steps)",
                 flush=True,
             )
     seconds = [run["seconds"] for run in runs]

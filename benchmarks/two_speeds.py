@@ -5,14 +5,17 @@ same compiled train function called in a plain loop, taking turns.
     python benchmarks/two_speeds.py --windows 12 --steps 50
 
 Prints each window's steps/s and the process's CPU use over it (200 % = both cores
-busy). On the development machine every window ran either at ~16 steps/s with ~185 %
-CPU or at ~9.8 with ~110 % (the two cores taking turns), in `fit` and in the loop
-alike (benchmarks/README.md, "Two speeds").
+busy), and the busiest threads of its `fit` run (name, CPU %, voluntary
+context switches; Linux only). On the development machine every window ran either at
+~16 steps/s with ~185 % CPU or at ~9.8 with ~110 % (the two cores taking turns), in
+`fit` and in the loop alike, the work done by TensorFlow's two intra-op (Eigen) pool
+threads (benchmarks/README.md, "Two speeds").
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import time
 
@@ -30,6 +33,40 @@ def timed(function, steps: int) -> tuple[float, float]:
     end = os.times()
     used = (end.user - cpu.user) + (end.system - cpu.system)
     return steps / seconds, 100 * used / seconds
+
+
+def thread_times() -> dict[str, tuple[str, int, int]]:
+    """Per thread of this process: name, CPU clock ticks, voluntary context switches."""
+    times = {}
+    for task in glob.glob("/proc/self/task/*"):
+        try:
+            with open(f"{task}/stat") as file:
+                stat = file.read()
+            with open(f"{task}/status") as file:
+                status = file.read()
+        except OSError:  # the thread ended
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        switches = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+        times[task] = (name, int(fields[11]) + int(fields[12]), switches)
+    return times
+
+
+def busiest_threads(before: dict, after: dict, seconds: float, count: int = 3) -> str:
+    """The `count` threads that used the most CPU between two `thread_times()`."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    rows = sorted(
+        (
+            (after[task][1] - before[task][1], after[task][0], after[task][2] - before[task][2])
+            for task in after.keys() & before.keys()
+        ),
+        reverse=True,
+    )[:count]
+    return ", ".join(
+        f"{name} {100 * used / ticks / seconds:.0f} % ({switches} waits)"
+        for used, name, switches in rows
+    )
 
 
 def main() -> None:
@@ -52,10 +89,13 @@ def main() -> None:
 
     print(f"{'window':>6} {'fit steps/s':>12} {'CPU %':>6} {'loop steps/s':>13} {'CPU %':>6}")
     for window in range(args.windows):
+        before, start = thread_times(), time.perf_counter()
         fit_rate, fit_cpu = timed(fit, args.steps)
+        threads = busiest_threads(before, thread_times(), time.perf_counter() - start)
         loop_rate, loop_cpu = timed(loop, args.steps)
         print(
-            f"{window:>6} {fit_rate:>12.1f} {fit_cpu:>6.0f} {loop_rate:>13.1f} {loop_cpu:>6.0f}",
+            f"{window:>6} {fit_rate:>12.1f} {fit_cpu:>6.0f} {loop_rate:>13.1f} {loop_cpu:>6.0f}"
+            f"   fit threads: {threads}",
             flush=True,
         )
 

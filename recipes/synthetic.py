@@ -23,9 +23,10 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
 - quick: AnInfoNCE linear R^2 0.995 (high block 0.996, low 0.995), MCC 0.90, Lambda_hat
   rank correlation 1.0; InfoNCE (temperature 0.2) R^2 0.45 with the low block at 0.18
   (seeds 1 and 2: low 0.33 and 0.19).
-- paper-linear (AnInfoNCE, `--stop-at mcc=0.95,linear_r2=0.99`): seed 0 reaches both
-  at step 3500 (269 s from start to exit), Lambda_hat 5.8..23.4; seed 2 at 4000
-  (252 s); seed 1 ends its 5000 steps at MCC 0.933 (benchmarks/time_to_target.py).
+- paper-linear (AnInfoNCE, `--stop-at mcc=0.95,linear_r2=0.99`): seeds 0, 1 and 2
+  reach both at steps 3000, 3500 and 2750 (210, 241 and 210 s from start to exit;
+  benchmarks/time_to_target.py); seed 2 ends with Lambda_hat 5.7..22.8, rank
+  correlation 1.0.
 - paper-two-valued (AnInfoNCE): R^2 0.983, MCC 0.78, Lambda_hat in two clusters
   {21.1..22.5 x5, 5.3..5.6 x5} after 6000 steps (~11 min).
 - content-style: AnInfoNCE R^2 0.990 (content 0.992, style 0.988), MCC 0.87, Lambda_hat
