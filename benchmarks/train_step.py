@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.configs.synthetic import SyntheticConfig, build
+from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import build_model
 
@@ -34,13 +35,16 @@ MODES = {
 }
 
 
-def synthetic_data(batch_size: int):
+def synthetic_data(batch_size: int, autotune: bool = False):
     """`(config, experiment, pipeline, fixed)`: the synthetic experiment at
-    `batch_size`, its `tf.data` pipeline and one of its batches repeated."""
+    `batch_size`, its `tf.data` pipeline and one of its batches repeated, like the
+    pipeline without tf.data's autotuning unless `autotune` (see "Two speeds")."""
     config = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
     experiment = build(config)
     pipeline = experiment.train_data(0)
     fixed = tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()
+    if not autotune:
+        fixed = without_autotune(fixed)
     return config, experiment, pipeline, fixed
 
 

@@ -1,15 +1,16 @@
-"""The two speeds of the XLA training step on the 2-core CPU: `fit` windows and the
-same compiled train function called in a plain loop, taking turns.
+"""The two speeds of the XLA training step on the 2-core CPU, and their cause: `fit`
+on one repeated batch with tf.data's default options (autotuning on) and with
+autotuning off (`aninfonce_tf.data.options.without_autotune`), taking turns.
 
     python benchmarks/two_speeds.py
     python benchmarks/two_speeds.py --windows 12 --steps 50
 
 Prints each window's steps/s and the process's CPU use over it (200 % = both cores
-busy), and the busiest threads of its `fit` run (name, CPU %, voluntary
-context switches; Linux only). On the development machine every window ran either at
-~16 steps/s with ~185 % CPU or at ~9.8 with ~110 % (the two cores taking turns), in
-`fit` and in the loop alike, the work done by TensorFlow's two intra-op (Eigen) pool
-threads (benchmarks/README.md, "Two speeds").
+busy), and the busiest threads of the autotuned run (name, CPU %, voluntary context
+switches; Linux only). On the development machine autotuned windows ran either at
+~16 steps/s with ~185 % CPU or at ~9.8 with ~110 % (TensorFlow's two intra-op
+threads no longer overlapping); untuned ones always at ~16 (benchmarks/README.md,
+"Two speeds").
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import glob
 import os
 import time
 
-import tensorflow as tf
 from train_step import synthetic_data  # this directory's benchmark
 
+from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.experiment import build_model
 
 
@@ -74,28 +75,25 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args()
-    config, experiment, _, fixed = synthetic_data(1000)
+    config, experiment, _, autotuned = synthetic_data(1000, autotune=True)
+    untuned = without_autotune(autotuned)
     model = build_model(config, experiment, "aninfonce")
-    model.fit(fixed, steps_per_epoch=20, epochs=1, verbose=0)  # trace and compile
+    model.fit(autotuned, steps_per_epoch=20, epochs=1, verbose=0)  # trace and compile
 
-    def fit():
-        model.fit(fixed, steps_per_epoch=args.steps, epochs=1, verbose=0)
+    def fit(data):
+        return lambda: model.fit(data, steps_per_epoch=args.steps, epochs=1, verbose=0)
 
-    def loop():
-        iterator = iter(fixed)
-        for _ in range(args.steps):
-            logs = model.train_function(iterator)
-        tf.nest.map_structure(lambda value: value.numpy(), logs)
-
-    print(f"{'window':>6} {'fit steps/s':>12} {'CPU %':>6} {'loop steps/s':>13} {'CPU %':>6}")
+    print(
+        f"{'window':>6} {'autotuned steps/s':>18} {'CPU %':>6} {'untuned steps/s':>16} {'CPU %':>6}"
+    )
     for window in range(args.windows):
         before, start = thread_times(), time.perf_counter()
-        fit_rate, fit_cpu = timed(fit, args.steps)
+        tuned_rate, tuned_cpu = timed(fit(autotuned), args.steps)
         threads = busiest_threads(before, thread_times(), time.perf_counter() - start)
-        loop_rate, loop_cpu = timed(loop, args.steps)
+        untuned_rate, untuned_cpu = timed(fit(untuned), args.steps)
         print(
-            f"{window:>6} {fit_rate:>12.1f} {fit_cpu:>6.0f} {loop_rate:>13.1f} {loop_cpu:>6.0f}"
-            f"   fit threads: {threads}",
+            f"{window:>6} {tuned_rate:>18.1f} {tuned_cpu:>6.0f} {untuned_rate:>16.1f}"
+            f" {untuned_cpu:>6.0f}   autotuned threads: {threads}",
             flush=True,
         )
 

@@ -24,7 +24,7 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
   rank correlation 1.0; InfoNCE (temperature 0.2) R^2 0.45 with the low block at 0.18
   (seeds 1 and 2: low 0.33 and 0.19).
 - paper-linear (AnInfoNCE, `--stop-at mcc=0.95,linear_r2=0.99`): seeds 0, 1 and 2
-  reach both at steps 3000, 3500 and 2750 (210, 241 and 210 s from start to exit;
+  reach both at steps 3000, 3500 and 2750 (209, 243 and 193 s from start to exit;
   benchmarks/time_to_target.py); seed 2 ends with Lambda_hat 5.7..22.8, rank
   correlation 1.0.
 - paper-two-valued (AnInfoNCE): R^2 0.983, MCC 0.78, Lambda_hat in two clusters

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+from aninfonce_tf.data.options import without_autotune
 
 TFDS_DATASETS = ("cifar10", "imagenet2012")
 # Colour photos shipped inside the wheels (no download): scikit-learn's two sample
@@ -159,7 +160,7 @@ def pair_batches(
         examples = examples.shuffle(shuffle, seed=seed)
     batches = examples.batch(batch_size, drop_remainder=True).skip(start)
     pairs = augment_pairs(batches, augment, seed=seed, start=start, stream=stream)
-    return pairs.prefetch(tf.data.AUTOTUNE)
+    return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
 
 
 __all__ = [

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.data.options import without_autotune
+
 LATENT_SPACES = ("sphere", "box", "euclidean")
 CONDITIONALS = (
     "projected_normal",
@@ -32,12 +34,8 @@ CONDITIONALS = (
 )
 CONCENTRATION_PRESETS = ("linear", "geometric", "two_valued", "content_style")
 # Training batches drawn at once: the sampler makes a batch of 1000 pairs in ~1 ms, so
-# two keep ahead of any step. Fixed, with tf.data's autotuning off: its model thread
-# sleeps for up to a minute between tunings, and deleting the iterator (at the end
-# of every `fit`) waited for that sleep to end, 18-29 s in some runs (TF 2.21).
+# two keep ahead of any step (tf.data's autotuning is off: `without_autotune`).
 PARALLEL_BATCHES = 2
-WITHOUT_AUTOTUNE = tf.data.Options()
-WITHOUT_AUTOTUNE.autotune.enabled = False
 
 
 def concentration_preset(
@@ -472,7 +470,7 @@ class SyntheticSetup:
             return self.sample_pairs(batch_size, tf.stack([tf.constant(seed, tf.int64), index]))
 
         batches = indices.map(batch_at, num_parallel_calls=PARALLEL_BATCHES)
-        return batches.prefetch(PARALLEL_BATCHES).with_options(WITHOUT_AUTOTUNE)
+        return without_autotune(batches.prefetch(PARALLEL_BATCHES))
 
     def evaluation_set(self, size: int, seed: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
         """`(observations, latents)` of `size` fresh samples, as NumPy arrays."""

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.plots import plot_image_grid
 
 IMAGE_SHAPE = (28, 28, 1)
@@ -192,7 +193,7 @@ def trained_decoder(
         keras.utils.set_random_seed(seed)
         vae = VAE(latent_dim=latent_dim, beta=beta, seed=seed)
         vae.compile(keras.optimizers.Adam(1e-3), jit_compile=True)
-        data = (
+        data = without_autotune(
             tf.data.Dataset.from_tensor_slices(images)
             .shuffle(len(images), seed=seed)
             .repeat()

@@ -23,6 +23,7 @@ def test_cifar10_pairs_have_static_shapes_labels_and_parameters():
     assert set(batch["params2"]) == set(PARAMETERS)
     assert batch["label"].shape == (16,)
     assert not np.allclose(batch["view1"], batch["view2"])
+    assert batches.options().autotune.enabled is False  # see `without_autotune`
 
 
 def test_imagenet_images_of_any_size_are_squared_before_batching():

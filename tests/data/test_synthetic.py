@@ -166,7 +166,7 @@ def test_dataset_is_seeded_static_and_equal_to_eager_sampling():
         np.testing.assert_allclose(first[key], eager[key], rtol=1e-6)
         assert not np.allclose(first[key], second[key])
     np.testing.assert_allclose(first["view1"], setup.generator(first["z1"]), rtol=1e-6)
-    # No autotuning thread, whose sleep could hold up the end of `fit` for up to a minute.
+    # No autotuning thread (`without_autotune`: it slowed the step and the end of `fit`).
     assert dataset.options().autotune.enabled is False
 
 
