@@ -235,7 +235,9 @@ class ContrastiveModel(keras.Model):
         """Configures training.
 
         Args:
-            optimizer: optimizer (or its name) of the encoder and projector.
+            optimizer: optimizer (or its name) of the encoder and projector. With
+                `use_ema=True` its moving average covers Lambda_hat too; `fit` ends
+                on the average and `EvaluationCallback` scores it.
             loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
                 `scaling`, cosine InfoNCE without.
             concentration_optimizer: optimizer of Lambda_hat, or a float: Adam at
