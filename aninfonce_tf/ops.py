@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf import blockwise
+from aninfonce_tf import logsumexp
 
 SIMILARITIES = ("euclidean", "cosine")
 CANDIDATE_SETS = ("nt_xent", "one_directional")
@@ -236,7 +236,7 @@ def info_nce(
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
         block_size: compute the log-sum-exp over blocks of this many candidates
-            (`aninfonce_tf.blockwise`): memory grows with rows x block instead of
+            (`aninfonce_tf.logsumexp`): memory grows with rows x block instead of
             rows x candidates, for the same value and gradients. None: dense.
         return_stats: also return, at the first temperature, the fraction of
             rows whose positive beats every negative (`accuracy`) and the mean
@@ -275,28 +275,29 @@ def info_nce(
     block_size = check_block_size(block_size, hard_negative_beta)
     losses, stats = 0.0, None
     for weight, temp in zip(ensemble_weights, temperatures, strict=True):
-        if block_size is None:
+        if hard_negative_beta:
             logits = contrastive_logits(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
             )
             row_losses = info_nce_from_logits(*logits, hard_negative_beta)
-            if stats is None:
-                stats = {
-                    "accuracy": positive_accuracy(*logits),
-                    "candidates": ops.mean(ops.sum(logits[2], axis=-1)),
-                }
+            row_stats = {
+                "accuracy": positive_accuracy(*logits),
+                "candidates": ops.mean(ops.sum(logits[2], axis=-1)),
+            }
         else:
-            row_losses, block_stats = _blockwise_info_nce(
+            row_losses, row_stats = _info_nce_by_kernel(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset, block_size
             )
-            stats = stats or block_stats
+        stats = stats or row_stats
         losses = losses + (weight / total_weight) * row_losses
     return (losses, stats) if return_stats else losses
 
 
-def _blockwise_info_nce(
+def _info_nce_by_kernel(
     z1, z2, similarity, temperature, candidates, z1_all, z2_all, row_offset, block_size
 ):
+    """Per-row losses and stats through `logsumexp.logsumexp_over_candidates`, dense
+    or blockwise: the loss without hard negatives."""
     check_similarity(similarity)
     check_candidates(candidates)
     rows, columns, positive_index, self_index = _candidate_sets(
@@ -310,16 +311,15 @@ def _blockwise_info_nce(
         kernel_similarity = "euclidean"
         positives = ops.take(columns, positive_index, axis=0)
         positive_similarity = -0.5 * ops.sum(ops.square(rows - positives), axis=-1)
-    positive_logit = positive_similarity / temperature
-    lse, max_negative = blockwise.logsumexp_over_candidates(
+    lse, margin = logsumexp.logsumexp_over_candidates(
         rows, columns, self_index, positive_index, kernel_similarity, temperature, block_size
     )
     count = ops.shape(columns)[0] - (0 if self_index is None else 1)
     stats = {
-        "accuracy": ops.mean(ops.cast(ops.greater(positive_logit, max_negative), "float32")),
+        "accuracy": ops.mean(ops.cast(ops.greater(margin, 0.0), "float32")),
         "candidates": ops.cast(count, "float32"),
     }
-    return lse - positive_logit, stats
+    return lse - positive_similarity / temperature, stats
 
 
 def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
