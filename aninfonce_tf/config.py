@@ -27,7 +27,7 @@ OPTIMIZERS = ("adam", "adamw", "sgd")
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
-EXECUTION_FIELDS = ("strategy", "tpu", "export")
+EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution")
 
 
 def option(default, help: str, choices: typing.Sequence[str] | None = None):
@@ -96,6 +96,11 @@ class RunConfig:
     )
     mixed_precision: bool = option(False, "encoder in mixed_bfloat16, the loss in float32")
     jit_compile: bool = option(True, "XLA-compile the train step")
+    steps_per_execution: int = option(
+        1,
+        "training steps per call of the compiled step (divides `eval_every`); more spreads "
+        "Keras' per-call cost, without changing what is computed",
+    )
     strategy: str = option(
         "default",
         "tf.distribute strategy (multiworker reads TF_CONFIG; tpu connects to --tpu)",
@@ -123,6 +128,11 @@ class RunConfig:
             raise ValueError(
                 f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
                 f"({self.eval_every})."
+            )
+        if self.steps_per_execution < 1 or self.eval_every % self.steps_per_execution:
+            raise ValueError(
+                f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "
+                f"divide `eval_every` ({self.eval_every})."
             )
         if not 0.0 <= self.ema_momentum < 1.0:
             raise ValueError(f"`ema_momentum` must be in [0, 1); got {self.ema_momentum}.")

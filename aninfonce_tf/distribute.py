@@ -131,6 +131,14 @@ def supports_jit(strategy: tf.distribute.Strategy) -> bool:
     return not all("CPU" in device.upper() for device in strategy.extended.worker_devices)
 
 
+def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
+    """False for the mirrored strategies, where Keras' loop over several steps per call
+    (`steps_per_execution > 1`) fails to feed a placeholder (keras-team/keras#19246);
+    True everywhere else."""
+    mirrored = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
+    return not isinstance(strategy, mirrored)
+
+
 def num_replicas() -> int:
     """Replicas in sync of the current strategy (1 outside any strategy)."""
     return tf.distribute.get_strategy().num_replicas_in_sync

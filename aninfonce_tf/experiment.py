@@ -149,6 +149,7 @@ def build_model(config: RunConfig, experiment: Experiment, variant: str) -> Cont
             keras.optimizers.Adam(config.concentration_learning_rate) if scaling else None
         ),
         jit_compile=config.jit_compile,
+        steps_per_execution=config.steps_per_execution,
     )
     return model
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from pathlib import Path
 
 import keras
@@ -245,7 +246,8 @@ class ContrastiveModel(keras.Model):
                 decay, clipping or EMA). None uses `optimizer` for all.
             jit_compile: XLA-compile the train step (on CPU Keras' "auto" turns XLA
                 off, and XLA is faster here).
-            steps_per_execution: steps run per `tf.function` call.
+            steps_per_execution: steps run per `tf.function` call (1 under the
+                mirrored strategies, where more fails: keras-team/keras#19246).
             **kwargs: passed to `keras.Model.compile`.
         """
         if loss is None:
@@ -260,6 +262,14 @@ class ContrastiveModel(keras.Model):
             concentration_optimizer = keras.optimizers.get(concentration_optimizer)
         if jit_compile and not distribute.supports_jit(self.distribute_strategy):
             jit_compile = False
+        if steps_per_execution > 1 and not distribute.supports_multi_step(self.distribute_strategy):
+            warnings.warn(
+                f"steps_per_execution={steps_per_execution} fails under "
+                f"{type(self.distribute_strategy).__name__} (keras-team/keras#19246): "
+                "running one step per call.",
+                stacklevel=2,
+            )
+            steps_per_execution = 1
         super().compile(
             optimizer=optimizer,
             jit_compile=jit_compile,

@@ -43,6 +43,23 @@ def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path)
         assert (tmp_path / "mirrored" / name / "model.keras").exists()
 
 
+def test_steps_per_execution_changes_the_speed_only(tmp_path):
+    config = dataclasses.replace(SMOKE, losses="aninfonce", export=False)
+    results = {
+        steps: experiment.run(
+            dataclasses.replace(config, steps_per_execution=steps),
+            synthetic.build,
+            tmp_path / str(steps),
+            verbose=0,
+        )["aninfonce"]
+        for steps in (1, 10)
+    }
+    assert results[1]["steps"] == results[10]["steps"] == 40
+    np.testing.assert_allclose(results[10]["lambda_hat"], results[1]["lambda_hat"], rtol=1e-6)
+    for score in ("final_loss", "linear_r2", "mcc"):
+        assert results[10][score] == pytest.approx(results[1][score], rel=1e-6), score
+
+
 def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path):
     config = dataclasses.replace(SMOKE, steps=20, losses="aninfonce")
     result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]

@@ -312,6 +312,20 @@ def test_uneven_replica_batches_stop_with_a_clear_error():
         model.fit(data, epochs=1, verbose=0)
 
 
+def test_several_steps_per_call_fall_back_to_one_under_a_mirrored_strategy():
+    x1, x2 = _pairs(256)
+    with distribute.get_strategy("mirrored").scope():
+        model = _model()
+        with pytest.warns(UserWarning, match="19246"):
+            model.compile(keras.optimizers.Adam(1e-3), steps_per_execution=4)
+    assert model.steps_per_execution == 1
+    history = model.fit((x1, x2), batch_size=64, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    single = _model()
+    single.compile(keras.optimizers.Adam(1e-3), steps_per_execution=4)
+    assert single.steps_per_execution == 4
+
+
 def test_lambda_hat_statistics_are_logged_after_the_update_under_a_strategy():
     x1, x2 = _pairs(256)
     with distribute.get_strategy("mirrored").scope():

@@ -118,6 +118,7 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
         (dict(optimizer="lamb"), "optimizer"),
         (dict(learning_rate_schedule="step"), "learning_rate_schedule"),
         (dict(ema_momentum=1.0), "ema_momentum"),
+        (dict(steps_per_execution=3), "steps_per_execution"),
     ],
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):

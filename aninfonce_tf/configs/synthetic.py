@@ -149,6 +149,8 @@ FAST = dict(
     learning_rate=1e-3,
     concentration_learning_rate=1e-2,
     parametrization="exp",
+    # Ten steps per call of the compiled step: the same steps, 2-4 % faster here.
+    steps_per_execution=10,
 )
 PAPER = dict(FAST, steps=6000, eval_every=500)
 # On the linear Lambda the paper's encoder learns fastest at a constant 4e-3 after a
