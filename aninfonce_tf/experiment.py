@@ -278,7 +278,7 @@ def train_variant(
     if stop_at:
         result["target_reached"] = evaluation.reached
     if non_finite.stopped_at is not None:
-        result["stopped"] = f"non-finite loss at step {non_finite.stopped_at}"
+        result["stopped"] = f"non-finite loss by step {non_finite.stopped_at}"
     return model, result
 
 

@@ -5,6 +5,7 @@
     python benchmarks/train_step.py --plain --batch-sizes 1000   # + a plain MSE step
     python benchmarks/train_step.py --roofline --batch-sizes 1000
     python benchmarks/train_step.py --roofline --batch-sizes 1000 --threads 1
+    python benchmarks/train_step.py --batch-sizes 1000 --steps-per-execution 1
 
 Each configuration trains on one fixed batch (the step alone) and on the synthetic
 tf.data pipeline (step + sampling); prints the median of `--repeats` timed windows.
@@ -22,7 +23,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.configs.synthetic import SyntheticConfig, build
+from aninfonce_tf.configs.synthetic import FAST, SyntheticConfig, build
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import build_model
@@ -155,7 +156,15 @@ def main() -> None:
     parser.add_argument("--roofline", action="store_true", help="only the matmul ceiling")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: one per core)")
     parser.add_argument("--verbose", action="store_true", help="print every timed window")
+    parser.add_argument(
+        "--steps-per-execution",
+        type=int,
+        default=FAST["steps_per_execution"],
+        help="steps per call of the compiled step (default: the synthetic presets')",
+    )
     args = parser.parse_args()
+    if args.steps % args.steps_per_execution or 20 % args.steps_per_execution:
+        parser.error("--steps-per-execution must divide --steps and 20 (the tracing window)")
     global VERBOSE
     VERBOSE = args.verbose
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -186,7 +195,10 @@ def main() -> None:
         if str(batch_size) in pipelined:
             datasets["tf.data"] = pipeline
         for mode, options in MODES.items():
-            model = build_model(dataclasses.replace(data, **options), experiment, "aninfonce")
+            config = dataclasses.replace(
+                data, steps_per_execution=args.steps_per_execution, **options
+            )
+            model = build_model(config, experiment, "aninfonce")
             rates = window_rates(model, datasets, args.steps, args.repeats)
             medians = {name: float(np.median(values)) for name, values in rates.items()}
             best = {name: max(values) for name, values in rates.items()}

@@ -236,10 +236,11 @@ def test_a_non_finite_loss_stops_the_variant_naming_the_step(tmp_path, capsys):
                 kernel = self.model.encoder.weights[0]
                 kernel.assign(np.full(kernel.shape, np.nan, "float32"))
 
-    results = experiment.run(SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[Poison()])
+    config = dataclasses.replace(SMOKE, steps_per_execution=1)  # a callback every step
+    results = experiment.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[Poison()])
     output = capsys.readouterr().out
-    assert "Non-finite loss (nan) at step 26: training stopped." in output
-    assert results["aninfonce"]["stopped"] == "non-finite loss at step 26"
+    assert "Non-finite loss (nan) by step 26: training stopped." in output
+    assert results["aninfonce"]["stopped"] == "non-finite loss by step 26"
     assert results["aninfonce"]["steps"] == 26
     assert [point["step"] for point in results["aninfonce"]["curve"]] == [20]
     assert not (tmp_path / "aninfonce" / "model.keras").exists()

@@ -68,8 +68,10 @@ def test_isotropic_concentration_is_cosine_infonce_with_temperature_one_over_kap
         scaling = DiagonalScaling(kappa, trainable=False)
         anisotropic = float(AnInfoNCE()(scaling(u), scaling(v)))
         cosine = float(InfoNCE(similarity="cosine", temperature=1.0 / kappa)(u, v))
-        # The constant -kappa in -kappa/2 ||u - v||^2 = kappa u.v - kappa cancels in the softmax.
-        np.testing.assert_allclose(anisotropic, cosine, rtol=1e-5)
+        # The constant -kappa in -kappa/2 ||u - v||^2 = kappa u.v - kappa cancels in the
+        # softmax; both are float32, with logits spanning 2 kappa.
+        atol = 2 * kappa * np.finfo(np.float32).eps
+        np.testing.assert_allclose(anisotropic, cosine, rtol=1e-5, atol=atol)
 
 
 def test_fixed_concentration_has_no_trainable_weights():

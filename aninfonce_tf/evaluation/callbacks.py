@@ -264,7 +264,9 @@ class EvaluationCallback(keras.callbacks.Callback):
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Stops training at the first step whose loss is NaN or infinite and says which
-    step it was (`stopped_at`, also printed).
+    step it was (`stopped_at`, also printed). With `steps_per_execution` k, Keras
+    reports every k steps: `stopped_at` is then the last step of the call in which
+    the loss turned non-finite.
 
     Example:
 
@@ -273,7 +275,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     >>> model.compile(keras.optimizers.SGD(1e30), "mse")
     >>> x = np.ones((64, 1), "float32") * 1e10
     >>> _ = model.fit(x, x, batch_size=8, callbacks=[callback], verbose=0)  # doctest: +ELLIPSIS
-    Non-finite loss ... at step ...: training stopped.
+    Non-finite loss ... by step ...: training stopped.
     >>> callback.stopped_at is not None
     True
     """
@@ -287,7 +289,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         if loss is None or np.isfinite(float(loss)):
             return
         self.stopped_at = int(self.model.optimizer.iterations.numpy())
-        print(f"Non-finite loss ({float(loss)}) at step {self.stopped_at}: training stopped.")
+        print(f"Non-finite loss ({float(loss)}) by step {self.stopped_at}: training stopped.")
         self.model.stop_training = True
 
 

@@ -1,0 +1,126 @@
+"""Where the time of one training step goes: the paper's encoder and AnInfoNCE at
+B = 1000 (2000 rows), each part XLA-compiled and timed alone.
+
+    python benchmarks/step_parts.py
+    python benchmarks/step_parts.py --batch-size 500 --repeats 7
+
+Parts: the whole compiled train step on a fixed batch; the encoder's forward pass,
+forward and backward, and with Adam's update (a sum-of-squares loss on its outputs);
+the contrastive loss forward and backward on fixed embeddings, through the dense
+log-sum-exp kernel (`ops.info_nce`) and through automatic differentiation of the
+logits matrix (`ops.contrastive_logits`), each with its accuracy; the alignment and
+uniformity metrics. The matmul roofline of the step (`train_step.py`) is printed
+beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
+
+from aninfonce_tf import ops
+from aninfonce_tf.experiment import build_model
+
+
+def milliseconds(function, calls: int, repeats: int) -> tuple[float, float]:
+    """Median and best ms per call over `repeats` windows of `calls` calls."""
+    for _ in range(2):
+        tf.nest.map_structure(np.asarray, function())
+    windows = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            result = function()
+        tf.nest.map_structure(np.asarray, result)
+        windows.append((time.perf_counter() - start) / calls * 1e3)
+    return float(np.median(windows)), min(windows)
+
+
+def loss_on_logits(z1, z2):
+    logits = ops.contrastive_logits(z1, z2)
+    return tf.reduce_mean(ops.info_nce_from_logits(*logits)), ops.positive_accuracy(*logits)
+
+
+def loss_by_kernel(z1, z2):
+    losses, stats = ops.info_nce(z1, z2, return_stats=True)
+    return tf.reduce_mean(losses), stats["accuracy"]
+
+
+def parts(batch_size: int) -> dict:
+    """`{part name: zero-argument function}` for the step at `batch_size`."""
+    config, experiment, _, fixed = synthetic_data(batch_size)
+    model = build_model(dataclasses.replace(config, jit_compile=True), experiment, "aninfonce")
+    model.make_train_function()
+    iterator = iter(fixed)
+    batch = next(iter(fixed))
+    rows = tf.concat([batch["view1"], batch["view2"]], axis=0)
+    encoder = model.encoder
+    adam = keras.optimizers.Adam(1e-3)
+    adam.build(encoder.trainable_variables)
+    embeddings = tf.constant(np.asarray(model.embed(rows)))
+
+    @tf.function(jit_compile=True)
+    def forward():
+        return tf.reduce_sum(encoder(rows))
+
+    def encoder_step(update: bool):
+        @tf.function(jit_compile=True)
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(encoder(rows)))
+            gradients = tape.gradient(loss, encoder.trainable_variables)
+            if update:
+                adam.apply(gradients, encoder.trainable_variables)
+                return loss
+            return tf.add_n([tf.reduce_sum(g) for g in gradients])
+
+        return step
+
+    def loss_step(loss):
+        @tf.function(jit_compile=True)
+        def step():
+            with tf.GradientTape() as tape:
+                tape.watch(embeddings)
+                value, accuracy = loss(embeddings[:batch_size], embeddings[batch_size:])
+            return tf.reduce_sum(tape.gradient(value, embeddings)) + accuracy
+
+        return step
+
+    @tf.function(jit_compile=True)
+    def metrics():
+        u = ops.l2_normalize(embeddings)
+        return ops.alignment(u[:batch_size], u[batch_size:]) + ops.uniformity(u[:batch_size])
+
+    return {
+        "train step (fixed batch)": lambda: model.train_function(iterator)["loss"],
+        "encoder forward": forward,
+        "encoder forward + backward": encoder_step(update=False),
+        "encoder forward + backward + Adam": encoder_step(update=True),
+        "loss + accuracy, dense kernel": loss_step(loss_by_kernel),
+        "loss + accuracy, logits autodiff": loss_step(loss_on_logits),
+        "alignment + uniformity": metrics,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    for name, function in parts(args.batch_size).items():
+        median, best = milliseconds(function, args.calls, args.repeats)
+        print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)
+    gflops = max(matmul_gflops("float32", jit)[1] for jit in (False, True))
+    bound = matmul_flops_per_step(args.batch_size) / gflops / 1e6
+    print(f"{'matmul roofline of the step':>34}: {bound:6.1f} ms ({gflops:.0f} GFLOP/s)")
+
+
+if __name__ == "__main__":
+    main()
