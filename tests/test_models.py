@@ -18,6 +18,7 @@ from aninfonce_tf import (
     projection_head,
 )
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback
+from aninfonce_tf.models import UNIFORMITY_ROWS
 
 
 def _encoder(input_dim=6, output_dim=4, seed=0):
@@ -386,6 +387,18 @@ def test_a_loss_that_cannot_use_the_scaling_raises():
     with pytest.raises(ValueError, match="AnInfoNCE needs the model's `scaling`"):
         _model(scaling=False).compile("adam", loss=AnInfoNCE())
     _model().compile("adam", loss=InfoNCE(similarity="euclidean"))  # AnInfoNCE by hand
+
+
+def test_uniformity_is_estimated_on_the_first_rows_of_view_one():
+    x1, x2 = _pairs(1024)
+    model = ContrastiveModel(_encoder(seed=2), scaling=DiagonalScaling([1.0, 4.0, 1.0, 0.5]))
+    model.compile("adam")
+    logs = model.evaluate((x1, x2), batch_size=1024, verbose=0, return_dict=True)
+    unit = np.asarray(model.embed(x1, scaled=False), "float64")
+    rows = unit[:UNIFORMITY_ROWS]
+    squared = np.sum((rows[:, None] - rows[None]) ** 2, axis=-1)
+    pairs = squared[~np.eye(len(rows), dtype=bool)]
+    assert logs["uniformity"] == pytest.approx(np.log(np.mean(np.exp(-2.0 * pairs))), rel=1e-4)
 
 
 def test_alignment_and_uniformity_are_measured_before_lambda_hat():
