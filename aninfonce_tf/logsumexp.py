@@ -130,8 +130,9 @@ def _blockwise(rows, columns, excluded, positive_index, similarity, temperature,
         index = start + tf.range(block_size)
         candidate, negative = _masks(index, excluded, positive_index)
         inside = index[None, :] < count  # the last block's zero padding is not a column
+        is_positive = index[None, :] == positive_index[:, None]
         logits = _logits(rows, block, similarity, temperature)
-        return logits, candidate & inside, negative & inside
+        return logits, candidate & inside, negative & inside, is_positive
 
     @tf.custom_gradient
     def kernel(rows, columns):
@@ -140,15 +141,13 @@ def _blockwise(rows, columns, excluded, positive_index, similarity, temperature,
         masked = tf.fill([tf.shape(rows)[0]], lowest)
 
         def forward(i, running_max, running_sum, max_negative, positive):
-            index = i * block_size + tf.range(block_size)
-            logits, candidate, negative = block_logits(rows, blocks[i], i * block_size)
+            logits, candidate, negative, is_positive = block_logits(rows, blocks[i], i * block_size)
             new_max = tf.maximum(
                 running_max, tf.reduce_max(tf.where(candidate, logits, lowest), axis=1)
             )
             exps = tf.where(candidate, tf.exp(logits - new_max[:, None]), tf.zeros_like(logits))
             running_sum = running_sum * tf.exp(running_max - new_max) + tf.reduce_sum(exps, 1)
             block_negative = tf.reduce_max(tf.where(negative, logits, lowest), axis=1)
-            is_positive = index[None, :] == positive_index[:, None]
             block_positive = tf.reduce_max(tf.where(is_positive, logits, lowest), axis=1)
             return (
                 i + 1,
@@ -170,7 +169,7 @@ def _blockwise(rows, columns, excluded, positive_index, similarity, temperature,
 
             def backward(i, row_gradient, column_gradients):
                 block = blocks[i]
-                logits, candidate, _ = block_logits(rows, block, i * block_size)
+                logits, candidate, _, _ = block_logits(rows, block, i * block_size)
                 # d lse_r / d logit_rc = softmax over the row's candidates.
                 weights = tf.where(candidate, tf.exp(logits - lse[:, None]), tf.zeros_like(logits))
                 rows_part, block_gradient = _gradients(

@@ -9,7 +9,7 @@ forward and backward, and with Adam's update (a sum-of-squares loss on its outpu
 the contrastive loss forward and backward on fixed embeddings, through the dense
 log-sum-exp kernel (`ops.info_nce`) and through automatic differentiation of the
 logits matrix (`ops.contrastive_logits`), each with its accuracy; the alignment and
-uniformity metrics. The matmul roofline of the step (`train_step.py`) is printed
+uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the step (`train_step.py`) is printed
 beside them.
 """
 
@@ -26,6 +26,7 @@ from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 
 from aninfonce_tf import ops
 from aninfonce_tf.experiment import build_model
+from aninfonce_tf.models import UNIFORMITY_ROWS
 
 
 def milliseconds(function, calls: int, repeats: int) -> tuple[float, float]:
@@ -95,7 +96,7 @@ def parts(batch_size: int) -> dict:
     @tf.function(jit_compile=True)
     def metrics():
         u = ops.l2_normalize(embeddings)
-        return ops.alignment(u[:batch_size], u[batch_size:]) + ops.uniformity(u[:batch_size])
+        return ops.alignment(u[:batch_size], u[batch_size:]) + ops.uniformity(u[:UNIFORMITY_ROWS])
 
     return {
         "train step (fixed batch)": lambda: model.train_function(iterator)["loss"],
