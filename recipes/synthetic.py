@@ -27,10 +27,10 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
   both at step 3750 (229 and 222 s from start to exit; benchmarks/time_to_target.py);
   seed 1 ends at MCC 0.89 with R^2 0.996 after 5000 steps (298 s), its two most
   concentrated latents still rotated into each other.
-- paper-two-valued (AnInfoNCE): R^2 0.983, MCC 0.78, Lambda_hat in two clusters
-  {21.1..22.5 x5, 5.3..5.6 x5} after 6000 steps (~11 min).
-- content-style: AnInfoNCE R^2 0.990 (content 0.992, style 0.988), MCC 0.87, Lambda_hat
-  rank correlation 1.0; InfoNCE R^2 0.42 with the style block at 0.08 (~19 min).
+- paper-two-valued (AnInfoNCE): R^2 0.984, MCC 0.78, Lambda_hat in two clusters
+  {21.3..22.5 x5, 5.3..5.6 x5} after 6000 steps (~6 min).
+- content-style: AnInfoNCE R^2 0.988 (content 0.990, style 0.986), MCC 0.85, Lambda_hat
+  rank correlation 0.98; InfoNCE R^2 0.42 with the style block at 0.08 (~12 min).
 """
 
 from aninfonce_tf import experiment
