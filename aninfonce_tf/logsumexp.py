@@ -38,7 +38,7 @@ def logsumexp_over_candidates(
     block_size: int | None = None,
 ):
     """Per-row log-sum-exp of `sim(row, column) / temperature` over the candidates,
-    and the largest negative logit of each row (for the accuracy).
+    and each row's margin of its positive over its largest negative (for the accuracy).
 
     Args:
         rows: `[R, d]` float32 anchors.
@@ -66,8 +66,10 @@ def logsumexp_over_candidates(
     return _blockwise(rows, columns, excluded, positive_index, similarity, temperature, block_size)
 
 
-def _logits(rows, columns, similarity: str, temperature: float):
-    """`[R, C]` similarities / temperature (the euclidean one expanded into a matmul)."""
+def similarity_logits(rows, columns, similarity: str, temperature: float):
+    """`[R, C]` similarities / temperature: `"dot"` products, or `"euclidean"`
+    -1/2 ||row - column||^2 = row.column - 1/2 ||row||^2 - 1/2 ||column||^2, one
+    matmul instead of R*C*d differences (`ops.pairwise_similarity` uses it too)."""
     logits = tf.matmul(rows, columns, transpose_b=True)
     if similarity == "euclidean":
         logits -= 0.5 * tf.reduce_sum(tf.square(rows), axis=1, keepdims=True)
@@ -103,7 +105,7 @@ def _gradients(upstream, weights, row_sums, rows, columns, similarity: str, temp
 def _dense(rows, columns, excluded, positive_index, similarity, temperature):
     @tf.custom_gradient
     def kernel(rows, columns):
-        logits = _logits(rows, columns, similarity, temperature)
+        logits = similarity_logits(rows, columns, similarity, temperature)
         candidate, negative = _masks(tf.range(tf.shape(columns)[0]), excluded, positive_index)
         max_negative = tf.reduce_max(tf.where(negative, logits, _MASKED_LOGIT), axis=1)
         # The largest candidate is the positive or the largest negative: one pass.
@@ -131,7 +133,7 @@ def _blockwise(rows, columns, excluded, positive_index, similarity, temperature,
         candidate, negative = _masks(index, excluded, positive_index)
         inside = index[None, :] < count  # the last block's zero padding is not a column
         is_positive = index[None, :] == positive_index[:, None]
-        logits = _logits(rows, block, similarity, temperature)
+        logits = similarity_logits(rows, block, similarity, temperature)
         return logits, candidate & inside, negative & inside, is_positive
 
     @tf.custom_gradient
@@ -209,4 +211,4 @@ def _padded_blocks(columns, block_size: int):
     return tf.reshape(padded, [num_blocks, block_size, columns.shape[-1]]), num_blocks
 
 
-__all__ = ["SIMILARITIES", "logsumexp_over_candidates"]
+__all__ = ["SIMILARITIES", "logsumexp_over_candidates", "similarity_logits"]

@@ -103,13 +103,8 @@ def pairwise_similarity(a, b, similarity: str = "euclidean", temperature: float 
     check_similarity(similarity)
     a, b = _as_float(a), _as_float(b)
     if similarity == "cosine":
-        sim = ops.matmul(l2_normalize(a), ops.transpose(l2_normalize(b)))
-    else:
-        # -1/2 ||a - b||^2 = a.b - 1/2 ||a||^2 - 1/2 ||b||^2, one matmul instead of N*M*d.
-        sq_a = ops.sum(ops.square(a), axis=-1, keepdims=True)
-        sq_b = ops.sum(ops.square(b), axis=-1, keepdims=True)
-        sim = ops.matmul(a, ops.transpose(b)) - 0.5 * sq_a - 0.5 * ops.transpose(sq_b)
-    return sim / temperature
+        return logsumexp.similarity_logits(l2_normalize(a), l2_normalize(b), "dot", temperature)
+    return logsumexp.similarity_logits(a, b, "euclidean", temperature)
 
 
 def contrastive_logits(
@@ -280,15 +275,16 @@ def info_nce(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
             )
             row_losses = info_nce_from_logits(*logits, hard_negative_beta)
-            row_stats = {
-                "accuracy": positive_accuracy(*logits),
-                "candidates": ops.mean(ops.sum(logits[2], axis=-1)),
-            }
+            if stats is None:  # the first temperature's
+                stats = {
+                    "accuracy": positive_accuracy(*logits),
+                    "candidates": ops.mean(ops.sum(logits[2], axis=-1)),
+                }
         else:
             row_losses, row_stats = _info_nce_by_kernel(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset, block_size
             )
-        stats = stats or row_stats
+            stats = stats or row_stats
         losses = losses + (weight / total_weight) * row_losses
     return (losses, stats) if return_stats else losses
 
