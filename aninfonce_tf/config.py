@@ -23,7 +23,7 @@ from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.losses import LOSS_VARIANTS
 
-OPTIMIZERS = ("adam", "adamw", "sgd")
+OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
@@ -72,7 +72,15 @@ class RunConfig:
         "momentum of an exponential moving average of the weights, which evaluation, "
         "--stop-at and the saved model use (0: none)",
     )
-    weight_decay: float = option(0.0, "encoder weight decay (adamw, sgd); never on Lambda_hat")
+    weight_decay: float = option(
+        0.0, "encoder weight decay (adamw, sgd, muon); never on Lambda_hat"
+    )
+    muon_exclude: str = option(
+        "",
+        "muon: keywords of variable paths, comma-separated, that Adam updates instead "
+        "(Keras' exclude_layers); `hidden` leaves Muon only the output layer of the "
+        "MLP encoders",
+    )
     concentration_learning_rate: float = option(1e-2, "Lambda_hat's Adam learning rate")
     parametrization: str = option(
         "exp", "Lambda_hat as a function of its variable", PARAMETRIZATIONS
@@ -133,6 +141,11 @@ class RunConfig:
             raise ValueError(
                 f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "
                 f"divide `eval_every` ({self.eval_every})."
+            )
+        if self.muon_exclude and self.optimizer != "muon":
+            raise ValueError(
+                f"`muon_exclude` ({self.muon_exclude!r}) needs `optimizer` muon; got "
+                f"{self.optimizer!r}."
             )
         if not 0.0 <= self.ema_momentum < 1.0:
             raise ValueError(f"`ema_momentum` must be in [0, 1); got {self.ema_momentum}.")

@@ -19,7 +19,8 @@ def mlp_encoder(
 ) -> keras.Model:
     """The authors' synthetic encoder: Dense + LeakyReLU blocks and a linear output.
 
-    The default widths give their 10-100-500-500-500-500-100-10 network.
+    The default widths give their 10-100-500-500-500-500-100-10 network. The hidden
+    layers are named `hidden_1`, `hidden_2`, ... and the output layer `features`.
 
     Example:
 
@@ -29,9 +30,9 @@ def mlp_encoder(
     """
     inputs = keras.Input((input_dim,), name="observations")
     x = inputs
-    for units in hidden_units:
-        x = keras.layers.Dense(units)(x)
-        x = keras.layers.LeakyReLU(negative_slope)(x)
+    for index, units in enumerate(hidden_units, start=1):
+        x = keras.layers.Dense(units, name=f"hidden_{index}")(x)
+        x = keras.layers.LeakyReLU(negative_slope, name=f"hidden_{index}_activation")(x)
     outputs = keras.layers.Dense(output_dim, name="features")(x)
     return keras.Model(inputs, outputs, name=name)
 

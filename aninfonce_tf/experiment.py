@@ -111,6 +111,16 @@ def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
             weight_decay=config.weight_decay or None,
             **average,
         )
+    if config.optimizer == "muon":
+        # Muon orthogonalises each kernel's update, so directions with small gradients
+        # move as fast as the rest; Adam updates biases and the excluded layers.
+        return keras.optimizers.Muon(
+            learning_rate,
+            weight_decay=config.weight_decay,
+            adam_weight_decay=config.weight_decay,
+            exclude_layers=split_list(config.muon_exclude),
+            **average,
+        )
     if config.optimizer == "adamw":
         return keras.optimizers.AdamW(learning_rate, weight_decay=config.weight_decay, **average)
     return keras.optimizers.Adam(learning_rate, **average)

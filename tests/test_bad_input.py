@@ -124,6 +124,11 @@ CASES = {
     ),
     "an unknown strategy": (lambda _: get_strategy("horovod"), ValueError, "`strategy`"),
     "an unknown optimizer": (lambda p: _run(p, optimizer="lamb"), ValueError, "`optimizer`"),
+    "muon exclusions for another optimizer": (
+        lambda p: _run(p, optimizer="adam", muon_exclude="hidden"),
+        ValueError,
+        "`muon_exclude`",
+    ),
     "steps not a multiple of eval_every": (
         lambda p: _run(p, steps=30),
         ValueError,

@@ -209,6 +209,32 @@ def test_the_encoder_optimizer_follows_the_config():
     assert model.concentration_optimizer.weight_decay is None
 
 
+def test_muon_orthogonalises_the_updates_of_all_but_the_excluded_kernels():
+    config = dataclasses.replace(
+        SMOKE, optimizer="muon", muon_exclude="hidden", steps_per_execution=1
+    )
+    optimizer = experiment.encoder_optimizer(config)
+    assert isinstance(optimizer, keras.optimizers.Muon)
+    assert optimizer.exclude_layers == ["hidden"]
+    parts = synthetic.build(config)
+    model = experiment.build_model(config, parts, "aninfonce")
+    kernels = {w.path: w for w in model.encoder.trainable_weights if len(w.shape) == 2}
+    assert sorted(kernels) == ["features/kernel", "hidden_1/kernel", "hidden_2/kernel"]
+    before = {path: w.numpy() for path, w in kernels.items()}
+    model.fit(parts.train_data(0).take(1), epochs=1, verbose=0)
+
+    def spread(path):  # largest over smallest singular value of the update
+        values = np.linalg.svd(kernels[path].numpy() - before[path], compute_uv=False)
+        return values[0] / values[-1]
+
+    # Muon's update of the output kernel is (nearly) orthogonal; Adam's first update
+    # of a hidden kernel is about lr * sign(gradient), far from it (5.3 here, 1.5
+    # under Muon; the square 32 x 32 kernel is no test: five Newton-Schulz steps leave
+    # its smallest singular values behind).
+    assert spread("features/kernel") < 2.0
+    assert spread("hidden_1/kernel") > 3.0
+
+
 def test_the_results_table_has_a_column_per_scalar_score():
     results = {
         "a": {

@@ -90,21 +90,26 @@ def test_model_call_returns_encoder_features():
     assert tuple(model.embed(x).shape) == (8, 4)
 
 
-def _fit_one_step(strategy, data):
+def _fit_one_step(strategy, data, optimizer=lambda: keras.optimizers.SGD(0.5)):
     with strategy.scope():
         model = _model(projector=True, seed=3)
-        model.compile(keras.optimizers.SGD(0.5), concentration_optimizer=2.0)
+        model.compile(optimizer(), concentration_optimizer=2.0)
     history = model.fit(data, epochs=1, verbose=0)
     return history.history["loss"][0], [np.asarray(w) for w in model.trainable_weights]
 
 
-def test_mirrored_strategy_matches_a_single_replica():
+@pytest.mark.parametrize(
+    "optimizer",
+    [lambda: keras.optimizers.SGD(0.5), lambda: keras.optimizers.Muon(0.05)],
+    ids=["sgd", "muon"],
+)
+def test_mirrored_strategy_matches_a_single_replica(optimizer):
     x1, x2 = _pairs(32)
     data = tf.data.Dataset.from_tensor_slices((x1, x2)).batch(32)
     mirrored = distribute.get_strategy("mirrored")  # one per process: see distribute.py
     assert mirrored.num_replicas_in_sync == 2
-    loss_1, weights_1 = _fit_one_step(tf.distribute.get_strategy(), data)
-    loss_2, weights_2 = _fit_one_step(mirrored, data)
+    loss_1, weights_1 = _fit_one_step(tf.distribute.get_strategy(), data, optimizer)
+    loss_2, weights_2 = _fit_one_step(mirrored, data, optimizer)
     np.testing.assert_allclose(loss_2, loss_1, rtol=1e-5)
     initial = [np.asarray(w) for w in _model(projector=True, seed=3).trainable_weights]
     for single, mirror, start in zip(weights_1, weights_2, initial, strict=True):
