@@ -145,7 +145,7 @@ class RunConfig:
         if self.muon_exclude and self.optimizer != "muon":
             raise ValueError(
                 f"`muon_exclude` ({self.muon_exclude!r}) needs `optimizer` muon; got "
-                f"{self.optimizer!r}."
+                f"{self.optimizer!r} (with a preset that sets it, pass --muon-exclude '')."
             )
         if not 0.0 <= self.ema_momentum < 1.0:
             raise ValueError(f"`ema_momentum` must be in [0, 1); got {self.ema_momentum}.")

@@ -6,8 +6,10 @@
     python benchmarks/train_step.py --roofline --batch-sizes 1000
     python benchmarks/train_step.py --roofline --batch-sizes 1000 --threads 1
     python benchmarks/train_step.py --batch-sizes 1000 --steps-per-execution 1
+    python benchmarks/train_step.py --batch-sizes 1000 --optimizer adam
 
-Each configuration trains on one fixed batch (the step alone) and on the synthetic
+The optimizer is `paper-linear`'s (Muon on the output layer, Adam on the rest) unless
+`--optimizer adam`. Each configuration trains on one fixed batch (the step alone) and on the synthetic
 tf.data pipeline (step + sampling); prints the median of `--repeats` timed windows.
 `--roofline` measures this CPU's matmul throughput and the steps/s it allows: a
 step is forward + two backward matmuls of every layer on 2B rows, whatever the code.
@@ -23,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.configs.synthetic import FAST, SyntheticConfig, build
+from aninfonce_tf.configs.synthetic import FAST, PRESETS, SyntheticConfig, build
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
 from aninfonce_tf.experiment import build_model
@@ -162,6 +164,12 @@ def main() -> None:
         default=FAST["steps_per_execution"],
         help="steps per call of the compiled step (default: the synthetic presets')",
     )
+    parser.add_argument(
+        "--optimizer",
+        choices=("muon", "adam"),
+        default="muon",
+        help="muon: paper-linear's (Muon on the output layer); adam: Adam everywhere",
+    )
     args = parser.parse_args()
     if args.steps % args.steps_per_execution or 20 % args.steps_per_execution:
         parser.error("--steps-per-execution must divide --steps and 20 (the tracing window)")
@@ -196,7 +204,13 @@ def main() -> None:
             datasets["tf.data"] = pipeline
         for mode, options in MODES.items():
             config = dataclasses.replace(
-                data, steps_per_execution=args.steps_per_execution, **options
+                data,
+                steps_per_execution=args.steps_per_execution,
+                optimizer=args.optimizer,
+                muon_exclude=PRESETS["paper-linear"].muon_exclude
+                if args.optimizer == "muon"
+                else "",
+                **options,
             )
             model = build_model(config, experiment, "aninfonce")
             rates = window_rates(model, datasets, args.steps, args.repeats)

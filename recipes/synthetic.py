@@ -23,10 +23,9 @@ Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README
 - quick: AnInfoNCE linear R^2 0.995 (high block 0.996, low 0.995), MCC 0.89, Lambda_hat
   rank correlation 1.0; InfoNCE (temperature 0.2) R^2 0.46 with the low block at 0.19
   (seeds 1 and 2: low 0.34 and 0.19).
-- paper-linear (AnInfoNCE, `--stop-at mcc=0.95,linear_r2=0.99`): seeds 0 and 2 reach
-  both at step 3750 (226 and 227 s from start to exit; benchmarks/time_to_target.py);
-  seed 1 ends at MCC 0.89 with R^2 0.996 after 5000 steps (298 s), its two most
-  concentrated latents still rotated into each other.
+- paper-linear (AnInfoNCE, `--stop-at mcc=0.95,linear_r2=0.99`): seeds 0, 1 and 2
+  reach both at steps 3250, 2250 and 2500 (203, 143 and 160 s from start to exit;
+  benchmarks/time_to_target.py).
 - paper-two-valued (AnInfoNCE): R^2 0.984, MCC 0.78, Lambda_hat in two clusters
   {21.3..22.5 x5, 5.3..5.6 x5} after 6000 steps (~6 min).
 - content-style: AnInfoNCE R^2 0.988 (content 0.990, style 0.986), MCC 0.85, Lambda_hat
