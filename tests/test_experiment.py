@@ -118,9 +118,17 @@ def test_a_run_into_the_same_out_with_other_flags_refuses_before_training(tmp_pa
     assert again == first
 
 
-@pytest.mark.parametrize("ema_momentum", [0.0, 0.9])
-def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, ema_momentum):
-    config = dataclasses.replace(SMOKE, steps=60, losses="aninfonce", ema_momentum=ema_momentum)
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        dict(),
+        dict(ema_momentum=0.9),
+        dict(ema_momentum=0.9, optimizer="muon", muon_exclude="hidden"),
+    ],
+    ids=["adam", "adam-average", "muon-average"],
+)
+def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, optimizer):
+    config = dataclasses.replace(SMOKE, steps=60, losses="aninfonce", **optimizer)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
 
     class Interrupt(keras.callbacks.Callback):
