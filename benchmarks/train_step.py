@@ -9,17 +9,23 @@
     python benchmarks/train_step.py --batch-sizes 1000 --optimizer adam
 
 The optimizer is `paper-linear`'s (Muon on the output layer, Adam on the rest) unless
-`--optimizer adam`. Each configuration trains on one fixed batch (the step alone) and on the synthetic
-tf.data pipeline (step + sampling); prints the median of `--repeats` timed windows.
-`--roofline` measures this CPU's matmul throughput and the steps/s it allows: a
-step is forward + two backward matmuls of every layer on 2B rows, whatever the code.
+`--optimizer adam`. Each configuration trains on one fixed batch (the step alone) and
+on the synthetic tf.data pipeline (step + sampling); prints the median of `--repeats`
+timed windows.
+The roofline (the steps/s this CPU's matmuls allow: a step is forward + two backward
+matmuls of every layer on 2B rows, whatever the code) is measured before every window,
+and "fixed/roofline" is the median of each window's ratio to the roofline measured
+just before it (best: best window over best roofline), so that both share the
+machine's load. `--roofline` prints only the matmul throughputs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import time
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -51,9 +57,12 @@ def synthetic_data(batch_size: int, autotune: bool = False):
     return config, experiment, pipeline, fixed
 
 
-def window_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, list[float]]:
+def window_rates(
+    model, datasets: dict, steps: int, repeats: int, bound: Callable[[], float] | None = None
+) -> dict[str, list[float]]:
     """Steps/s of `repeats` calls of `fit` (`steps` steps each) per dataset, the
-    datasets taking turns so that they share the machine's state.
+    datasets taking turns so that they share the machine's state; with `bound`, also
+    its value (the roofline's steps/s) measured before each turn, under "roofline".
 
     Each `fit` runs in one of two speeds on the 2-core CPU (benchmarks/README.md,
     "Two speeds"): compare medians, and best windows, of one run.
@@ -61,7 +70,11 @@ def window_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, l
     for data in datasets.values():
         model.fit(data, steps_per_epoch=min(steps, 20), epochs=1, verbose=0)  # trace
     rates = {name: [] for name in datasets}
+    if bound:
+        rates["roofline"] = []
     for _ in range(repeats):
+        if bound:
+            rates["roofline"].append(bound())
         for name, data in datasets.items():
             start = time.perf_counter()
             model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
@@ -127,6 +140,13 @@ def matmul_gflops(
     return flops / float(np.median(seconds)) / 1e9, flops / min(seconds) / 1e9
 
 
+def roofline_rate(batch_size: int) -> float:
+    """The fp32 roofline's steps/s at `batch_size`, measured now: the best short window
+    of the faster of graph and XLA matmuls at the step shape."""
+    gflops = max(matmul_gflops("float32", jit, repeats=3)[1] for jit in (False, True))
+    return gflops * 1e9 / matmul_flops_per_step(batch_size)
+
+
 def roofline(batch_sizes) -> None:
     # float16 is listed because this CPU family may expose AVX512_FP16. The last
     # rows are the machine's peak: a large square matmul keeps every core busy,
@@ -185,19 +205,16 @@ def main() -> None:
             print(
                 f"plain MSE step, {rows} rows: fp32 XLA {rates['float32']:.1f}, bf16 XLA {rates['mixed_bfloat16']:.1f} steps/s"
             )
-    # The fp32 bound, measured in this run: the faster of graph and XLA matmuls.
-    fp32_gflops = max(matmul_gflops("float32", jit)[1] for jit in (False, True))
-    print(f"fp32 matmul at the step shape: {fp32_gflops:.0f} GFLOP/s (best window)")
     print(
         f"{'batch':>6} {'mode':>11} {'fixed batch':>17} {'tf.data':>17} {'tf.data/fixed':>14} "
         f"{'roofline':>9} {'fixed/roofline':>15}"
     )
     print(
-        f"{'':>18} {'median (best) steps/s':>35} {'median (best)':>14} {'':>9} {'median (best)':>15}"
+        f"{'':>18} {'median (best) steps/s':>35} {'median (best)':>14} {'median':>9} {'median (best)':>15}"
     )
     pipelined = args.pipeline_batch_sizes.split(",")
     for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-        bound = fp32_gflops * 1e9 / matmul_flops_per_step(batch_size)
+        bound = functools.partial(roofline_rate, batch_size)
         data, experiment, pipeline, fixed = synthetic_data(batch_size)
         datasets = {"fixed": fixed}
         if str(batch_size) in pipelined:
@@ -213,7 +230,9 @@ def main() -> None:
                 **options,
             )
             model = build_model(config, experiment, "aninfonce")
-            rates = window_rates(model, datasets, args.steps, args.repeats)
+            rates = window_rates(model, datasets, args.steps, args.repeats, bound)
+            # Each window against the roofline measured just before it, on the same load.
+            paired = np.median(np.divide(rates["fixed"], rates["roofline"]))
             medians = {name: float(np.median(values)) for name, values in rates.items()}
             best = {name: max(values) for name, values in rates.items()}
             fixed = f"{medians['fixed']:.1f} ({best['fixed']:.1f})"
@@ -225,8 +244,8 @@ def main() -> None:
                     f"({best['tf.data'] / best['fixed']:.2f})"
                 )
             print(
-                f"{batch_size:>6} {mode:>11} {fixed:>17} {piped:>17} {ratio:>14} {bound:>9.1f} "
-                f"{medians['fixed'] / bound:>8.2f} ({best['fixed'] / bound:.2f})",
+                f"{batch_size:>6} {mode:>11} {fixed:>17} {piped:>17} {ratio:>14} "
+                f"{medians['roofline']:>9.1f} {paired:>8.2f} ({best['fixed'] / best['roofline']:.2f})",
                 flush=True,
             )
 
