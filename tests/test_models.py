@@ -90,7 +90,7 @@ def test_model_call_returns_encoder_features():
     assert tuple(model.embed(x).shape) == (8, 4)
 
 
-def _fit_one_step(strategy, data, optimizer=lambda: keras.optimizers.SGD(0.5)):
+def _fit_one_step(strategy, data, optimizer):
     with strategy.scope():
         model = _model(projector=True, seed=3)
         model.compile(optimizer(), concentration_optimizer=2.0)
