@@ -1,6 +1,50 @@
-"""aninfonce-tf: contrastive learning that recovers all latent factors (AnInfoNCE)."""
+"""aninfonce-tf: contrastive learning that recovers all latent factors (AnInfoNCE).
 
-from aninfonce_tf import layers, losses, models, ops
+InfoNCE and AnInfoNCE (Rusak et al., AISTATS 2025) for TensorFlow / Keras 3: AnInfoNCE
+learns a diagonal concentration Lambda_hat and recovers the latents that augmentations
+change strongly, which InfoNCE's single temperature loses.
+
+The public API, importable from `aninfonce_tf`:
+
+Losses and model:
+    InfoNCE, AnInfoNCE: `keras.losses.Loss` wrappers of the InfoNCE family (`ops`).
+    ContrastiveModel: the training model (encoder, optional projector, Lambda_hat).
+    export_encoder: a SavedModel of the encoder, loadable without this package.
+
+Layers and encoders:
+    DiagonalScaling: the trainable Lambda_hat.
+    SphereNormalization: projection onto the unit sphere.
+    projection_head: SimCLR's MLP projector.
+    mlp_encoder, small_cnn, resnet18_cifar, resnet50: the encoders of the recipes.
+
+Data:
+    SimCLRAugment: SimCLR views that return their parameters.
+    augment_pairs: a `tf.data` dataset of images -> pairs of augmented views.
+    without_autotune: a `tf.data` dataset without autotuning (steady XLA steps on CPU).
+
+Evaluation during `fit`:
+    EvaluationCallback: runs evaluators, logs them, stops at score targets.
+    IdentifiabilityEvaluator: R^2, MCC and Lambda_hat against known latents.
+    ImageProbeEvaluator: class probes and augmentation readout on frozen features.
+    StopOnNonFiniteLoss: stops at the first NaN or infinite loss, naming the step.
+
+Submodules: `ops` (pure functions), `losses`, `layers`, `models`, `encoders`, `data`
+(synthetic latents, augmentations, datasets), `evaluation` (metrics, probes, callbacks),
+`experiment` (the runner of the recipes) and `configs` (one module per experiment).
+
+Example:
+
+>>> import aninfonce_tf as ait
+>>> model = ait.ContrastiveModel(ait.mlp_encoder(4, 3, [16]), scaling=ait.DiagonalScaling(5.0))
+>>> model.compile(optimizer="adam", loss=ait.AnInfoNCE(), concentration_optimizer=1e-2)
+"""
+
+from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+from aninfonce_tf.data.options import without_autotune
+from aninfonce_tf.encoders import mlp_encoder, resnet18_cifar, resnet50, small_cnn
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
+from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
 from aninfonce_tf.models import ContrastiveModel, export_encoder
@@ -11,12 +55,19 @@ __all__ = [
     "AnInfoNCE",
     "ContrastiveModel",
     "DiagonalScaling",
+    "EvaluationCallback",
+    "IdentifiabilityEvaluator",
+    "ImageProbeEvaluator",
     "InfoNCE",
+    "SimCLRAugment",
     "SphereNormalization",
+    "StopOnNonFiniteLoss",
+    "augment_pairs",
     "export_encoder",
-    "layers",
-    "losses",
-    "models",
-    "ops",
+    "mlp_encoder",
     "projection_head",
+    "resnet18_cifar",
+    "resnet50",
+    "small_cnn",
+    "without_autotune",
 ]

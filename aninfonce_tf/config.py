@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import sys
 import types
 import typing
 
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
-from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
 
-OPTIMIZERS = ("adam", "adamw", "sgd", "muon")
+OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
 EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution")
+
+
+class UsageError(ValueError):
+    """A setting that cannot run, found before training: the recipes print it as one
+    line and exit with status 2, as argparse does for a bad flag."""
 
 
 def option(default, help: str, choices: typing.Sequence[str] | None = None):
@@ -52,7 +59,7 @@ class RunConfig:
     """
 
     losses: str = option(
-        "aninfonce,infonce", f"loss variants, comma-separated, from {LOSS_VARIANTS}"
+        "aninfonce,infonce", f"loss variants, comma-separated, from {', '.join(LOSS_VARIANTS)}"
     )
     steps: int = option(1000, "training steps per loss")
     batch_size: int = option(256, "positive pairs per step (global, over every replica)")
@@ -66,14 +73,22 @@ class RunConfig:
     warmup_steps: int = option(
         0, "steps over which the encoder learning rate rises linearly from 0 (0: none)"
     )
-    momentum: float = option(0.9, "momentum of the sgd optimizer")
+    momentum: float = option(0.9, "momentum of the sgd and lars optimizers")
     ema_momentum: float = option(
         0.0,
         "momentum of an exponential moving average of the weights, which evaluation, "
         "--stop-at and the saved model use (0: none)",
     )
     weight_decay: float = option(
-        0.0, "encoder weight decay (adamw, sgd, muon); never on Lambda_hat"
+        0.0,
+        "encoder weight decay (adamw, sgd, muon), decoupled as Keras' `weight_decay`; never "
+        "on Lambda_hat",
+    )
+    l2_weight_decay: float = option(
+        0.0,
+        "encoder L2 weight decay added to the gradient before the momentum (sgd: PyTorch "
+        "SGD's `weight_decay`, ~10x a Keras weight_decay of the same value at momentum 0.9; "
+        "lars: SimCLR's decay, inside the trust ratio); never on Lambda_hat",
     )
     muon_exclude: str = option(
         "",
@@ -86,7 +101,7 @@ class RunConfig:
         "exp", "Lambda_hat as a function of its variable", PARAMETRIZATIONS
     )
     initial_concentration: float = option(
-        5.0, "Lambda_hat's start; start below every true Lambda (README point 1)"
+        5.0, "Lambda_hat's start; start below every true Lambda (docs/tuning.md, point 1)"
     )
     infonce_temperature: float = option(0.2, "temperature of the InfoNCE baseline")
     hard_negative_beta: float = option(0.5, "beta of the *_hard_negatives loss variants")
@@ -98,6 +113,11 @@ class RunConfig:
         "candidates per block of a blockwise loss (memory B x block, not B x B); 0: dense",
     )
     eval_every: int = option(500, "steps between evaluations (divides `steps`)")
+    save_every: int = option(
+        1000,
+        "steps between the backup checkpoints a killed run resumes from (one is also saved "
+        "at each evaluation); Keras' epochs last gcd(eval_every, save_every) steps",
+    )
     stop_at: str = option(
         "",
         "stop a loss at the first evaluation reaching every target, e.g. mcc=0.95,linear_r2=0.99",
@@ -127,9 +147,37 @@ class RunConfig:
             )
         return names
 
+    def epoch_steps(self) -> int:
+        """Steps per Keras epoch: evaluations and backup checkpoints fall on epoch ends."""
+        return math.gcd(self.eval_every, self.save_every)
+
+    def loss_options(self) -> dict:
+        """The keyword arguments of `losses.loss_variant` that this config sets."""
+        return dict(
+            infonce_temperature=self.infonce_temperature,
+            hard_negative_beta=self.hard_negative_beta,
+            ensemble_temperatures=split_list(self.ensemble_temperatures, float),
+            initial_concentration=self.initial_concentration,
+            parametrization=self.parametrization,
+            block_size=self.loss_block_size or None,
+        )
+
     def validate(self) -> None:
-        """Raises `ValueError` naming the field whose value cannot run."""
-        self.loss_names()
+        """Raises `ValueError` naming the field whose value cannot run, for every loss
+        variant before any of them trains."""
+        names = self.loss_names()
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
+        for name in ("learning_rate", "concentration_learning_rate", "weight_decay", "momentum"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
+        if self.weight_decay and self.optimizer == "adam":
+            raise ValueError(
+                f"`weight_decay` ({self.weight_decay}) would be ignored by `optimizer` adam; "
+                "use adamw (decoupled decay), sgd or muon, or pass --weight-decay 0."
+            )
         if self.batch_size < 2:
             raise ValueError(f"`batch_size` must be at least 2; got {self.batch_size}.")
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
@@ -141,6 +189,22 @@ class RunConfig:
             raise ValueError(
                 f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "
                 f"divide `eval_every` ({self.eval_every})."
+            )
+        if self.save_every < 1 or self.epoch_steps() % self.steps_per_execution:
+            raise ValueError(
+                f"`save_every` ({self.save_every}) must be positive, and gcd(eval_every, "
+                f"save_every) = {self.epoch_steps()} a multiple of `steps_per_execution` "
+                f"({self.steps_per_execution})."
+            )
+        if self.l2_weight_decay and (self.optimizer not in ("sgd", "lars") or self.weight_decay):
+            raise ValueError(
+                f"`l2_weight_decay` ({self.l2_weight_decay}) needs `optimizer` sgd or lars and "
+                f"no decoupled `weight_decay`; got {self.optimizer!r} and {self.weight_decay}."
+            )
+        if self.optimizer == "lars" and self.weight_decay:
+            raise ValueError(
+                f"`optimizer` lars decays the weights by `l2_weight_decay` (inside the trust "
+                f"ratio, as SimCLR); got the decoupled `weight_decay` {self.weight_decay}."
             )
         if self.muon_exclude and self.optimizer != "muon":
             raise ValueError(
@@ -155,6 +219,28 @@ class RunConfig:
                 raise ValueError(
                     f"Unknown `{name}` {getattr(self, name)!r}; expected one of {tuple(choices)}."
                 )
+        self._validate_losses(names)
+
+    def _validate_losses(self, names: list[str]) -> None:
+        hard_negatives = [name for name in names if LOSS_VARIANTS[name].hard_negatives]
+        if self.loss_block_size < 0 or (self.loss_block_size and hard_negatives):
+            raise ValueError(
+                f"`loss_block_size` ({self.loss_block_size}) must be 0 (dense) or positive, and "
+                f"0 for the hard-negative variants {hard_negatives}, which the blockwise loss "
+                "lacks."
+            )
+        try:
+            options = self.loss_options()
+        except ValueError:
+            raise ValueError(
+                "`ensemble_temperatures` must be comma-separated numbers; got "
+                f"{self.ensemble_temperatures!r}."
+            ) from None
+        for name in names:
+            try:
+                loss_variant(name, **options)
+            except ValueError as error:
+                raise ValueError(f"The loss variant {name!r} cannot be built: {error}") from None
 
     def resume_key(self) -> dict:
         """The fields a resumed run must share with the run it continues."""
@@ -172,8 +258,9 @@ def parse_config(
     description: str = "",
     smoke: dict | None = None,
 ) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR` and a
-    `--field value` override of every field of the presets' dataclass.
+    """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
+    `--seeds 0,1,2` and a `--field value` override of every field of the presets'
+    dataclass.
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
     overrides under `--smoke`, gives the defaults that `--help` shows. Unknown flags
@@ -187,8 +274,8 @@ def parse_config(
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
 
     Returns:
-        `(config, options)`; `options` has `preset`, `out` and `smoke` (False
-        when no smoke overrides are given).
+        `(config, options)`; `options` has `preset`, `out`, `seeds` (a list of
+        seeds, or None) and `smoke` (False when no smoke overrides are given).
     """
     choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     choice.add_argument(
@@ -210,6 +297,12 @@ def parse_config(
         allow_abbrev=False,
     )
     parser.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
+    parser.add_argument(
+        "--seeds",
+        type=_seed_list,
+        help="run each seed of a comma-separated list (e.g. 0,1,2) into OUT/seed_<k>/ and "
+        "summarise them in OUT/summary.json; instead of --seed",
+    )
     defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
     groups = {
         True: parser.add_argument_group(f"run (defaults: {defaults_from})"),
@@ -227,6 +320,9 @@ def parse_config(
             argument.update(type=kind, choices=field.metadata.get("choices"))
         groups[field.name in shared].add_argument("--" + field.name.replace("_", "-"), **argument)
     options = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if options.seeds and any(arg.split("=")[0] == "--seed" for arg in argv):
+        parser.error("--seed and --seeds exclude each other: --seeds sets each run's seed")
     options.smoke = smoke_run
     values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
     return dataclasses.replace(preset, **values), options
@@ -248,6 +344,19 @@ class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def _seed_list(text: str) -> list[int]:
+    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`)."""
+    try:
+        seeds = [int(item) for item in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct non-negative integers such as 0,1,2; got {text!r}"
+        )
+    return seeds
+
+
 def _boolean(text: str) -> bool:
     if text.lower() in ("1", "true", "yes"):
         return True
@@ -256,4 +365,4 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-__all__ = ["RunConfig", "option", "parse_config", "split_list"]
+__all__ = ["RunConfig", "UsageError", "option", "parse_config", "split_list"]

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import keras
 
+from aninfonce_tf.layers import batch_normalization
+
 PAPER_MLP_HIDDEN = (100, 500, 500, 500, 500, 100)
 
 
@@ -62,10 +64,20 @@ def small_cnn(
     return keras.Model(inputs, outputs, name=name)
 
 
-def _batch_norm(synchronized: bool) -> keras.layers.Layer:
-    # Synchronised across replicas when asked: per-replica statistics over a batch
-    # holding both views of each image let the network tell positives apart.
-    return keras.layers.BatchNormalization(synchronized=synchronized)
+def _conv(x, filters: int, kernel_size: int, stride: int = 1, initializer="glorot_uniform"):
+    """A convolution without bias; strided ones pad symmetrically first (PyTorch's
+    `padding=k // 2`, SimCLR's fixed padding) where Keras' "same" pads only the end."""
+    if stride > 1:
+        before = (kernel_size - 1) // 2
+        x = keras.layers.ZeroPadding2D((before, kernel_size - 1 - before))(x)
+    return keras.layers.Conv2D(
+        filters,
+        kernel_size,
+        stride,
+        padding="same" if stride == 1 else "valid",
+        use_bias=False,
+        kernel_initializer=initializer,
+    )(x)
 
 
 def resnet18_cifar(
@@ -74,28 +86,33 @@ def resnet18_cifar(
     name: str = "resnet18_cifar",
 ) -> keras.Model:
     """ResNet-18 with the CIFAR stem (a 3x3 convolution, no max-pool), as SimCLR and
-    SimSiam train on CIFAR10; global-average-pooled 512 features.
+    SimSiam train on CIFAR10; global-average-pooled 512 features. As torchvision's:
+    He-normal (fan-out) kernels, batch norm with momentum 0.9 and epsilon 1e-5
+    (`layers.batch_normalization`; synchronised across replicas when asked: per-replica
+    statistics over a batch holding both views of each image let the network tell
+    positives apart).
 
     Example:
 
     >>> resnet18_cifar().count_params()
     11178432
     """
+    initializer = keras.initializers.VarianceScaling(2.0, "fan_out", "untruncated_normal")
+
+    def conv_bn(x, filters: int, kernel_size: int, stride: int = 1):
+        x = _conv(x, filters, kernel_size, stride, initializer)
+        return batch_normalization(synchronized_batch_norm)(x)
 
     def block(x, filters: int, stride: int):
         shortcut = x
-        x = keras.layers.Conv2D(filters, 3, stride, padding="same", use_bias=False)(x)
-        x = keras.layers.ReLU()(_batch_norm(synchronized_batch_norm)(x))
-        x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
-        x = _batch_norm(synchronized_batch_norm)(x)
+        x = keras.layers.ReLU()(conv_bn(x, filters, 3, stride))
+        x = conv_bn(x, filters, 3)
         if stride != 1 or shortcut.shape[-1] != filters:
-            shortcut = keras.layers.Conv2D(filters, 1, stride, use_bias=False)(shortcut)
-            shortcut = _batch_norm(synchronized_batch_norm)(shortcut)
+            shortcut = conv_bn(shortcut, filters, 1, stride)
         return keras.layers.ReLU()(keras.layers.Add()([x, shortcut]))
 
     inputs = keras.Input(tuple(input_shape), name="observations")
-    x = keras.layers.Conv2D(64, 3, padding="same", use_bias=False)(inputs)
-    x = keras.layers.ReLU()(_batch_norm(synchronized_batch_norm)(x))
+    x = keras.layers.ReLU()(conv_bn(inputs, 64, 3))
     for filters, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
         x = block(x, filters, stride)
         x = block(x, filters, 1)
@@ -108,16 +125,41 @@ def resnet50(
     synchronized_batch_norm: bool = False,
     name: str = "resnet50",
 ) -> keras.Model:
-    """`keras.applications.ResNet50` without weights or top, average-pooled 2048
-    features; its batch norms synchronised across replicas when asked."""
-    base = keras.applications.ResNet50(
-        include_top=False, weights=None, input_shape=tuple(input_shape), pooling="avg"
-    )
-    if not synchronized_batch_norm:
-        return keras.Model(base.inputs, base.outputs, name=name)
-    config = base.get_config()
-    for layer in config["layers"]:
-        if layer["class_name"] == "BatchNormalization":
-            layer["config"]["synchronized"] = True
-    synced = keras.Model.from_config(config)
-    return keras.Model(synced.inputs, synced.outputs, name=name)
+    """ResNet-50 v1.5 as SimCLR trains it (and as torchvision's): each downsampling
+    bottleneck strides on its 3x3 convolution (v1, `keras.applications.ResNet50`,
+    strides on the first 1x1), convolutions have no bias and pad symmetrically,
+    batch norm has momentum 0.9 and epsilon 1e-5 (synchronised across replicas when
+    asked), kernels start from SimCLR's fan-in truncated normal and the last batch
+    norm of each block from zero (each block starts as the identity);
+    average-pooled 2048 features.
+
+    Example:
+
+    >>> resnet50((32, 32, 3)).output_shape
+    (None, 2048)
+    """
+    initializer = keras.initializers.VarianceScaling()
+
+    def conv_bn(x, filters: int, kernel_size: int, stride: int = 1, last: bool = False):
+        x = _conv(x, filters, kernel_size, stride, initializer)
+        gamma = "zeros" if last else "ones"
+        return batch_normalization(synchronized_batch_norm, gamma_initializer=gamma)(x)
+
+    def bottleneck(x, filters: int, stride: int):
+        shortcut = x
+        if stride != 1 or x.shape[-1] != 4 * filters:
+            shortcut = conv_bn(x, 4 * filters, 1, stride)
+        x = keras.layers.ReLU()(conv_bn(x, filters, 1))
+        x = keras.layers.ReLU()(conv_bn(x, filters, 3, stride))
+        x = conv_bn(x, 4 * filters, 1, last=True)
+        return keras.layers.ReLU()(keras.layers.Add()([x, shortcut]))
+
+    inputs = keras.Input(tuple(input_shape), name="observations")
+    x = keras.layers.ReLU()(conv_bn(inputs, 64, 7, 2))
+    x = keras.layers.MaxPooling2D(3, 2, padding="same")(x)
+    for filters, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        x = bottleneck(x, filters, stride)
+        for _ in range(blocks - 1):
+            x = bottleneck(x, filters, 1)
+    outputs = keras.layers.GlobalAveragePooling2D(name="features")(x)
+    return keras.Model(inputs, outputs, name=name)

@@ -7,6 +7,8 @@ strategy and its scope, precision, the loss variants and their compile, `fit`
 with evaluation, `--stop-at`, NaN stop and checkpoint-and-resume, then per
 variant `model.keras`, the exported encoder, `results.json` (rewritten after each
 variant), the results table and plots. Only the chief worker writes outputs.
+With `--seeds 0,1,2` it runs each seed into its own directory and summarises the
+scores over the seeds (`run_seeds`).
 
 Example (the synthetic experiment, tiny):
 
@@ -23,8 +25,9 @@ Example (the synthetic experiment, tiny):
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
+import math
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,8 +36,15 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from aninfonce_tf import distribute, plots
-from aninfonce_tf.config import EXECUTION_FIELDS, RunConfig, parse_config, split_list
+from aninfonce_tf import distribute, optimizers, plots
+from aninfonce_tf.checkpoints import (
+    Backup,
+    read_json,
+    replace_atomically,
+    replace_directory_atomically,
+    write_json,
+)
+from aninfonce_tf.config import EXECUTION_FIELDS, RunConfig, UsageError, parse_config, split_list
 from aninfonce_tf.evaluation.callbacks import (
     ConcentrationLogger,
     EvaluationCallback,
@@ -44,7 +54,8 @@ from aninfonce_tf.evaluation.callbacks import (
     scalar_items,
 )
 from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
-from aninfonce_tf.models import ContrastiveModel, export_encoder, split_views
+from aninfonce_tf.models import ContrastiveModel, export_encoder, split_views, training_views
+from aninfonce_tf.seeds import summarize, summary_table
 
 # Entries of a variant's result that describe the run rather than score it.
 RUN_ENTRIES = ("steps", "wall_seconds", "final_loss", "curve", "target_reached", "stopped")
@@ -104,6 +115,21 @@ def encoder_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
         )
     # Keras keeps the average in the optimizer; ContrastiveModel extends it to Lambda_hat.
     average = dict(use_ema=True, ema_momentum=config.ema_momentum) if config.ema_momentum else {}
+    if config.optimizer == "lars":
+        return optimizers.LARS(
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.l2_weight_decay,
+            **average,
+        )
+    if config.optimizer == "sgd" and config.l2_weight_decay:
+        # PyTorch's weight decay: an L2 term of the gradient, through the momentum.
+        return optimizers.CoupledSGD(
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.l2_weight_decay,
+            **average,
+        )
     if config.optimizer == "sgd":
         return keras.optimizers.SGD(
             learning_rate,
@@ -138,15 +164,7 @@ def build_model(config: RunConfig, experiment: Experiment, variant: str) -> Cont
     finally:
         keras.config.set_dtype_policy(previous_policy)
     loss, scaling = loss_variant(
-        variant,
-        normalized=experiment.normalize,
-        infonce_temperature=config.infonce_temperature,
-        hard_negative_beta=config.hard_negative_beta,
-        ensemble_temperatures=split_list(config.ensemble_temperatures, float),
-        initial_concentration=config.initial_concentration,
-        parametrization=config.parametrization,
-        seed=config.seed,
-        block_size=config.loss_block_size or None,
+        variant, normalized=experiment.normalize, seed=config.seed, **config.loss_options()
     )
     model = ContrastiveModel(
         encoder, projector=projector, normalize=experiment.normalize, scaling=scaling, name=variant
@@ -171,9 +189,10 @@ def run_directory(out: str | None, name: str) -> Path:
     return path
 
 
-def claim_run_directory(run_dir: Path, config: RunConfig, write: bool) -> dict:
-    """Checks that `run_dir` is new or holds a run of the same config, writes
-    `config.json`, and returns the results already saved there (resume).
+def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
+    """Checks that `run_dir` is new or holds a run of the same config and returns the
+    results already saved there (resume). `config.json` is written once training
+    starts (`run`), so that a run refused before it leaves none to refuse its rerun.
 
     Raises:
         ValueError: when `run_dir` holds a run of another config; a stale backup
@@ -181,7 +200,7 @@ def claim_run_directory(run_dir: Path, config: RunConfig, write: bool) -> dict:
     """
     config_path = run_dir / "config.json"
     if config_path.exists():
-        saved = json.loads(config_path.read_text())
+        saved = read_json(config_path)
         current = json.loads(json.dumps(config.resume_key()))
         saved = {k: v for k, v in saved.items() if k not in EXECUTION_FIELDS}
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
@@ -191,17 +210,14 @@ def claim_run_directory(run_dir: Path, config: RunConfig, write: bool) -> dict:
                 f"{run_dir} holds a run of another config ({changes}); it would resume from "
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
             )
-    elif write:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        config_path.write_text(json.dumps(dataclasses.asdict(config), indent=2))
     results_path = run_dir / "results.json"
-    return json.loads(results_path.read_text()) if results_path.exists() else {}
+    return read_json(results_path) if results_path.exists() else {}
 
 
-def _restored_epoch(backup_dir: Path) -> int:
-    """The epoch `keras.callbacks.BackupAndRestore` will resume at (0 for a new run)."""
-    metadata = backup_dir / "training_metadata.json"
-    return json.loads(metadata.read_text())["epoch"] if metadata.exists() else 0
+def _work_dir(run_dir: Path, strategy: tf.distribute.Strategy) -> Path:
+    """The directory of this worker's own files (histories, backups): `run_dir` on the
+    chief."""
+    return run_dir if distribute.is_chief(strategy) else run_dir / "workers" / _task_name(strategy)
 
 
 def train_variant(
@@ -215,19 +231,28 @@ def train_variant(
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
     """Trains one loss variant (resuming its backup, if any) and returns the model
-    and its result: final scores, steps, seconds, final loss and score curve."""
+    and its result: final scores, steps, seconds, final loss and score curve.
+
+    Keras' epochs last `config.epoch_steps()` steps; at the end of each, the backup
+    keeps a checkpoint (`checkpoints.Backup`), and every `eval_every` steps the
+    evaluators score the model."""
     chief = distribute.is_chief(strategy)
-    work_dir = run_dir if chief else run_dir / "workers" / _task_name(strategy)
+    work_dir = _work_dir(run_dir, strategy)
     variant_dir = work_dir / variant
     variant_dir.mkdir(parents=True, exist_ok=True)
-    backup_dir = work_dir / "backup" / variant
+    epoch_steps = config.epoch_steps()
+    backup = Backup(work_dir / "backup" / variant, epoch_steps)
+    start_step = backup.restore()
     history_path = variant_dir / "history.json"
-    start_epoch = _restored_epoch(backup_dir)
-    history = []
-    if start_epoch and history_path.exists():
-        last_step = start_epoch * config.eval_every
-        history = [p for p in json.loads(history_path.read_text()) if p["step"] <= last_step]
-        print(f"   resuming {variant} at step {last_step}", flush=True)
+    history, reached = [], None
+    if start_step:
+        if history_path.exists():
+            history = [p for p in json.loads(history_path.read_text()) if p["step"] <= start_step]
+        print(f"   resuming {variant} at step {start_step}", flush=True)
+        last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
+        if stop_at and all(last.get(name, -math.inf) >= v for name, v in stop_at.items()):
+            # The run stopped there, at its targets: nothing is left to train.
+            reached = {"step": start_step, "seconds": history[-1]["seconds"]}
     with strategy.scope():
         keras.utils.set_random_seed(config.seed)
         model = build_model(config, experiment, variant)
@@ -235,32 +260,29 @@ def train_variant(
     evaluation = EvaluationCallback(
         experiment.evaluators,
         str(logs / "scores") if chief else None,
-        steps_per_epoch=config.eval_every,
+        every_epochs=config.eval_every // epoch_steps,
+        steps_per_epoch=epoch_steps,
         stop_at=stop_at,
         history=history,
         history_path=str(history_path),
     )
+    evaluation.reached = reached
     non_finite = StopOnNonFiniteLoss()
-    fit_callbacks = [
-        non_finite,
-        evaluation,
-        keras.callbacks.BackupAndRestore(str(backup_dir), delete_checkpoint=True),
-        *callbacks,
-    ]
+    # The backup after the evaluation: a checkpoint never runs ahead of history.json.
+    fit_callbacks = [non_finite, evaluation, backup, *callbacks]
     if chief:
         fit_callbacks += [
-            ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=config.eval_every),
+            ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=epoch_steps),
             keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
         ]
-    start_step = start_epoch * config.eval_every
     sharded = distribute.is_multi_worker(strategy) and experiment.worker_train_data
     if sharded:
         data = strategy.distribute_datasets_from_function(
-            functools.partial(experiment.worker_train_data, start_step)
+            lambda context: training_views(experiment.worker_train_data(start_step, context))
         )
     elif strategy.num_replicas_in_sync > 1:
         data = distribute.distribute_global_batches(
-            strategy, lambda: experiment.train_data(start_step), config.batch_size
+            strategy, lambda: training_views(experiment.train_data(start_step)), config.batch_size
         )
     else:
         data = experiment.train_data(start_step)
@@ -269,8 +291,9 @@ def train_variant(
     start = time.perf_counter()
     fit_history = model.fit(
         data,
-        steps_per_epoch=config.eval_every,
-        epochs=config.steps // config.eval_every,
+        steps_per_epoch=epoch_steps,
+        initial_epoch=start_step // epoch_steps,
+        epochs=(reached["step"] if reached else config.steps) // epoch_steps,
         callbacks=fit_callbacks,
         verbose=verbose,
         shuffle=False,  # fresh pairs every step; True would only make Keras warn
@@ -278,11 +301,13 @@ def train_variant(
     seconds = time.perf_counter() - start + (history[-1]["seconds"] if history else 0.0)
     curve = evaluation.history
     final = curve[-1] if curve else {}
+    # Resumed at its last step, `fit` runs no epoch: the loss is the checkpoint's.
+    losses = fit_history.history.get("loss") or [backup.restored_logs["loss"]]
     result = {
         **{k: v for k, v in final.items() if k not in ("step", "seconds")},
         "steps": int(model.optimizer.iterations.numpy()),
         "wall_seconds": round(seconds, 1),
-        "final_loss": float(fit_history.history["loss"][-1]),
+        "final_loss": float(losses[-1]),
         "curve": curve,
     }
     if stop_at:
@@ -298,10 +323,13 @@ def _task_name(strategy) -> str:
 
 
 def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export: bool) -> None:
-    """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat."""
-    model.save(variant_dir / "model.keras")
+    """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat, each
+    replaced atomically."""
+    replace_atomically(variant_dir / "model.keras", model.save)
     if export:
-        export_encoder(model, variant_dir / "encoder", input_spec)
+        replace_directory_atomically(
+            variant_dir / "encoder", lambda directory: export_encoder(model, directory, input_spec)
+        )
 
 
 def run(
@@ -315,8 +343,11 @@ def run(
     scores them.
 
     Rerun into the same `run_dir` with the same config, it skips the variants
-    already finished and resumes an interrupted one from its last evaluation,
-    evaluation history included; with another config it refuses.
+    already finished and resumes an interrupted one from its last backup
+    checkpoint (every `save_every` steps and at each evaluation), evaluation
+    history included, to the result an uninterrupted run gives; with another
+    config it refuses. Every file is replaced atomically, so a kill at any
+    instant leaves a run that resumes.
 
     Args:
         config: the experiment's config (a `RunConfig`).
@@ -329,25 +360,36 @@ def run(
     Returns:
         `{variant: result}`, as written to `run_dir/results.json` with the
         experiment's `metadata` beside it.
+
+    Raises:
+        UsageError: (a `ValueError`) for a setting that cannot run, before any
+            training and before anything is written.
     """
-    config.validate()
-    stop_at = parse_targets(config.stop_at)  # a malformed target fails before training
-    names = config.loss_names()
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
-    strategy = distribute.get_strategy(config.strategy, config.tpu)
+    try:
+        config.validate()
+        stop_at = parse_targets(config.stop_at)
+        names = config.loss_names()
+        strategy = distribute.get_strategy(config.strategy, config.tpu)
+        saved = claim_run_directory(run_dir, config)
+        experiment = build(config)
+        anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
+        check_targets(stop_at, experiment.evaluators, anisotropic)
+    except UsageError:
+        raise
+    except ValueError as error:
+        raise UsageError(str(error)) from error
     chief = distribute.is_chief(strategy)
-    saved = claim_run_directory(run_dir, config, write=chief)
-    experiment = build(config)
-    check_targets(
-        stop_at, experiment.evaluators, {name: LOSS_VARIANTS[name].anisotropic for name in names}
-    )
     results = {name: saved[name] for name in names if _finished(run_dir, saved, name)}
     input_spec = split_views(experiment.train_data(0).element_spec)[0] if chief else None
     for name in names:
         if name in results:
             print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
             continue
+        if chief and not (run_dir / "config.json").exists():
+            run_dir.mkdir(parents=True, exist_ok=True)
+            write_json(run_dir / "config.json", dataclasses.asdict(config))
         model, results[name] = train_variant(
             config, experiment, name, run_dir, strategy, stop_at, verbose, callbacks
         )
@@ -355,6 +397,8 @@ def run(
             if "stopped" not in results[name]:  # a diverged model is not worth keeping
                 save_variant(model, run_dir / name, input_spec, config.export)
             _write_results(run_dir, experiment.metadata, results)
+        # Kept until the variant's outputs are written: a kill before resumes from it.
+        shutil.rmtree(_work_dir(run_dir, strategy) / "backup" / name, ignore_errors=True)
     if chief:
         write_plots(results, experiment, run_dir)
     print(results_table(results, experiment.table_columns))
@@ -367,14 +411,12 @@ def run(
 
 
 def _finished(run_dir: Path, saved: dict, name: str) -> bool:
-    return name in saved and (run_dir / name / "model.keras").exists()
+    """Saved with its model, or diverged (which saves none)."""
+    return name in saved and ("stopped" in saved[name] or (run_dir / name / "model.keras").exists())
 
 
 def _write_results(run_dir: Path, metadata: dict, results: dict) -> None:
-    path = run_dir / "results.json"
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps({**metadata, **results}, indent=2))
-    partial.replace(path)  # atomic: a crash never leaves half a file
+    write_json(run_dir / "results.json", {**metadata, **results})
 
 
 def write_plots(results: dict, experiment: Experiment, run_dir: Path) -> list[Path]:
@@ -430,9 +472,42 @@ def results_table(results: dict, columns: Sequence[str] = ()) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def run_seeds(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    seeds: Sequence[int],
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> dict:
+    """`run`s `config` once per seed into `run_dir/seed_<k>/` (with `seed` k), then
+    writes `run_dir/summary.json` and prints its table: per variant and scalar score
+    the mean, sd and n over the seeds, and the paired difference AnInfoNCE - InfoNCE
+    with its 95 % t-interval (`aninfonce_tf.seeds.summarize`).
+
+    Each seed resumes like a single run: rerun, it skips the finished seeds and
+    variants and resumes an interrupted one.
+
+    Returns:
+        The summary, as written to `summary.json`.
+    """
+    scores = {}
+    for seed in seeds:
+        seed_dir = run_dir / f"seed_{seed}"
+        print(f"=== seed {seed}: {seed_dir}", flush=True)
+        results = run(dataclasses.replace(config, seed=seed), build, seed_dir, verbose, callbacks)
+        scores[seed] = {name: _scores(result) for name, result in results.items()}
+    summary = summarize(scores)
+    if distribute.is_chief(distribute.get_strategy(config.strategy, config.tpu)):
+        write_json(run_dir / "summary.json", summary)
+    print(summary_table(summary))
+    print(f"summary: {run_dir / 'summary.json'}")
+    return summary
+
+
 def main(config_module, argv=None, description: str = "") -> dict:
     """The command line of a recipe: parses its config module's presets and flags,
-    then `run`s it into `--out`.
+    then `run`s it into `--out`, or with `--seeds` `run_seeds`.
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE` and `build`.
@@ -444,7 +519,14 @@ def main(config_module, argv=None, description: str = "") -> dict:
     )
     run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
     print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
-    return run(config, config_module.build, run_dir)
+    try:
+        if options.seeds:
+            return run_seeds(config, config_module.build, run_dir, options.seeds)
+        return run(config, config_module.build, run_dir)
+    except UsageError as error:
+        # As argparse does for a bad flag: one line, status 2, no traceback.
+        print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 __all__ = [
@@ -454,4 +536,5 @@ __all__ = [
     "main",
     "results_table",
     "run",
+    "run_seeds",
 ]

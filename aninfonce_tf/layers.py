@@ -144,16 +144,63 @@ class SphereNormalization(keras.layers.Layer):
         return input_shape
 
 
+def batch_normalization(synchronized: bool = False, **kwargs) -> keras.layers.BatchNormalization:
+    """Batch norm as in SimCLR's and torchvision's ResNets: moving averages with
+    momentum 0.9 (PyTorch's `momentum=0.1`) and epsilon 1e-5; statistics over every
+    replica when `synchronized`.
+
+    Example:
+
+    >>> layer = batch_normalization()
+    >>> layer.momentum, layer.epsilon
+    (0.9, 1e-05)
+    """
+    return keras.layers.BatchNormalization(
+        momentum=0.9, epsilon=1e-5, synchronized=synchronized, **kwargs
+    )
+
+
 def projection_head(
-    hidden_units: Sequence[int], output_dim: int, activation: str = "relu", name: str = "projector"
+    hidden_units: Sequence[int],
+    output_dim: int,
+    activation: str = "relu",
+    batch_norm: bool = False,
+    synchronized_batch_norm: bool = False,
+    name: str = "projector",
 ) -> keras.Sequential:
     """SimCLR projection head: Dense-activation blocks, then a linear output layer.
+
+    With `batch_norm`, SimCLR's ImageNet head: each Dense layer without bias and
+    followed by batch norm (before the activation), the output's without offset.
+
+    Args:
+        hidden_units: widths of the hidden layers.
+        output_dim: width of the output.
+        activation: of the hidden layers.
+        batch_norm: batch norm after each Dense layer.
+        synchronized_batch_norm: its statistics over every replica.
+        name: of the head.
 
     Example:
 
     >>> head = projection_head([64], 16)
     >>> tuple(head(np.zeros((2, 32), "float32")).shape)
     (2, 16)
+    >>> [type(layer).__name__ for layer in projection_head([64], 16, batch_norm=True).layers]
+    ['Dense', 'BatchNormalization', 'Activation', 'Dense', 'BatchNormalization']
     """
-    blocks = [keras.layers.Dense(units, activation=activation) for units in hidden_units]
-    return keras.Sequential([*blocks, keras.layers.Dense(output_dim)], name=name)
+    if not batch_norm:
+        blocks = [keras.layers.Dense(units, activation=activation) for units in hidden_units]
+        return keras.Sequential([*blocks, keras.layers.Dense(output_dim)], name=name)
+    layers = []
+    for units in hidden_units:
+        layers += [
+            keras.layers.Dense(units, use_bias=False),
+            batch_normalization(synchronized_batch_norm),
+            keras.layers.Activation(activation),
+        ]
+    layers += [
+        keras.layers.Dense(output_dim, use_bias=False),
+        batch_normalization(synchronized_batch_norm, center=False),
+    ]
+    return keras.Sequential(layers, name=name)

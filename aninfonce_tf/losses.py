@@ -222,9 +222,18 @@ def loss_variant(
         raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
     variant = LOSS_VARIANTS[name]
     beta = hard_negative_beta if variant.hard_negatives else 0.0
-    ensemble = [float(t) for t in ensemble_temperatures]
+    # Checked here, so that the message names the argument (the recipes' flag).
+    ensemble = (
+        core.check_temperature(list(ensemble_temperatures), "ensemble_temperatures")
+        if variant.ensemble
+        else []
+    )
     if not variant.anisotropic:
-        temperature = ensemble if variant.ensemble else infonce_temperature
+        temperature = (
+            ensemble
+            if variant.ensemble
+            else core.check_temperature(infonce_temperature, "infonce_temperature")[0]
+        )
         similarity = "cosine" if normalized else "euclidean"
         loss = InfoNCE(
             similarity, temperature=temperature, hard_negative_beta=beta, block_size=block_size

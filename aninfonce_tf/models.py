@@ -8,7 +8,8 @@ updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rat
 from __future__ import annotations
 
 import contextlib
-import json
+import math
+import numbers
 import warnings
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from keras import ops
 
 from aninfonce_tf import distribute
 from aninfonce_tf import ops as core
+from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
 
@@ -25,6 +27,78 @@ VIEW_KEYS = ("view1", "view2")
 # The uniformity metric is estimated on at most this many rows of view 1: its pairs
 # grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
 UNIFORMITY_ROWS = 512
+
+
+def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """`dataset` as training reads it: of a dict batch only its two views, and a batch
+    of fewer than 2 rows refused.
+
+    Both happen in tf.data, before the compiled step: extra keys (latents,
+    augmentation parameters, labels, file names) would otherwise be fed to it, where
+    XLA refuses strings, and XLA drops the assertion on a last batch of one row.
+
+    Example:
+
+    >>> rows = {"view1": np.zeros((5, 2)), "view2": np.ones((5, 2)), "name": ["a"] * 5}
+    >>> data = training_views(tf.data.Dataset.from_tensor_slices(rows).batch(2))
+    >>> sorted(data.element_spec)
+    ['view1', 'view2']
+    >>> [len(batch["view1"]) for batch in data.take(2)]
+    [2, 2]
+    >>> list(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...at least 2 rows...
+    """
+    spec = dataset.element_spec
+    if isinstance(spec, tuple) and len(spec) == 1:  # `Dataset.from_tensors((batch,))`
+        spec = spec[0]
+    if isinstance(spec, dict) and all(key in spec for key in VIEW_KEYS):
+        extra_keys, view = len(spec) > len(VIEW_KEYS), spec["view1"]
+    elif isinstance(spec, tuple) and len(spec) == 2:
+        extra_keys, view = False, spec[0]
+    else:
+        return dataset  # `split_views` says what is wrong with it
+    rows = view.shape[0] if view.shape.rank else None
+    if not extra_keys and rows is not None:
+        return dataset
+
+    def views(*batch):
+        batch = batch[0] if len(batch) == 1 else batch
+        if isinstance(batch, dict):
+            batch = {key: batch[key] for key in VIEW_KEYS}
+        if rows is not None:
+            return batch
+        first = batch["view1"] if isinstance(batch, dict) else batch[0]
+        check = tf.debugging.assert_greater_equal(
+            tf.shape(first)[0],
+            2,
+            message=(
+                "Each batch needs at least 2 rows to have negatives: batch the dataset with "
+                "drop_remainder=True, or so that no last batch of one row is left. Rows"
+            ),
+        )
+        with tf.control_dependencies([check]):
+            return tf.nest.map_structure(tf.identity, batch)
+
+    return dataset.map(views)
+
+
+def _training_input(x, batch_size: int | None):
+    """`fit`'s `x` with `training_views` applied (a dataset) or checked (arrays)."""
+    if isinstance(x, tf.data.Dataset):
+        return training_views(x)
+    if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):
+        x = {key: x[key] for key in VIEW_KEYS}
+    arrays = [a for a in keras.tree.flatten(x) if getattr(a, "shape", None)]
+    if arrays:
+        rows, batch_size = int(arrays[0].shape[0]), batch_size or 32  # Keras' default
+        if rows % batch_size == 1:
+            raise ValueError(
+                f"{rows} rows in batches of {batch_size} leave a last batch of one row, which "
+                "has no negatives: drop a row, or pass another `batch_size`."
+            )
+    return x
 
 
 def split_views(data):
@@ -259,8 +333,19 @@ class ContrastiveModel(keras.Model):
             raise TypeError(f"`loss` must be an InfoNCE or AnInfoNCE; got {type(loss).__name__}.")
         self._check_loss_fits_scaling(loss)
         optimizer = keras.optimizers.get(optimizer)
-        if isinstance(concentration_optimizer, (int, float)):
-            concentration_optimizer = keras.optimizers.Adam(float(concentration_optimizer))
+        if isinstance(concentration_optimizer, bool):
+            raise TypeError(
+                "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
+                f"got {concentration_optimizer}."
+            )
+        if isinstance(concentration_optimizer, numbers.Real):
+            rate = float(concentration_optimizer)
+            if not (math.isfinite(rate) and rate >= 0):
+                raise ValueError(
+                    "`concentration_optimizer` as a learning rate must be finite and not "
+                    f"negative; got {concentration_optimizer}."
+                )
+            concentration_optimizer = keras.optimizers.Adam(rate)
         elif concentration_optimizer is not None:
             concentration_optimizer = keras.optimizers.get(concentration_optimizer)
         if jit_compile and not distribute.supports_jit(self.distribute_strategy):
@@ -390,10 +475,11 @@ class ContrastiveModel(keras.Model):
             logs = {name: ops.reshape(value, [1]) for name, value in logs.items()}
         return logs
 
-    def fit(self, *args, **kwargs):
+    def fit(self, x=None, *args, **kwargs):
+        x = _training_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
         counter = _StepCounter()
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), counter]
-        history = super().fit(*args, **kwargs)
+        history = super().fit(x, *args, **kwargs)
         if counter.epochs and not counter.epochs_with_steps:
             raise ValueError(
                 "`fit` ran no training step: the data yielded no batch. Check that the "
@@ -406,7 +492,7 @@ class ContrastiveModel(keras.Model):
         main_variables, concentration_variables = self._split_variables()
         # Under mixed_float16 Keras wraps the main optimizer in a LossScaleOptimizer.
         # Lambda_hat's gradient flows through float32 ops only, so it takes the
-        # unscaled loss: its own optimizer never sees (or skips on) the loss scale.
+        # unscaled loss: its own optimizer never sees the loss scale.
         loss_scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
         separate = bool(concentration_variables) and loss_scaled
         with tf.GradientTape(persistent=separate) as tape:
@@ -424,9 +510,40 @@ class ContrastiveModel(keras.Model):
         if concentration_variables:
             # First, so that a weight average kept by the main optimizer sees this step's
             # Lambda_hat.
-            self.concentration_optimizer.apply(gradients[split:], concentration_variables)
+            if separate:
+                self._update_concentration_unless_overflow(gradients[:split], gradients[split:])
+            else:
+                self.concentration_optimizer.apply(gradients[split:], concentration_variables)
         self.optimizer.apply(gradients[:split], main_variables)
         return self._logs(values)
+
+    def _update_concentration_unless_overflow(self, main_gradients, gradients):
+        """One step, one rule: when the loss scale overflows the encoder's gradients the
+        LossScaleOptimizer skips the step, and Lambda_hat's optimizer skips it too (the
+        same test on the same gradients, in a cross-replica `cond` as Keras' own where
+        the strategy needs one)."""
+        variables = self.scaling.trainable_variables
+
+        def update(gradients):
+            self.concentration_optimizer.apply(gradients, variables)
+
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            finite = self.optimizer.check_finite(main_gradients)
+            ops.cond(finite, lambda: update(gradients), lambda: None)
+            return
+
+        def cross_replica(strategy, main_gradients, gradients):
+            finite = strategy.experimental_local_results(
+                strategy.extended.call_for_each_replica(
+                    self.optimizer.check_finite, args=(main_gradients,)
+                )
+            )[0]
+            each = strategy.extended.call_for_each_replica
+            ops.cond(finite, lambda: each(update, args=(gradients,)), lambda: None)
+
+        tf.distribute.get_replica_context().merge_call(
+            cross_replica, args=(main_gradients, gradients)
+        )
 
     def test_step(self, data):
         _, values = self._losses_and_logs(data, training=False)
@@ -457,8 +574,11 @@ def export_encoder(
     (observations in, float32 features out) and, for AnInfoNCE, Lambda_hat beside
     it in `concentration.json`.
 
-    Load it without this package with `tf.saved_model.load(directory).serve(x)` or
-    `keras.layers.TFSMLayer(directory, call_endpoint="serve")`.
+    Load it without this package with `keras.layers.TFSMLayer(directory,
+    call_endpoint="serve")`, or in two lines, `encoder = tf.saved_model.load(directory)`
+    then `encoder.serve(x)`. Keep the loaded object: its functions hold its variables
+    only weakly (TensorFlow's design), so calling `serve` on a loaded object that
+    nothing keeps fails with "variables which have been deleted".
 
     Args:
         model: a trained `ContrastiveModel`.
@@ -468,6 +588,18 @@ def export_encoder(
 
     Returns:
         `directory`.
+
+    Example:
+
+    >>> import tempfile
+    >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
+    >>> path = export_encoder(model, tempfile.mkdtemp() + "/encoder")
+    >>> loaded = tf.saved_model.load(str(path))
+    >>> tuple(loaded.serve(np.ones((2, 4), "float32")).shape)
+    (2, 3)
+    >>> (path / "concentration.json").exists()
+    True
     """
     directory = Path(directory)
     encoder = model.encoder
@@ -492,5 +624,5 @@ def export_encoder(
         concentration = {
             "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)]
         }
-        (directory / "concentration.json").write_text(json.dumps(concentration, indent=2))
+        write_json(directory / "concentration.json", concentration)
     return directory

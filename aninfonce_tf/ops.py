@@ -7,6 +7,7 @@ so the loss stays stable when the model runs in mixed precision.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import tensorflow as tf
@@ -330,10 +331,18 @@ def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
     return int(block_size)
 
 
-def check_temperature(temperature) -> list[float]:
+def check_temperature(temperature, name: str = "temperature") -> list[float]:
+    """`temperature` (a number or a non-empty sequence) as a list of floats.
+
+    Raises:
+        ValueError: naming `name`, unless every temperature is positive and finite
+            (NaN gives a NaN loss, infinity a constant one).
+    """
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
-    if not temperatures or any(float(t) <= 0 for t in temperatures):
-        raise ValueError(f"`temperature` must be positive; got {temperature}.")
+    if not temperatures or not all(math.isfinite(float(t)) and float(t) > 0 for t in temperatures):
+        raise ValueError(
+            f"`{name}` must be one or more positive, finite numbers; got {temperature}."
+        )
     return [float(t) for t in temperatures]
 
 

@@ -15,11 +15,13 @@ import numpy as np  # noqa: E402
 def plot_concentration(
     learned, true, path: str | Path, title: str = "Lambda_hat vs Lambda"
 ) -> Path:
-    """Learned Lambda_hat (matched to latents) against the true Lambda, one dot per latent."""
-    learned, true = np.asarray(learned), np.asarray(true)
+    """Learned Lambda_hat (matched to latents) against the true Lambda, one dot per latent
+    (a NaN or infinite Lambda_hat, of a diverged run, is left out)."""
+    learned, true = np.asarray(learned, "float64"), np.asarray(true, "float64")
+    finite = np.isfinite(learned)
     figure, axis = plt.subplots(figsize=(4.5, 4))
-    axis.scatter(true, learned, zorder=3)
-    limits = [0, 1.1 * max(true.max(), learned.max())]
+    axis.scatter(true[finite], learned[finite], zorder=3)
+    limits = [0, 1.1 * max(true.max(), learned[finite].max(initial=0.0))]
     axis.plot(limits, limits, "k--", lw=1, label="identity")
     axis.set(
         xlabel="true concentration",
@@ -62,7 +64,8 @@ def plot_curves(curves: dict[str, list[dict]], path: str | Path, keys: Sequence[
                 axis.plot(*zip(*values, strict=True), marker=".", label=name)
         axis.set(xlabel="step", ylabel=key)
         axis.grid(alpha=0.3)
-        axis.legend()
+        if axis.lines:  # a variant that diverged before its first evaluation has none
+            axis.legend()
     return _save(figure, path)
 
 
@@ -76,15 +79,19 @@ def _lookup(scores: dict, key: str):
 
 def plot_identifiability(results: dict, run_dir: str | Path, true_concentration) -> list[Path]:
     """Per-latent R^2 of every loss and, for each loss with a Lambda_hat, learned vs
-    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`."""
+    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`. A loss that
+    diverged before its first evaluation has no scores and is left out."""
     run_dir = Path(run_dir)
-    paths = [
-        plot_per_latent_r2(
-            {name: r["linear_r2_per_latent"] for name, r in results.items()},
-            true_concentration,
-            run_dir / "per_latent_r2.png",
+    per_latent = {
+        name: r["linear_r2_per_latent"]
+        for name, r in results.items()
+        if "linear_r2_per_latent" in r
+    }
+    paths = []
+    if per_latent:
+        paths.append(
+            plot_per_latent_r2(per_latent, true_concentration, run_dir / "per_latent_r2.png")
         )
-    ]
     for name, result in results.items():
         if "lambda_hat_matched" in result:
             paths.append(

@@ -1,19 +1,26 @@
 """Images/s of the SimCLR pipeline that returns its parameters against a pipeline of
-stock Keras 3 preprocessing layers that returns none, both at 32x32, batched.
+stock Keras 3 preprocessing layers that returns none, at 32x32 and at 224x224 with
+Gaussian blur, batched.
 
     python benchmarks/augment.py
-    python benchmarks/augment.py --batch-size 512 --batches 100
+    python benchmarks/augment.py --sizes 224 --repeats 7
 
-Both pipelines draw two views per image from the same uint8 images (random 40x40
-crops of scikit-learn's sample photos) inside `Dataset.map` with AUTOTUNE
-parallelism; the Keras one is RandomCrop (no resized crop exists in Keras core),
-RandomFlip, RandomColorJitter and RandomGrayscale. Prints the median of `--repeats`
-passes over `--batches` batches.
+Both pipelines draw two views per image from the same uint8 images (random crops of
+scikit-learn's sample photos: 40x40 for the 32 px views, 256x256 for the 224 px ones)
+inside `Dataset.map` with AUTOTUNE parallelism. Ours is the `simclr_cifar10` /
+`simclr_imagenet` preset: antialiased random resized crop, flip, colour jitter in a
+random order per image, grayscale and, at 224 px, blur with probability 0.5 (kernel
+23). The Keras one is RandomCrop (no resized crop exists in Keras core), RandomFlip,
+RandomColorJitter, RandomGrayscale and, at 224 px, RandomGaussianBlur (probability
+0.5, kernel 23, one sigma per batch), at the same jitter strengths. Passes over
+`batches` batches alternate between the two pipelines; the script prints the median
+images/s of each over `--repeats` passes and their ratio, as Markdown rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import keras
@@ -24,31 +31,60 @@ from sklearn.datasets import load_sample_images
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 
 
-def images(count: int) -> np.ndarray:
+@dataclasses.dataclass(frozen=True)
+class Row:
+    preset: str
+    source: int  # side of the source images
+    batch_size: int
+    batches: int  # per pass
+
+
+ROWS = {
+    32: Row("simclr_cifar10", source=40, batch_size=256, batches=60),
+    224: Row("simclr_imagenet", source=256, batch_size=32, batches=16),
+}
+
+
+def images(count: int, side: int) -> np.ndarray:
     rng = np.random.default_rng(0)
     photos = load_sample_images().images
     patches = []
     for _ in range(count):
         photo = photos[rng.integers(len(photos))]
-        y, x = rng.integers(0, photo.shape[0] - 40), rng.integers(0, photo.shape[1] - 40)
-        patches.append(photo[y : y + 40, x : x + 40])
+        y = rng.integers(0, photo.shape[0] - side)
+        x = rng.integers(0, photo.shape[1] - side)
+        patches.append(photo[y : y + side, x : x + side])
     return np.stack(patches)
 
 
-def keras_pipeline(dataset: tf.data.Dataset) -> tf.data.Dataset:
+def keras_pipeline(dataset: tf.data.Dataset, augment: SimCLRAugment) -> tf.data.Dataset:
+    size = augment.image_size
+    blur = (
+        [
+            keras.layers.RandomGaussianBlur(
+                factor=(augment.blur_probability, augment.blur_probability),
+                kernel_size=augment.blur_kernel_size,
+                sigma=augment.blur_sigma,
+                value_range=(0, 1),
+            )
+        ]
+        if augment.blur_probability
+        else []
+    )
     layers = keras.Sequential(
         [
             keras.layers.Rescaling(1 / 255),
-            keras.layers.RandomCrop(32, 32),
+            keras.layers.RandomCrop(size, size),
             keras.layers.RandomFlip("horizontal"),
             keras.layers.RandomColorJitter(
                 value_range=(0, 1),
-                brightness_factor=0.4,
-                contrast_factor=0.4,
-                saturation_factor=0.4,
-                hue_factor=0.1,
+                brightness_factor=augment.brightness,
+                contrast_factor=augment.contrast,
+                saturation_factor=augment.saturation,
+                hue_factor=augment.hue,
             ),
-            keras.layers.RandomGrayscale(0.2),
+            keras.layers.RandomGrayscale(augment.grayscale_probability),
+            *blur,
         ]
     )
     return dataset.map(
@@ -60,34 +96,44 @@ def keras_pipeline(dataset: tf.data.Dataset) -> tf.data.Dataset:
     )
 
 
-def rate(dataset: tf.data.Dataset, batches: int, batch_size: int, repeats: int) -> float:
-    for _ in dataset.take(2):
+def seconds(dataset: tf.data.Dataset, batches: int) -> float:
+    start = time.perf_counter()
+    for _ in dataset.take(batches).prefetch(tf.data.AUTOTUNE):
         pass
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in dataset.take(batches).prefetch(tf.data.AUTOTUNE):
-            pass
-        seconds.append(time.perf_counter() - start)
-    return batches * batch_size / float(np.median(seconds))
+    return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--batches", type=int, default=60)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", default="32,224", help="view sides, of " + str(list(ROWS)))
+    parser.add_argument("--repeats", type=int, default=5, help="passes per pipeline")
     args = parser.parse_args()
-    data = (
-        tf.data.Dataset.from_tensor_slices(images(4096))
-        .repeat()
-        .batch(args.batch_size, drop_remainder=True)
-    )
-    ours = augment_pairs(data, SimCLRAugment.preset("simclr_cifar10"))
-    theirs = keras_pipeline(data)
-    for name, dataset in (("with parameters (ours)", ours), ("stock Keras layers", theirs)):
-        images_per_second = rate(dataset, args.batches, args.batch_size, args.repeats)
-        print(f"{name:>24}: {images_per_second:,.0f} images/s (two views each)", flush=True)
+    print("| views | pipeline | images/s (median) | ratio |\n|---|---|---|---|")
+    for size in (int(size) for size in args.sizes.split(",")):
+        row = ROWS[size]
+        augment = SimCLRAugment.preset(row.preset)
+        data = (
+            tf.data.Dataset.from_tensor_slices(images(16 * row.batch_size, row.source))
+            .repeat()
+            .batch(row.batch_size, drop_remainder=True)
+        )
+        pipelines = {
+            f"`{row.preset}`, with parameters": augment_pairs(data, augment),
+            "stock Keras layers, no parameters": keras_pipeline(data, augment),
+        }
+        for dataset in pipelines.values():  # compile and warm up
+            seconds(dataset, 2)
+        times = {name: [] for name in pipelines}
+        for _ in range(args.repeats):
+            for name, dataset in pipelines.items():
+                times[name].append(seconds(dataset, row.batches))
+        rates = {
+            name: row.batches * row.batch_size / float(np.median(taken))
+            for name, taken in times.items()
+        }
+        ours, keras_rate = rates.values()
+        for (name, rate), ratio in zip(rates.items(), (ours / keras_rate, 1.0), strict=True):
+            print(f"| {size} px | {name} | {rate:,.0f} | {ratio:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ The VAE is trained once per setting and cached in `--vae-cache-dir` (with
 `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`, TensorBoard logs, models)
 and `positive_pairs.png`, decoded pairs g(z), g(z+), to `--out`.
 
-Expected (digits preset, 2-core CPU, 2026-11-26; README "Images with known latents"):
+Expected (digits preset, 2-core CPU, 2026-11-26; docs/results.md):
 AnInfoNCE linear R^2 0.989 (content 0.994, style 0.984), MCC 0.76, Lambda_hat rank
 correlation 0.98; InfoNCE (temperature 0.2) R^2 0.54 with the style block at 0.26.
 ~12 min with the VAE cached, ~15 min on a first run that trains it (2.5 min).

@@ -9,7 +9,7 @@ Run:
 Writes `results.json` (per loss: `backbone` and `projector` class accuracy, kNN
 accuracy, augmentation readout and the readout of each parameter), `curves.png`,
 TensorBoard logs and the models to `--out`. The readout's definition is in
-`aninfonce_tf.evaluation.probes`. Expected (one seed, README "Real images"):
+`aninfonce_tf.evaluation.probes`. Expected (one seed, docs/results.md):
 class accuracy AnInfoNCE 0.86 / InfoNCE 0.92 at the backbone, augmentation readout
 0.59 / 0.59 at the backbone and 0.55 / 0.54 at the projector (chance 0.5).
 """

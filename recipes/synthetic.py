@@ -19,7 +19,7 @@ values. Writes `results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>
 `config.json`, TensorBoard logs, and per loss `<loss>/model.keras` and the exported
 encoder `<loss>/encoder/` to `--out`; rerun into the same `--out` to resume.
 
-Expected (measured on a 2-core CPU, 2026-11-26; see README and benchmarks/README.md):
+Expected (measured on a 2-core CPU, 2026-11-26; tables in docs/results.md):
 - quick: AnInfoNCE linear R^2 0.995 (high block 0.996, low 0.995), MCC 0.89, Lambda_hat
   rank correlation 1.0; InfoNCE (temperature 0.2) R^2 0.46 with the low block at 0.19
   (seeds 1 and 2: low 0.34 and 0.19).

@@ -1,6 +1,8 @@
 """The image recipes end to end at smoke size (tfds' mock data, never downloaded),
-one under MirroredStrategy, and the layout of their results."""
+one under MirroredStrategy, the layout of their results, and the published settings
+their presets cite."""
 
+import collections
 import json
 import subprocess
 import sys
@@ -14,7 +16,10 @@ import tensorflow as tf
 from aninfonce_tf import experiment
 from aninfonce_tf.configs import cifar10, imagenet, images, photos
 from aninfonce_tf.data import datasets
-from aninfonce_tf.encoders import resnet18_cifar
+from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
+from aninfonce_tf.encoders import resnet18_cifar, resnet50
+from aninfonce_tf.layers import projection_head
+from aninfonce_tf.optimizers import LARS, CoupledSGD
 
 ROOT = Path(__file__).parent.parent
 
@@ -126,3 +131,77 @@ def test_each_worker_reads_its_own_shard_in_per_replica_batches_with_its_own_vie
     # Each worker its own augmentation stream.
     boxes = [b["params1"]["crop_box"].numpy() for b in batches]
     assert not np.allclose(boxes[0], boxes[1])
+
+
+def _jitter(views):
+    return (views.brightness, views.contrast, views.saturation, views.hue)
+
+
+def test_the_cifar10_preset_holds_simsiams_cifar10_setting():
+    preset = cifar10.PRESETS["cifar10"]
+    assert (preset.optimizer, preset.momentum, preset.learning_rate_schedule) == (
+        "sgd",
+        0.9,
+        "cosine",
+    )
+    assert preset.learning_rate == pytest.approx(0.03 * preset.batch_size / 256)
+    # PyTorch's weight decay (through the momentum), not Keras' decoupled one.
+    assert (preset.l2_weight_decay, preset.weight_decay) == (5e-4, 0.0)
+    assert isinstance(experiment.encoder_optimizer(preset), CoupledSGD)
+    # Several GPUs (--strategy mirrored) compute the batch statistics one GPU would.
+    assert preset.encoder == "resnet18_cifar" and preset.synchronized_batch_norm
+    views = AUGMENTATIONS[preset.augmentation]
+    assert views.crop_scale == (0.2, 1.0) and _jitter(views) == (0.4, 0.4, 0.4, 0.1)
+    assert (views.jitter_probability, views.grayscale_probability) == (0.8, 0.2)
+    assert views.blur_probability == 0.0
+
+
+def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
+    preset = imagenet.PRESETS["imagenet"]
+    assert (preset.encoder, preset.infonce_temperature) == ("resnet50", 0.1)
+    assert preset.projector_batch_norm and preset.synchronized_batch_norm
+    optimizer = experiment.encoder_optimizer(preset)
+    assert isinstance(optimizer, LARS) and optimizer.exclude_vectors
+    assert (optimizer.momentum, optimizer.trust_coefficient, optimizer.weight_decay) == (
+        0.9,
+        0.001,
+        1e-6,
+    )
+    # 0.3 x B / 256, reached linearly after 10 epochs, then a cosine to 0.
+    epoch = 1_281_167 // preset.batch_size
+    peak = 0.3 * preset.batch_size / 256
+    schedule = optimizer._learning_rate
+    rates = [float(schedule(step)) for step in (0, 5 * epoch, 10 * epoch, 55 * epoch, 100 * epoch)]
+    np.testing.assert_allclose(rates, [0.0, peak / 2, peak, peak / 2, 0.0], atol=1e-6)
+    views = AUGMENTATIONS[preset.augmentation]
+    assert _jitter(views) == (0.8, 0.8, 0.8, 0.2) and views.blur_probability == 0.5
+    assert views.crop_scale == (0.08, 1.0) and views.image_size == 224
+    mocov2 = AUGMENTATIONS[imagenet.PRESETS["mocov2"].augmentation]
+    assert _jitter(mocov2) == (0.4, 0.4, 0.4, 0.1) and mocov2.crop_scale == (0.2, 1.0)
+
+
+def test_resnet50_is_v1_5_with_simclrs_batch_norm():
+    model = resnet50((64, 64, 3), synchronized_batch_norm=True)
+    # torchvision's resnet50 without its classifier.
+    assert sum(int(np.prod(v.shape)) for v in model.trainable_weights) == 23_508_032
+    convs = [layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D)]
+    assert not any(conv.use_bias for conv in convs)
+    # The stem, then per downsampling stage the 3x3 (v1.5) and the 1x1 shortcut; v1
+    # strides the first 1x1 of the block instead of the 3x3.
+    strided = collections.Counter(conv.kernel_size for conv in convs if conv.strides == (2, 2))
+    assert strided == {(7, 7): 1, (3, 3): 3, (1, 1): 3}
+    norms = [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]
+    assert {(bn.momentum, bn.epsilon, bn.synchronized) for bn in norms} == {(0.9, 1e-5, True)}
+    # The last batch norm of each of the 16 blocks starts at zero: blocks start as identities.
+    assert sum(not np.any(bn.gamma.numpy()) for bn in norms) == 16
+    assert model.output_shape == (None, 2048)
+
+
+def test_the_projector_with_batch_norm_is_simclrs():
+    head = projection_head([8], 4, batch_norm=True, synchronized_batch_norm=True)
+    head.build((None, 16))
+    dense = [layer for layer in head.layers if isinstance(layer, keras.layers.Dense)]
+    norms = [layer for layer in head.layers if isinstance(layer, keras.layers.BatchNormalization)]
+    assert [layer.use_bias for layer in dense] == [False, False]
+    # The output's batch norm scales but does not shift.
+    assert [(bn.center, bn.synchronized) for bn in norms] == [(True, True), (False, True)]

@@ -38,11 +38,28 @@ def test_aninfonce_is_euclidean():
         ({"similarity": "dot"}, "similarity"),
         ({"candidates": "both"}, "candidates"),
         ({"temperature": -1.0}, "temperature"),
+        ({"temperature": float("nan")}, "`temperature` must be one or more positive, finite"),
+        ({"temperature": float("inf")}, "`temperature` must be one or more positive, finite"),
+        ({"temperature": [0.1, float("nan")]}, "`temperature`"),
     ],
 )
 def test_bad_loss_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         InfoNCE(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "name, option, value",
+    [
+        ("infonce", "infonce_temperature", 0.0),
+        ("infonce_hard_negatives", "infonce_temperature", float("nan")),
+        ("infonce_ensemble", "ensemble_temperatures", []),
+        ("aninfonce_ensemble", "ensemble_temperatures", [0.1, float("inf")]),
+    ],
+)
+def test_loss_variant_errors_name_the_argument(name, option, value):
+    with pytest.raises(ValueError, match=f"`{option}` must be one or more positive, finite"):
+        loss_variant(name, **{option: value})
 
 
 def test_aninfonce_refuses_another_similarity_instead_of_dropping_it():

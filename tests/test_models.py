@@ -207,6 +207,28 @@ def test_bad_model_arguments_raise():
         ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))
     with pytest.raises(TypeError, match="loss"):
         _model().compile(loss="mse")
+    # True was Adam at a rate of 1.0; -0.05 made the loss rise.
+    with pytest.raises(TypeError, match="concentration_optimizer"):
+        _model().compile(concentration_optimizer=True)
+    for rate in (-0.05, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="concentration_optimizer"):
+            _model().compile(concentration_optimizer=rate)
+    model = _model()
+    model.compile(concentration_optimizer=np.float32(0.0))  # a rate of 0 freezes Lambda_hat
+    assert type(model.concentration_optimizer) is keras.optimizers.Adam
+
+
+def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step():
+    x1, x2 = _pairs(9)
+    model = _model()
+    model.compile()  # XLA, which drops the assertion inside the step
+    with pytest.raises(ValueError, match="9 rows in batches of 4 leave a last batch of one row"):
+        model.fit((x1, x2), batch_size=4, verbose=0)
+    rows = tf.data.Dataset.from_tensor_slices({"view1": x1, "view2": x2}).batch(4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least 2 rows"):
+        model.fit(rows, verbose=0)
+    history = model.fit((x1[:8], x2[:8]), batch_size=4, verbose=0)  # 8 rows: no lone row
+    assert np.isfinite(history.history["loss"][0])
 
 
 class _Interrupt(keras.callbacks.Callback):
@@ -367,6 +389,44 @@ def test_mixed_float16_trains_lambda_hat_on_unscaled_gradients():
     # The same steps as in float32, not steps multiplied by the loss scale (2^15).
     np.testing.assert_allclose(half, full, rtol=0.05)
     assert np.max(np.abs(full - 5.0)) > 0.05
+
+
+def one_step_updates(policy, loss_scale=None, strategy="default"):
+    """The change of every trainable variable (Lambda_hat's last) in one SGD step under
+    `policy` (mixed_float16: a LossScaleOptimizer at `loss_scale`), and the steps
+    Lambda_hat's optimizer took."""
+    with distribute.get_strategy(strategy).scope():
+        keras.config.set_dtype_policy(policy)
+        try:
+            model = _model(seed=1)
+        finally:
+            keras.config.set_dtype_policy("float32")
+        optimizer = keras.optimizers.SGD(0.1)
+        if loss_scale:
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=loss_scale)
+        model.compile(optimizer, concentration_optimizer=keras.optimizers.SGD(0.5))
+    before = [v.numpy() for v in model.trainable_variables]
+    model.fit(tf.data.Dataset.from_tensors(_pairs(64)), epochs=1, verbose=0)
+    updates = [v.numpy() - b for v, b in zip(model.trainable_variables, before, strict=True)]
+    return updates, int(model.concentration_optimizer.iterations.numpy())
+
+
+@pytest.mark.parametrize("strategy", ["default", "mirrored"])
+def test_under_mixed_float16_lambda_hat_steps_exactly_when_the_encoder_does(strategy):
+    full, _ = one_step_updates("float32", strategy=strategy)
+    # A small loss scale: the step of float32, to float16's precision.
+    half, steps = one_step_updates("mixed_float16", loss_scale=8.0, strategy=strategy)
+    assert steps == 1
+    for update_half, update_full in zip(half, full, strict=True):
+        assert np.linalg.norm(update_full) > 0
+        error = np.linalg.norm(update_half - update_full) / np.linalg.norm(update_full)
+        assert error < 1e-2
+    # An overflowing scale: the LossScaleOptimizer skips the encoder's step, and
+    # Lambda_hat's (the last variable) is skipped with it.
+    overflow, steps = one_step_updates("mixed_float16", loss_scale=2.0**60, strategy=strategy)
+    assert steps == 0
+    for update in overflow:
+        np.testing.assert_array_equal(update, 0.0)
 
 
 def test_a_float_concentration_optimizer_is_plain_adam_whatever_the_main_optimizer():

@@ -55,6 +55,25 @@ def test_hard_negative_reweighting_matches_reference(candidates, beta):
     assert not np.isclose(loss, plain)
 
 
+@pytest.mark.parametrize("similarity", ["euclidean", "cosine"])
+@pytest.mark.parametrize("temperature", [0.2, 0.5, 3.0])
+def test_hard_negatives_weight_beta_times_the_logit_at_any_temperature(similarity, temperature):
+    """The documented rule: negatives weighted by exp(beta * similarity / temperature).
+    At temperature 1 it equals exp(beta * similarity); elsewhere it must not."""
+    z1, z2 = _pair(6, 4, seed=12)
+    beta = 0.5
+    options = dict(similarity=similarity, temperature=temperature, hard_negative_beta=beta)
+    loss, _, _ = _loss_and_gradients(z1, z2, **options)
+    # The reference weights by exp(beta * logit), logit = similarity / temperature.
+    on_logits = reference.info_nce(z1, z2, similarity, temperature, hard_negative_beta=beta)
+    np.testing.assert_allclose(loss, on_logits, rtol=1e-6)
+    # exp(beta * similarity) = exp((beta * temperature) * logit): another loss here.
+    on_similarities = reference.info_nce(
+        z1, z2, similarity, temperature, hard_negative_beta=beta * temperature
+    )
+    assert abs(on_similarities - on_logits) > 1e-3 * abs(on_logits)
+
+
 def test_hard_negative_weights_tend_to_the_plain_loss_as_beta_goes_to_zero():
     z1, z2 = _pair(6, 4, seed=4)
     np.testing.assert_allclose(
@@ -174,8 +193,9 @@ def test_bad_options_raise():
         ops.info_nce(z1, z2, similarity="dot")
     with pytest.raises(ValueError, match="candidates"):
         ops.info_nce(z1, z2, candidates="all")
-    with pytest.raises(ValueError, match="temperature"):
-        ops.info_nce(z1, z2, temperature=0.0)
+    for temperature in (0.0, float("nan"), float("inf"), [0.1, float("nan")], []):
+        with pytest.raises(ValueError, match="`temperature` must be one or more positive, finite"):
+            ops.info_nce(z1, z2, temperature=temperature)
     with pytest.raises(ValueError, match="ensemble_weights"):
         ops.info_nce(z1, z2, temperature=[0.1, 0.2], ensemble_weights=[1.0])
 

@@ -1,10 +1,16 @@
-"""The install extras: `cpu` picks a TensorFlow wheel that exists on every platform."""
+"""Packaging: the install extras pick a TensorFlow wheel that exists on every platform;
+the public API imports from the package, each name with a docstring example."""
 
 import configparser
+import inspect
+import pydoc
+import re
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+import aninfonce_tf
 
 SETUP_CFG = Path(__file__).parent.parent / "setup.cfg"
 
@@ -27,3 +33,41 @@ def test_the_cpu_extra_installs_one_tensorflow_that_has_wheels_for_the_platform(
         if requirement.marker is None or requirement.marker.evaluate({"sys_platform": platform})
     ]
     assert chosen == [wheel]
+
+
+PUBLIC = {
+    "AnInfoNCE",
+    "ContrastiveModel",
+    "DiagonalScaling",
+    "EvaluationCallback",
+    "IdentifiabilityEvaluator",
+    "ImageProbeEvaluator",
+    "InfoNCE",
+    "SimCLRAugment",
+    "StopOnNonFiniteLoss",
+    "augment_pairs",
+    "export_encoder",
+    "mlp_encoder",
+    "projection_head",
+    "resnet18_cifar",
+    "resnet50",
+    "small_cnn",
+    "without_autotune",
+}
+
+
+def test_the_public_api_is_exported_from_the_package():
+    assert set(aninfonce_tf.__all__) >= PUBLIC
+
+
+@pytest.mark.parametrize("name", aninfonce_tf.__all__)
+def test_every_public_name_imports_has_an_example_and_is_listed_by_help(name):
+    namespace = {}
+    exec(f"from aninfonce_tf import {name}", namespace)
+    docstring = inspect.getdoc(namespace[name]) or ""
+    assert "Example" in docstring and ">>> " in docstring
+    # help(aninfonce_tf) opens with the module docstring, which names every public object.
+    description = pydoc.render_doc(aninfonce_tf, renderer=pydoc.plaintext).split(
+        "PACKAGE CONTENTS"
+    )[0]
+    assert re.search(rf"\b{name}\b", description)

@@ -32,3 +32,26 @@ def test_the_usage_example_trains_and_exports(tmp_path, monkeypatch):
     np.testing.assert_allclose(namespace["lambda_hat"], concentration, rtol=1e-6)
     exported = tf.saved_model.load(str(tmp_path / "encoder"))
     np.testing.assert_allclose(exported.serve(x), encoder(x), rtol=1e-5, atol=1e-6)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_between_the_readme_and_the_docs_resolves():
+    root = README.parent
+    pages = [README, *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "README.md"]
+    checked = 0
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.name} links to a missing {target}"
+            if anchor:
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(), re.M)
+                assert anchor in {_anchor(h) for h in headings}, f"{page.name}: {target}"
+            checked += 1
+    assert checked >= 20

@@ -1,38 +1,59 @@
-"""ImageNet with ResNet-50 (chosen here; the paper's ImageNet protocol is not public):
-SimCLR's ImageNet views at 224x224 with blur, batch 1024, SGD with momentum 0.9 at
-0.1 x B / 256 cosine-decayed, weight decay 1e-4 (SimCLR used LARS, which Keras core
-lacks), 100 epochs of 1,251 steps, synchronised batch norm.
+"""ImageNet in SimCLR's setting (Chen et al., 2020; the paper's ImageNet protocol is
+not public): ResNet-50 v1.5, SimCLR's views at 224x224 (jitter strength 1.0:
+0.8/0.8/0.8/0.2 with p 0.8, grayscale p 0.2, blur p 0.5), LARS (momentum 0.9, trust
+coefficient 0.001, weight decay 1e-6; biases and batch norm excluded from both) at
+0.3 x B / 256 with a 10-epoch linear warm-up then a cosine decay to 0, InfoNCE
+temperature 0.1, a 2048-2048-128 projector with batch norm, batch norm synchronised
+across replicas, 100 epochs. Batch 1024 (SimCLR's is 4096: with another
+`--batch-size B` pass `--learning-rate` 0.3 x B / 256 too).
+
+The `mocov2` preset keeps everything but the views: MoCo v2's (jitter
+0.4/0.4/0.4/0.1, crops of 20-100 %).
 
 Example:
 
->>> PRESETS["imagenet"].steps
-125100
+>>> preset = PRESETS["imagenet"]
+>>> preset.optimizer, preset.steps, preset.warmup_steps, preset.learning_rate
+('lars', 125100, 12510, 1.2)
 """
+
+import dataclasses
 
 from aninfonce_tf.configs import images
 from aninfonce_tf.configs.images import ImageConfig, build
 
 BATCH = 1024
 STEPS_PER_EPOCH = 1_281_167 // BATCH
+SIMCLR = ImageConfig(
+    dataset="imagenet2012",
+    augmentation="simclr_imagenet",
+    encoder="resnet50",
+    synchronized_batch_norm=True,
+    batch_size=BATCH,
+    steps=100 * STEPS_PER_EPOCH,
+    eval_every=10 * STEPS_PER_EPOCH,
+    optimizer="lars",
+    momentum=0.9,
+    learning_rate=0.3 * BATCH / 256,
+    learning_rate_schedule="cosine",
+    warmup_steps=10 * STEPS_PER_EPOCH,
+    l2_weight_decay=1e-6,
+    infonce_temperature=0.1,
+    projector_units="2048,128",
+    projector_batch_norm=True,
+    probe_size=10_000,
+    readout_size=10_000,
+    mixed_precision=True,
+)
 PRESETS = {
-    "imagenet": ImageConfig(
-        dataset="imagenet2012",
-        augmentation="simclr_imagenet",
-        encoder="resnet50",
-        synchronized_batch_norm=True,
-        batch_size=BATCH,
-        steps=100 * STEPS_PER_EPOCH,
-        eval_every=10 * STEPS_PER_EPOCH,
-        learning_rate=0.1 * BATCH / 256,
-        weight_decay=1e-4,
-        mixed_precision=True,
-        **images.SGD_COSINE,
-    ),
+    "imagenet": SIMCLR,
+    "mocov2": dataclasses.replace(SIMCLR, augmentation="mocov2_imagenet"),
 }
 SMOKE = dict(
     images.SMOKE,
     mock_data=True,
     augmentation="simclr_cifar10",
+    warmup_steps=5,
     synchronized_batch_norm=False,
     mixed_precision=False,
 )

@@ -34,7 +34,7 @@ SUMMARY = tuple(
 )
 
 
-# The optimisation of the accelerator presets (SimSiam / SimCLR style), and the sizes
+# The optimisation and probe sizes of the CIFAR10 preset (SimSiam's), and the sizes
 # of every image recipe's --smoke.
 SGD_COSINE = dict(
     optimizer="sgd",
@@ -66,10 +66,13 @@ class ImageConfig(RunConfig):
     augmentation: str = option("simclr_cifar10", "view preset", tuple(AUGMENTATIONS))
     encoder: str = option("small_cnn", "backbone", ENCODERS)
     synchronized_batch_norm: bool = option(
-        False, "batch norm statistics over all replicas (ResNets)"
+        False, "batch norm statistics over all replicas (ResNets, projector)"
     )
     features: int = option(256, "backbone features (small_cnn)")
     projector_units: str = option("512,128", "projection head widths, the last its output")
+    projector_batch_norm: bool = option(
+        False, "batch norm after each projector layer, as SimCLR's ImageNet head"
+    )
     patches_per_photo: int = option(400, "training patches cut from each photo (photos)")
     probe_size: int = option(2000, "images the class probes fit on (and as many scored)")
     readout_size: int = option(2000, "augmented views the readout probes use")
@@ -181,7 +184,12 @@ def build(config: ImageConfig) -> Experiment:
         ),
         worker_train_data=worker_train_data,
         encoder=encoders[config.encoder],
-        projector=lambda: projection_head(units[:-1], units[-1]),
+        projector=lambda: projection_head(
+            units[:-1],
+            units[-1],
+            batch_norm=config.projector_batch_norm,
+            synchronized_batch_norm=config.synchronized_batch_norm,
+        ),
         evaluators=[evaluator],
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY,

@@ -2,7 +2,7 @@
 its MLP encoder and the identifiability scores, with the named presets that the
 recipe runs and the notebook starts from.
 
-Measured results: README "The synthetic experiment" and `benchmarks/README.md`.
+Measured results: docs/results.md.
 
 Example:
 
@@ -30,7 +30,7 @@ from aninfonce_tf.data.synthetic import (
     concentration_from_spec,
 )
 from aninfonce_tf.encoders import mlp_encoder
-from aninfonce_tf.evaluation.callbacks import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.experiment import Experiment
 
 
@@ -73,7 +73,7 @@ class SyntheticConfig(RunConfig):
     )
     hidden_units: str = option("100,500,500,500,500,100", "encoder MLP widths, comma-separated")
     embedding_dim: int = option(
-        0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (README point 6)"
+        0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (docs/tuning.md)"
     )
     eval_size: int = option(4096, "held-out latents per evaluation")
     nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)")
@@ -86,7 +86,7 @@ class SyntheticConfig(RunConfig):
         "softplus", "Lambda_hat as a function of its variable", ("softplus", "exp")
     )
     initial_concentration: float = option(
-        1.0, "Lambda_hat's start; start below every true Lambda (README point 1)"
+        1.0, "Lambda_hat's start; start below every true Lambda (docs/tuning.md, 1)"
     )
 
     def true_concentration(self) -> np.ndarray:
@@ -142,7 +142,7 @@ def build(config: SyntheticConfig) -> Experiment:
     )
 
 
-# What the paper leaves open, tuned here (see README "Tuning"): Lambda_hat starts
+# What the paper leaves open, tuned here (see docs/tuning.md): Lambda_hat starts
 # below every true concentration with an exp parametrisation at a learning rate of
 # 1e-2, and the encoder learns at 1e-3. Starting above made one latent fold away.
 FAST = dict(
@@ -196,7 +196,7 @@ PRESETS = {
     # n = 10: content Lambda 100..200 x5, style 10..20 x5. With content at 200..400 (the
     # `quick` values) AnInfoNCE folded one style latent away in every run (seeds, Lambda_hat
     # start and rate, encoder rate and width, batch 2000, loss ensemble) unless the
-    # encoder had more outputs than latents (`--embedding-dim 11` suffices; README tuning
+    # encoder had more outputs than latents (`--embedding-dim 11` suffices; docs/tuning.md,
     # point 6).
     "content-style": SyntheticConfig(
         concentration="content_style", high=200.0, initial_concentration=5.0, **PAPER

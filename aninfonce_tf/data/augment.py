@@ -1,12 +1,14 @@
 """SimCLR augmentations that also return what they did: for each image the crop box,
-the flip, the colour jitter factors, grayscale, blur sigma and solarisation, so that a
-probe can later read these parameters back from the learned features.
+the flip, the colour jitter factors and their order, grayscale, blur sigma and
+solarisation, so that a probe can later read these parameters back from the learned
+features.
 
 Every draw is stateless from an explicit seed (the same seed gives the same views,
 also under a parallel `Dataset.map`). Each op is written here rather than taken from
-Keras' preprocessing layers: those draw from a stateful `SeedGenerator`, and three
-of the parameters (a per-image crop box, per-image blur sigma, jitter factors in a
-fixed order) have no Keras layer that returns them.
+Keras' preprocessing layers: those draw from a stateful `SeedGenerator`, and several
+of the parameters (a per-image crop box, per-image blur sigma, the jitter factors and
+their order) have no Keras layer that returns them. All pixel work after the draws
+runs as one XLA computation.
 
 Example:
 
@@ -22,10 +24,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import tensorflow as tf
 
-# Attempts per image at a crop box within the image before falling back to the
-# whole image (torchvision's RandomResizedCrop tries 10 times too).
+# Attempts per image at a crop box within the image before falling back to a
+# central crop (torchvision's RandomResizedCrop tries 10 times too).
 CROP_ATTEMPTS = 10
 PARAMETERS = (
     "crop_box",
@@ -35,11 +38,14 @@ PARAMETERS = (
     "contrast",
     "saturation",
     "hue",
+    "jitter_order",
     "grayscale",
     "blur",
     "blur_sigma",
     "solarize",
 )
+# The colour jitter's operations, as `jitter_order` numbers them.
+JITTER_OPS = ("brightness", "contrast", "saturation", "hue")
 
 
 def grayscale(images):
@@ -48,8 +54,8 @@ def grayscale(images):
     return tf.broadcast_to(luma, tf.shape(images))
 
 
-def color_jitter(images, brightness, contrast, saturation, hue):
-    """Applies per-image factors in this order, clipping to [0, 1] after each:
+def color_jitter(images, brightness, contrast, saturation, hue, order=None):
+    """Applies per-image factors, clipping to [0, 1] after each operation:
     brightness `x * b`; contrast `(x - mean luma) * c + mean luma`; saturation
     `luma + s * (x - luma)`; hue: `h` added to the HSV hue (mod 1).
 
@@ -57,55 +63,145 @@ def color_jitter(images, brightness, contrast, saturation, hue):
         images: `[B, H, W, 3]` floats in [0, 1].
         brightness, contrast, saturation, hue: `[B]` factors; 1, 1, 1, 0 leave
             an image as it is.
+        order: `[B, 4]` integers, the operations (numbered as in `JITTER_OPS`)
+            in the order each image gets them; default: `JITTER_OPS`' order.
     """
 
-    def per_image(factor):
-        return factor[:, None, None, None]
+    def per_image(value):
+        return value[:, None, None, None]
 
-    images = tf.clip_by_value(images * per_image(brightness), 0.0, 1.0)
-    mean = tf.reduce_mean(grayscale(images), axis=[1, 2, 3], keepdims=True)
-    images = tf.clip_by_value((images - mean) * per_image(contrast) + mean, 0.0, 1.0)
-    luma = grayscale(images)
-    images = tf.clip_by_value(luma + per_image(saturation) * (images - luma), 0.0, 1.0)
+    factors = tf.stack([brightness, contrast, saturation, tf.ones_like(brightness)], axis=1)
+    for step in range(len(JITTER_OPS)):
+        # A constant op (the fixed order) lets XLA drop the branches not taken.
+        op = tf.constant(step) if order is None else per_image(tf.cast(order[:, step], tf.int32))
+        factor = per_image(
+            factors[:, step] if order is None else tf.gather(factors, order[:, step], batch_dims=1)
+        )
+        # Brightness, contrast and saturation all blend with a target: black,
+        # the mean luma, the pixel's luma.
+        luma = grayscale(images)
+        mean = tf.reduce_mean(luma, axis=[1, 2, 3], keepdims=True)
+        target = tf.where(op == 1, mean, tf.where(op == 2, luma, 0.0))
+        blended = tf.clip_by_value(factor * images + (1.0 - factor) * target, 0.0, 1.0)
+        images = tf.where(op == 3, _shift_hue(images, per_image(hue)), blended)
+    return images
+
+
+def _shift_hue(images, shift):
+    """`shift` (turns) added to the HSV hue."""
     hsv = tf.image.rgb_to_hsv(images)
-    shifted = tf.math.floormod(hsv[..., :1] + per_image(hue), 1.0)
-    return tf.clip_by_value(tf.image.hsv_to_rgb(tf.concat([shifted, hsv[..., 1:]], -1)), 0, 1)
+    shifted = tf.math.floormod(hsv[..., :1] + shift, 1.0)
+    return tf.image.hsv_to_rgb(tf.concat([shifted, hsv[..., 1:]], -1))
+
+
+def _reflect(index: np.ndarray, length: int) -> np.ndarray:
+    """Indices outside `[0, length)` mirrored at the edges (NumPy's `reflect`)."""
+    index = np.abs(index)
+    return np.where(index > length - 1, 2 * (length - 1) - index, index)
 
 
 def gaussian_blur(images, sigma, kernel_size: int):
-    """Per-image Gaussian blur (separable, reflect padding); `sigma`: `[B]`."""
-    batch, height, width = tf.shape(images)[0], tf.shape(images)[1], tf.shape(images)[2]
+    """Per-image Gaussian blur with reflect padding, separable: one 1-D kernel along
+    each axis, written as a product with a banded `[B, n, n]` matrix per axis (the
+    padding folded into it). Two batched matrix products are fast with and without
+    XLA, where a depthwise convolution with one kernel per image is ~100x slower
+    under XLA on CPU.
+
+    Args:
+        images: `[B, H, W, C]` floats, with static `H` and `W` above `kernel_size // 2`.
+        sigma: `[B]` standard deviations in pixels.
+        kernel_size: taps of the kernel (odd).
+    """
     radius = kernel_size // 2
-    offsets = tf.range(-radius, radius + 1, dtype=tf.float32)
-    kernels = tf.exp(-0.5 * tf.square(offsets[None, :] / sigma[:, None]))
+    offsets = np.arange(-radius, radius + 1)
+    kernels = tf.exp(-0.5 * tf.square(offsets.astype("float32")[None, :] / sigma[:, None]))
     kernels /= tf.reduce_sum(kernels, axis=1, keepdims=True)  # [B, K]
-    # Fold the batch into channels: one depthwise convolution blurs every image
-    # with its own kernel.
-    channels = images.shape[-1]
-    folded = tf.reshape(tf.transpose(images, [1, 2, 0, 3]), [1, height, width, -1])
-    depthwise = tf.repeat(kernels, channels, axis=0)  # [B * C, K]
-    pad = [[0, 0], [radius, radius], [radius, radius], [0, 0]]
-    folded = tf.pad(folded, pad, mode="REFLECT")
-    vertical = tf.transpose(depthwise)[:, None, :, None]
-    horizontal = tf.transpose(depthwise)[None, :, :, None]
-    folded = tf.nn.depthwise_conv2d(folded, vertical, [1, 1, 1, 1], "VALID")
-    folded = tf.nn.depthwise_conv2d(folded, horizontal, [1, 1, 1, 1], "VALID")
-    unfolded = tf.reshape(folded, [height, width, batch, channels])
-    return tf.transpose(unfolded, [2, 0, 1, 3])
+
+    def banded(length):
+        taps = _reflect(np.arange(length)[:, None] + offsets, length)  # [n, K]
+        return tf.einsum("bk,ikj->bij", kernels, tf.one_hot(taps, length))
+
+    height, width = images.shape[1], images.shape[2]
+    if height is None or width is None or radius >= min(height, width):
+        raise ValueError(
+            f"`images` must have static height and width above kernel_size // 2 = {radius}; "
+            f"got shape {images.shape}."
+        )
+    images = tf.einsum("bij,bjwc->biwc", banded(height), images)
+    return tf.einsum("bij,bhjc->bhic", banded(width), images)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _pixel_ops(views, params, blur_kernel_size: int):
-    """Everything after the crop, per image: flip, colour jitter, grayscale, blur
-    (`blur_kernel_size` 0: none) and solarisation, fused by XLA into a few passes
-    over the pixels (crop_and_resize has no XLA kernel)."""
-    flip, brightness, contrast, saturation, hue, gray, blur, sigma, solarize = params
+def _resampling_taps(start, extent, length, canvas: int, size: int):
+    """For each image and output pixel along one axis: the source pixels and the
+    weights of an antialiased bilinear resampling (`tf.image.resize`'s triangle
+    kernel, widened by the scale when shrinking) of `[start, start + extent)`, in
+    pixels of an image `length` pixels long at the start of a `canvas` axis.
+
+    Returns:
+        `(indices [B, size, K] int32, weights [B, size, K])`.
+    """
+    scale = (extent / size)[:, None, None]
+    radius = tf.maximum(scale, 1.0)
+    taps = math.ceil(2 * max(1.0, canvas / size))  # the most pixels within a radius
+    centre = start[:, None, None] + (tf.range(size, dtype=tf.float32)[:, None] + 0.5) * scale - 0.5
+    index = tf.floor(centre - radius) + 1.0 + tf.range(taps, dtype=tf.float32)
+    inside = (index >= 0.0) & (index < length[:, None, None])
+    weights = tf.where(inside, tf.nn.relu(1.0 - tf.abs(index - centre) / radius), 0.0)
+    weights /= tf.reduce_sum(weights, axis=-1, keepdims=True)
+    return tf.cast(tf.clip_by_value(index, 0.0, canvas - 1.0), tf.int32), weights
+
+
+def resized_crop(images, boxes, size: int, image_sizes=None):
+    """The crop `boxes` of `images`, each resized to `size x size` with an
+    antialiased bilinear kernel (as `tf.image.resize(..., antialias=True)`); batched,
+    one box per image, XLA-compilable.
+
+    Args:
+        images: `[B, H, W, C]` floats.
+        boxes: `[B, 4]` boxes `y1, x1, y2, x2` as fractions of each image's height
+            and width (`0, 0, 1, 1`: the whole image, edge to edge).
+        size: side of the output.
+        image_sizes: `[B, 2]` height and width of each image, placed at the top
+            left of the `H x W` canvas (default: every image fills it).
+
+    Returns:
+        `[B, size, size, C]` floats.
+    """
+    canvas_height, canvas_width = images.shape[1], images.shape[2]
+    if image_sizes is None:
+        image_sizes = tf.zeros_like(boxes[:, :2]) + [[canvas_height, canvas_width]]
+    image_sizes = tf.cast(image_sizes, tf.float32)
+    images = tf.cast(images, tf.float32)
+    batch = tf.shape(images)[0]
+    for axis, canvas in ((1, canvas_height), (2, canvas_width)):
+        length = image_sizes[:, axis - 1]
+        start, end = boxes[:, axis - 1] * length, boxes[:, axis + 1] * length
+        index, weights = _resampling_taps(start, end - start, length, canvas, size)
+        gathered = tf.gather(images, tf.reshape(index, [batch, -1]), axis=axis, batch_dims=1)
+        if axis == 1:  # [B, size * K, W, C]
+            gathered = tf.reshape(gathered, [batch, size, -1, *gathered.shape[2:]])
+            images = tf.einsum("bskwc,bsk->bswc", gathered, weights)
+        else:  # [B, size, size * K, C]
+            gathered = tf.reshape(gathered, [batch, gathered.shape[1], size, -1, images.shape[3]])
+            images = tf.einsum("bhskc,bsk->bhsc", gathered, weights)
+    return images
+
+
+@tf.function(jit_compile=True)
+def _views(images, image_sizes, params, image_size: int, blur_kernel_size: int):
+    """Every pixel op, per image, fused by XLA into a few passes: the resized crop,
+    flip, colour jitter, grayscale, blur (`blur_kernel_size` 0: none) and
+    solarisation. uint8 images are scaled to [0, 1] after the crop; `order` None:
+    the jitter's fixed order."""
+    boxes, flip, brightness, contrast, saturation, hue, order, gray, blur, sigma, solarize = params
+    scale = 1 / 255 if images.dtype == tf.uint8 else 1.0
+    views = resized_crop(images, boxes, image_size, image_sizes) * scale
 
     def where(flags, changed, unchanged):
         return tf.where(flags[:, None, None, None] > 0, changed, unchanged)
 
     views = where(flip, views[:, :, ::-1], views)
-    views = color_jitter(views, brightness, contrast, saturation, hue)
+    views = color_jitter(views, brightness, contrast, saturation, hue, order)
     views = where(gray, grayscale(views), views)
     if blur_kernel_size:
         blurred = gaussian_blur(views, tf.maximum(sigma, 1e-3), blur_kernel_size)
@@ -119,18 +215,30 @@ class SimCLRAugment:
     solarisation, each per image with its own probability.
 
     Call it on `[B, H, W, 3]` or `[H, W, 3]` images (uint8 in [0, 255] or floats
-    in [0, 1]) with a stateless seed of shape `[2]`; it returns float32 views of
-    `image_size` in [0, 1] and a dict of float32 parameters, `[B]` each (the crop
-    box `[B, 4]`: `y1, x1, y2, x2` as fractions of the image).
+    in [0, 1]) with a stateless seed of shape `[2]`, and optionally `image_sizes`
+    (`[B, 2]`: each image's height and width at the top left of a padded batch, so
+    that images of different shapes batch together and every crop can reach their
+    sides). It returns float32 views of `image_size` in [0, 1] and a dict of float32
+    parameters, `[B]` each except the crop box `[B, 4]`: `y1, x1, y2, x2` as
+    fractions of the image's height and width, edge to edge; and `jitter_order`
+    `[B, 4]`: the jitter's operations (0 brightness, 1 contrast, 2 saturation,
+    3 hue) in the order applied, `0, 1, 2, 3` where the jitter is off.
+
+    The crop's area and aspect ratio (width / height, log-uniform) are drawn in
+    pixels, as torchvision's `RandomResizedCrop` does, also on non-square images;
+    the crop is resized with antialiasing.
 
     Args:
         image_size: side of the square output views.
         crop_scale: range of the crop's area as a fraction of the image.
-        crop_ratio: range of the crop's aspect ratio (width / height).
+        crop_ratio: range of the crop's aspect ratio (width / height in pixels).
         flip_probability: of a horizontal flip.
         jitter_probability: of colour jitter.
         brightness, contrast, saturation: jitter strengths s: factors ~ U(1-s, 1+s).
         hue: hue shift ~ U(-hue, hue), in turns.
+        random_jitter_order: apply the four jitter operations in a random order
+            per image (SimCLR, torchvision's `ColorJitter`); else brightness,
+            contrast, saturation, hue.
         grayscale_probability: of grayscale (after jitter).
         blur_probability: of Gaussian blur.
         blur_sigma: range of the blur's sigma, in pixels of the output.
@@ -140,8 +248,8 @@ class SimCLRAugment:
 
     >>> augment = SimCLRAugment(image_size=8, blur_probability=1.0)
     >>> views, params = augment(np.ones((8, 8, 3), "float32") / 2, seed=[0, 0])
-    >>> tuple(views.shape), float(params["blur"])
-    ((8, 8, 3), 1.0)
+    >>> tuple(views.shape), float(params["blur"]), params["jitter_order"].shape
+    ((8, 8, 3), 1.0, TensorShape([4]))
     """
 
     image_size: int = 32
@@ -153,15 +261,34 @@ class SimCLRAugment:
     contrast: float = 0.4
     saturation: float = 0.4
     hue: float = 0.1
+    random_jitter_order: bool = True
     grayscale_probability: float = 0.2
     blur_probability: float = 0.0
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     solarize_probability: float = 0.0
 
+    def __post_init__(self):
+        if not (isinstance(self.image_size, int) and self.image_size > 0):
+            raise ValueError(f"`image_size` must be a positive int; got {self.image_size!r}.")
+        low, high = self.crop_scale
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"`crop_scale` must satisfy 0 < low <= high <= 1; got {low, high}.")
+        low, high = self.crop_ratio
+        if not 0 < low <= high:
+            raise ValueError(f"`crop_ratio` must satisfy 0 < low <= high; got {low, high}.")
+        for name in (
+            "flip_probability",
+            "jitter_probability",
+            "grayscale_probability",
+            "blur_probability",
+            "solarize_probability",
+        ):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"`{name}` must lie in [0, 1]; got {getattr(self, name)!r}.")
+
     @classmethod
     def preset(cls, name: str) -> SimCLRAugment:
-        """`simclr_cifar10` (32x32, no blur: SimCLR's CIFAR setting) or
-        `simclr_imagenet` (224x224, blur with probability 0.5)."""
+        """A named setting of `PRESETS`."""
         if name not in PRESETS:
             raise ValueError(
                 f"Unknown augmentation preset {name!r}; expected one of {list(PRESETS)}."
@@ -173,24 +300,32 @@ class SimCLRAugment:
         """10 % of the image side, odd (SimCLR's kernel)."""
         return 2 * max(1, int(0.1 * self.image_size) // 2) + 1
 
-    def __call__(self, images, seed) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def __call__(self, images, seed, image_sizes=None) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         images = tf.convert_to_tensor(images)
         unbatched = images.shape.rank == 3
         if unbatched:
             images = images[None]
+            image_sizes = None if image_sizes is None else tf.convert_to_tensor(image_sizes)[None]
         if images.shape.rank != 4 or images.shape[-1] != 3:
             raise ValueError(
                 f"`images` must be [batch, height, width, 3] or [height, width, 3]; got "
                 f"shape {images.shape}."
             )
-        if images.dtype == tf.uint8:
-            images = tf.cast(images, tf.float32) / 255.0
-        elif images.dtype.is_floating:
+        if images.dtype.is_floating:
             images = tf.cast(images, tf.float32)
-        else:
+        elif images.dtype != tf.uint8:
             raise TypeError(f"`images` must be uint8 or float; got {images.dtype.name}.")
-        seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 12)
+        if images.shape[1] is None or images.shape[2] is None:
+            raise ValueError(
+                "`images` must have a static height and width (pad images of different "
+                f"shapes to one and give `image_sizes`); got shape {images.shape}."
+            )
         batch = images.shape[0] or tf.shape(images)[0]  # static where known (TPUs)
+        if image_sizes is None:
+            sizes = tf.zeros([batch, 2]) + [[images.shape[1], images.shape[2]]]
+        else:
+            sizes = self._checked_sizes(image_sizes, images.shape)
+        seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 12)
 
         def uniform(index, low=0.0, high=1.0, shape=None):
             return tf.random.stateless_uniform(
@@ -200,10 +335,7 @@ class SimCLRAugment:
         def chosen(index, probability):
             return tf.cast(uniform(index) < probability, tf.float32)
 
-        boxes = self._crop_boxes(batch, seeds[0])
-        views = tf.image.crop_and_resize(
-            images, boxes, tf.range(batch), [self.image_size, self.image_size]
-        )
+        boxes = self._crop_boxes(batch, seeds[0], sizes[:, 0], sizes[:, 1])
         flip = chosen(1, self.flip_probability)
         jitter = chosen(2, self.jitter_probability)
 
@@ -214,13 +346,22 @@ class SimCLRAugment:
         contrast = factor(4, self.contrast)
         saturation = factor(5, self.saturation)
         hue = jitter * uniform(6, -self.hue, self.hue)
+        fixed = tf.zeros([batch, 1], tf.int32) + tf.range(len(JITTER_OPS))
+        order = fixed
+        if self.random_jitter_order:
+            # The ranks of 4 uniforms: a uniformly random permutation.
+            shuffled = tf.argsort(uniform(11, shape=[batch, len(JITTER_OPS)]), axis=1)
+            order = tf.where(jitter[:, None] > 0, shuffled, fixed)
         gray = chosen(7, self.grayscale_probability)
         blur = chosen(8, self.blur_probability)
         sigma = blur * uniform(9, *self.blur_sigma)
         solarize = chosen(10, self.solarize_probability)
-        views = _pixel_ops(
-            views,
-            (flip, brightness, contrast, saturation, hue, gray, blur, sigma, solarize),
+        views = _views(
+            images,
+            sizes,
+            (boxes, flip, brightness, contrast, saturation, hue)
+            + (order if self.random_jitter_order else None, gray, blur, sigma, solarize),
+            self.image_size,
             self.blur_kernel_size if self.blur_probability > 0 else 0,
         )
         params = {
@@ -231,6 +372,7 @@ class SimCLRAugment:
             "contrast": contrast,
             "saturation": saturation,
             "hue": hue,
+            "jitter_order": tf.cast(order, tf.float32),
             "grayscale": gray,
             "blur": blur,
             "blur_sigma": sigma,
@@ -240,31 +382,62 @@ class SimCLRAugment:
             return views[0], {name: value[0] for name, value in params.items()}
         return views, params
 
-    def _crop_boxes(self, batch, seed):
-        """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1]: of the first of `CROP_ATTEMPTS`
-        draws that fits in the image, else the whole image (as torchvision does
-        for square images)."""
+    @staticmethod
+    def _checked_sizes(image_sizes, shape):
+        sizes = tf.convert_to_tensor(image_sizes)
+        if sizes.shape.rank != 2 or sizes.shape[1] != 2:
+            raise ValueError(f"`image_sizes` must be [batch, 2]; got shape {sizes.shape}.")
+        sizes = tf.cast(sizes, tf.float32)
+        message = f"`image_sizes` must lie in [1, {shape[1]}] x [1, {shape[2]}] (the images)"
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_greater_equal(sizes, 1.0, message=message),
+                tf.debugging.assert_less_equal(
+                    sizes, tf.constant([shape[1], shape[2]], tf.float32), message=message
+                ),
+            ]
+        ):
+            return tf.identity(sizes)
+
+    def _crop_boxes(self, batch, seed, heights, widths):
+        """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1] of images `heights x widths`
+        pixels (`[B]` each): the first of `CROP_ATTEMPTS` draws of area and aspect
+        ratio (in pixels) that fits in the image, else a central crop of the
+        image, or of its largest part within `crop_ratio` (as torchvision)."""
         seeds = tf.random.experimental.stateless_split(seed, 4)
         shape = [batch, CROP_ATTEMPTS]
         area = tf.random.stateless_uniform(shape, seeds[0], *self.crop_scale)
         log_ratio = tf.random.stateless_uniform(
             shape, seeds[1], math.log(self.crop_ratio[0]), math.log(self.crop_ratio[1])
         )
-        ratio = tf.exp(log_ratio)
+        # A box w x h (fractions) of a W x H image spans w W / (h H) = ratio and
+        # w h = area.
+        ratio = tf.exp(log_ratio) * (heights / widths)[:, None]
         width, height = tf.sqrt(area * ratio), tf.sqrt(area / ratio)
         fits = (width <= 1.0) & (height <= 1.0)
         first = tf.argmax(tf.cast(fits, tf.int32), axis=1)
         any_fits = tf.reduce_any(fits, axis=1)
-        width = tf.where(any_fits, tf.gather(width, first, batch_dims=1), 1.0)
-        height = tf.where(any_fits, tf.gather(height, first, batch_dims=1), 1.0)
-        top = tf.random.stateless_uniform([batch], seeds[2]) * (1.0 - height)
-        left = tf.random.stateless_uniform([batch], seeds[3]) * (1.0 - width)
+        aspect = widths / heights
+        fallback_width = tf.minimum(1.0, self.crop_ratio[1] / aspect)
+        fallback_height = tf.minimum(1.0, aspect / self.crop_ratio[0])
+        width = tf.where(any_fits, tf.gather(width, first, batch_dims=1), fallback_width)
+        height = tf.where(any_fits, tf.gather(height, first, batch_dims=1), fallback_height)
+        where = tf.where(any_fits[:, None], tf.random.stateless_uniform([batch, 2], seeds[2]), 0.5)
+        top, left = where[:, 0] * (1.0 - height), where[:, 1] * (1.0 - width)
         return tf.stack([top, left, top + height, left + width], axis=1)
 
 
 PRESETS = {
+    # SimCLR's CIFAR10 views: jitter strength s = 0.5, no blur.
     "simclr_cifar10": SimCLRAugment(image_size=32),
-    "simclr_imagenet": SimCLRAugment(image_size=224, blur_probability=0.5),
+    # SimSiam's CIFAR10 views: SimCLR's with crops of at least 20 % of the image.
+    "simsiam_cifar10": SimCLRAugment(image_size=32, crop_scale=(0.2, 1.0)),
+    # SimCLR's ImageNet views: s = 1.0, blur with probability 0.5.
+    "simclr_imagenet": SimCLRAugment(
+        image_size=224, brightness=0.8, contrast=0.8, saturation=0.8, hue=0.2, blur_probability=0.5
+    ),
+    # MoCo v2's ImageNet views: crops of at least 20 %, s = 0.5, blur with probability 0.5.
+    "mocov2_imagenet": SimCLRAugment(image_size=224, crop_scale=(0.2, 1.0), blur_probability=0.5),
 }
 
 
@@ -276,23 +449,36 @@ def augment_pairs(
     stream: int = 0,
 ):
     """Two views of each batch of `{"image", ...}` (or images): batch i is augmented
-    with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. Yields
-    `{view1, view2, params1, params2}` and the batch's other keys (e.g. `label`)."""
+    with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. An
+    `"image_size"` entry (`[B, 2]`) gives each image's height and width in a
+    padded batch (see `SimCLRAugment`). Yields `{view1, view2, params1, params2}`
+    and the batch's other keys (e.g. `label`).
+
+    Example:
+
+    >>> images = tf.data.Dataset.from_tensor_slices(np.zeros((4, 12, 12, 3), "uint8"))
+    >>> pairs = augment_pairs(images.batch(2), SimCLRAugment(image_size=8), seed=0)
+    >>> batch = next(iter(pairs))
+    >>> tuple(batch["view1"].shape), sorted(batch)
+    ((2, 8, 8, 3), ['params1', 'params2', 'view1', 'view2'])
+    """
 
     def pair(index, batch):
         batch = dict(batch) if isinstance(batch, dict) else {"image": batch}
         images = batch.pop("image")
+        sizes = batch.pop("image_size", None)
         base = tf.stack([tf.constant(seed, tf.int64), index])
         first = tf.random.experimental.stateless_fold_in(base, 2 * stream)
         second = tf.random.experimental.stateless_fold_in(base, 2 * stream + 1)
-        view1, params1 = augment(images, first)
-        view2, params2 = augment(images, second)
+        view1, params1 = augment(images, first, sizes)
+        view2, params2 = augment(images, second, sizes)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}
 
     return dataset.enumerate(start).map(pair, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 __all__ = [
+    "JITTER_OPS",
     "PARAMETERS",
     "PRESETS",
     "SimCLRAugment",
@@ -300,4 +486,5 @@ __all__ = [
     "color_jitter",
     "gaussian_blur",
     "grayscale",
+    "resized_crop",
 ]

@@ -102,17 +102,23 @@ def tfds_images(
             split = tfds.even_splits(split, n=shard[1])[shard[0]]
         dataset = builder.as_dataset(split=split, shuffle_files=False)
     except AssertionError as missing:  # tfds' "could not find data in ..."
-        how = (
-            "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
-            "image-net.org into ~/tensorflow_datasets/downloads/manual, then run "
-            f"`tfds build {name}`"
-            if name == "imagenet2012"
-            else f"run `tfds build {name}` on a machine with internet and copy the data directory here"
-        )
+        root = builder.data_dir_root
+        if name == "imagenet2012":
+            manual = f"{root}/downloads/manual"
+            how = (
+                "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
+                f"image-net.org into {manual}, then run `tfds build {name} --data_dir {root} "
+                f"--manual_dir {manual}`"
+            )
+        else:
+            how = (
+                f"run `tfds build {name} --data_dir {root}` (on a machine with internet, then "
+                f"copy {root} here)"
+            )
         raise ValueError(
-            f"The tfds dataset {name!r} is not prepared in {builder.data_dir!r}: {how} "
-            "(then pass its root as --data-dir). Without data, `recipes/photos.py` runs the "
-            "same experiment on photos shipped inside scikit-learn and scikit-image."
+            f"The tfds dataset {name!r} is not prepared in {builder.data_dir!r}: {how}, and "
+            f"pass --data-dir {root}. Without data, `recipes/photos.py` runs the same "
+            "experiment on photos shipped inside scikit-learn and scikit-image."
         ) from missing
     return dataset.map(lambda example: {"image": example["image"], "label": example["label"]})
 

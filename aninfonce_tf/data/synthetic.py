@@ -423,6 +423,11 @@ class SyntheticSetup:
             raise ValueError(
                 f"Unknown `conditional` {self.conditional!r}; expected one of {CONDITIONALS}."
             )
+        if self.generator_draws < 1:
+            raise ValueError(
+                f"`generator_draws` must be at least 1 (candidate matrices per layer of the "
+                f"generator); got {self.generator_draws}."
+            )
         self.generator = InvertibleMLP(
             dim=self.dim,
             layers=self.generator_layers,

@@ -1,6 +1,8 @@
-"""Identifiability metrics, linear readouts and the Keras callbacks that log them."""
+"""Identifiability metrics and their evaluator; the image probes (`probes`) and the Keras
+callbacks that run evaluators during `fit` (`callbacks`)."""
 
 from aninfonce_tf.evaluation.identifiability import (
+    IdentifiabilityEvaluator,
     block_r2,
     concentration_agreement,
     identifiability_scores,
@@ -10,6 +12,7 @@ from aninfonce_tf.evaluation.identifiability import (
 )
 
 __all__ = [
+    "IdentifiabilityEvaluator",
     "block_r2",
     "concentration_agreement",
     "identifiability_scores",

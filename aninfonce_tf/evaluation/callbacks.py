@@ -1,7 +1,8 @@
-"""Evaluators that score a model on held-out data, and the Keras callback that runs
-them during `fit`, logs to TensorBoard and stops at score targets.
+"""The Keras callbacks: the one that runs evaluators during `fit`, logs to TensorBoard
+and stops at score targets; the stop at a non-finite loss; the Lambda_hat logger.
 
-An evaluator is any object with `evaluate(model) -> {score name: value}` and
+The evaluators live beside their metrics (`identifiability.IdentifiabilityEvaluator`,
+`probes.ImageProbeEvaluator`). An evaluator is any object with `evaluate(model) -> {score name: value}` and
 `score_names(anisotropic) -> set[str]`, the scalar names (nested as `outer/inner`)
 it returns for an AnInfoNCE (`anisotropic=True`) or InfoNCE model: the runner
 checks `--stop-at` against them before training.
@@ -16,87 +17,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.evaluation.features import batched_features
-from aninfonce_tf.evaluation.identifiability import concentration_agreement, identifiability_scores
+from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.models import averaged_weights
-
-
-class IdentifiabilityEvaluator:
-    """Scores a `ContrastiveModel`'s unscaled embeddings against true latents.
-
-    Args:
-        observations: `[N, ...]` held-out inputs.
-        latents: `[N, n]` their true latents.
-        blocks: named latent index blocks for per-block R^2.
-        true_concentration: `[n]` ground-truth Lambda, to compare Lambda_hat with.
-        normalize_concentration: compare Lambda_hat up to a common factor
-            (Euclidean latent spaces).
-        nonlinear: also fit the kernel-ridge R^2 (slower).
-
-    Example:
-
-    >>> import numpy as np
-    >>> from aninfonce_tf.evaluation.callbacks import IdentifiabilityEvaluator
-    >>> z = np.random.default_rng(0).normal(size=(500, 2))
-    >>> class Identity:
-    ...     scaling = None
-    ...     def embed(self, x, training=False, scaled=True):
-    ...         return x
-    >>> round(IdentifiabilityEvaluator(z, z).evaluate(Identity())["linear_r2"], 3)
-    1.0
-    """
-
-    def __init__(
-        self,
-        observations,
-        latents,
-        blocks: dict[str, np.ndarray] | None = None,
-        true_concentration=None,
-        normalize_concentration: bool = False,
-        nonlinear: bool = False,
-        batch_size: int = 4096,
-    ):
-        self.observations = np.asarray(observations)
-        self.latents = np.asarray(latents)
-        self.blocks = blocks
-        self.true_concentration = true_concentration
-        self.normalize_concentration = normalize_concentration
-        self.nonlinear = nonlinear
-        self.batch_size = batch_size
-
-    def score_names(self, anisotropic: bool) -> set[str]:
-        """The scalar scores `evaluate` returns (block scores as `block_r2/NAME`)."""
-        names = {"linear_r2", "mcc", "mcc_spearman"}
-        names |= {f"block_r2/{block}" for block, index in (self.blocks or {}).items() if len(index)}
-        if self.nonlinear:
-            names.add("nonlinear_r2")
-        if anisotropic and self.true_concentration is not None:
-            names |= {"lambda_spearman", "lambda_relative_error"}
-        return names
-
-    def features(self, model) -> np.ndarray:
-        return batched_features(
-            lambda batch: model.embed(batch, scaled=False), self.observations, self.batch_size
-        )
-
-    def evaluate(self, model) -> dict:
-        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
-        features = self.features(model)
-        scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
-        if getattr(model, "scaling", None) is not None:
-            learned = np.asarray(model.scaling.concentration)
-            scores["lambda_hat"] = learned.tolist()
-            if self.true_concentration is not None:
-                scores.update(
-                    concentration_agreement(
-                        learned,
-                        self.true_concentration,
-                        self.latents,
-                        features,
-                        self.normalize_concentration,
-                    )
-                )
-        return scores
 
 
 def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
@@ -240,8 +162,10 @@ class EvaluationCallback(keras.callbacks.Callback):
         seconds = round(time.perf_counter() - self._start, 1)
         self.history.append({"step": step, "seconds": seconds, **scores})
         if self.history_path:
-            with open(self.history_path, "w") as file:
-                json.dump(self.history, file)
+            # Atomic, so that a kill never leaves half a file for the resumed run to read;
+            # NaN stays NaN (Python's JSON), so that a resumed curve equals an uninterrupted one.
+            text = json.dumps(self.history)
+            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
         scalars = scalar_items(scores)
         self._check_targets(scalars, step)
         if logs is not None:

@@ -1,4 +1,5 @@
-"""Identifiability metrics on arrays: how well learned features recover true latents.
+"""Identifiability metrics on arrays (how well learned features recover true latents)
+and `IdentifiabilityEvaluator`, which scores a model's embeddings with them.
 
 All scores fit on one split and score on a held-out split (the authors fit and
 score on the same samples, which flatters flexible readouts).
@@ -21,6 +22,8 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
+
+from aninfonce_tf.evaluation.features import batched_features
 
 
 def _split(latents, features, train_fraction: float, seed: int):
@@ -169,3 +172,80 @@ def identifiability_scores(
     if nonlinear:
         scores["nonlinear_r2"] = float(np.mean(nonlinear_r2(latents, features, seed=seed)))
     return scores
+
+
+class IdentifiabilityEvaluator:
+    """Scores a `ContrastiveModel`'s unscaled embeddings against true latents.
+
+    Args:
+        observations: `[N, ...]` held-out inputs.
+        latents: `[N, n]` their true latents.
+        blocks: named latent index blocks for per-block R^2.
+        true_concentration: `[n]` ground-truth Lambda, to compare Lambda_hat with.
+        normalize_concentration: compare Lambda_hat up to a common factor
+            (Euclidean latent spaces).
+        nonlinear: also fit the kernel-ridge R^2 (slower).
+
+    Example:
+
+    >>> from aninfonce_tf import IdentifiabilityEvaluator
+    >>> z = np.random.default_rng(0).normal(size=(500, 2))
+    >>> class Identity:
+    ...     scaling = None
+    ...     def embed(self, x, training=False, scaled=True):
+    ...         return x
+    >>> round(IdentifiabilityEvaluator(z, z).evaluate(Identity())["linear_r2"], 3)
+    1.0
+    """
+
+    def __init__(
+        self,
+        observations,
+        latents,
+        blocks: dict[str, np.ndarray] | None = None,
+        true_concentration=None,
+        normalize_concentration: bool = False,
+        nonlinear: bool = False,
+        batch_size: int = 4096,
+    ):
+        self.observations = np.asarray(observations)
+        self.latents = np.asarray(latents)
+        self.blocks = blocks
+        self.true_concentration = true_concentration
+        self.normalize_concentration = normalize_concentration
+        self.nonlinear = nonlinear
+        self.batch_size = batch_size
+
+    def score_names(self, anisotropic: bool) -> set[str]:
+        """The scalar scores `evaluate` returns (block scores as `block_r2/NAME`)."""
+        names = {"linear_r2", "mcc", "mcc_spearman"}
+        names |= {f"block_r2/{block}" for block, index in (self.blocks or {}).items() if len(index)}
+        if self.nonlinear:
+            names.add("nonlinear_r2")
+        if anisotropic and self.true_concentration is not None:
+            names |= {"lambda_spearman", "lambda_relative_error"}
+        return names
+
+    def features(self, model) -> np.ndarray:
+        return batched_features(
+            lambda batch: model.embed(batch, scaled=False), self.observations, self.batch_size
+        )
+
+    def evaluate(self, model) -> dict:
+        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
+        features = self.features(model)
+        scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
+        if getattr(model, "scaling", None) is not None:
+            learned = np.asarray(model.scaling.concentration)
+            scores["lambda_hat"] = learned.tolist()
+            if self.true_concentration is not None:
+                scores.update(
+                    concentration_agreement(
+                        learned,
+                        self.true_concentration,
+                        self.latents,
+                        features,
+                        self.normalize_concentration,
+                    )
+                )
+        return scores

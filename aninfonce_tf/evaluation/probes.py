@@ -1,105 +1,257 @@
 """Frozen-feature probes for images: class accuracy (linear probe, kNN) and the
-augmentation readout, a linear probe from the features of an augmented view to
-the parameters of its augmentation.
+augmentation readout, linear probes from the features of one augmented view to the
+parameters of its augmentation.
 
-The readout's definition (the paper's exact protocol is not public): each
-parameter is read from the features by a logistic regression fitted on one half of
-the views and scored on the other. A flag (flip, grayscale, ...) scores the
-balanced accuracy of predicting it; a continuous parameter (a jitter factor, the
-crop's area, centre and aspect, the blur sigma) the balanced accuracy of predicting
-whether it lies above its median, and also the R^2 of a linear regression.
-Parameters that do not vary are skipped. `augmentation_readout` is the mean
-balanced accuracy over parameters: chance is 0.5.
+Class probes, fitted on the probe train images and scored on the probe test images:
+
+- `class_accuracy`: the linear probe: a logistic regression on standardised
+  features, its L2 penalty C chosen from `C_GRID` by `FOLDS`-fold cross-validation on
+  the train images (`logistic_probe`); test accuracy.
+- `knn_k200_accuracy`: the kNN monitor of InstDisc and solo-learn: the 200 train
+  images of highest cosine similarity s to a test image vote for their classes with
+  weights exp(s / 0.07); test accuracy of the class with most weight.
+- `knn_k20_accuracy`: the same vote among the 20 nearest.
+
+The readout (the paper's exact protocol is not public): each target is read from the
+features by a logistic regression (C chosen as above, by balanced accuracy) fitted
+on a random half of the views and scored on the other. A flag (grayscale, ...)
+scores the balanced accuracy of predicting it; a continuous target (a jitter factor,
+the crop's area) the balanced accuracy of predicting whether it lies above its
+median, and also the R^2 of a ridge regression (its penalty chosen by leave-one-out
+cross-validation on the fitting half: `features.ridge_r2`). Targets that do not vary
+are skipped. `augmentation_readout` is the mean balanced accuracy over the targets
+one view determines: chance is 0.5.
+
+Which targets one view determines. A probe sees one view. Mirroring the source
+image and toggling the flip gives the same view, with the source-frame crop centre
+`x` moved to `1 - x`: on data whose distribution is symmetric under mirroring (a
+flipped sky looks like a sky), no encoder reads the flip or the source-frame `x`
+better than chance. Those two (`SOURCE_FRAME`) are scored apart, under
+`readout_source_frame` (and `readout_source_frame_r2`), and left out of the mean.
+The other targets are set by what the view shows, so one view can determine them
+(to the extent that its content reveals them: a position needs content that differs
+across the source image, a colour factor colours whose statistics are known):
+
+- `crop_area` (height x width, fractions of the source), `crop_aspect` (width /
+  height), `crop_center_y`;
+- `crop_center_x_view`: the crop's centre in the view's own frame: its source-frame
+  `x` where the view is not flipped, `1 - x` where it is, so that mirroring a view
+  mirrors the target (AugSelf's flip-adjusted centre);
+- `jitter`, `brightness`, `contrast`, `saturation`, `hue`, `grayscale`, `blur`,
+  `blur_sigma`, `solarize`, as the augmentation returns them;
+- `jitter_order_<op>`: the step (0-3) at which the jitter applied `op`, on the views
+  whose jitter was applied (undefined elsewhere).
 
 Example:
 
 >>> rng = np.random.default_rng(0)
->>> flip = rng.integers(0, 2, 400).astype("float32")
->>> features = np.stack([flip + 0.1 * rng.normal(size=400), rng.normal(size=400)], 1)
->>> scores = augmentation_readout(features, {"flip": flip})
->>> round(scores["readout"]["flip"], 2), round(scores["augmentation_readout"], 2)
+>>> gray = rng.integers(0, 2, 400).astype("float32")
+>>> features = np.stack([gray + 0.1 * rng.normal(size=400), rng.normal(size=400)], 1)
+>>> scores = augmentation_readout(features, {"grayscale": gray})
+>>> round(scores["readout"]["grayscale"], 2), round(scores["augmentation_readout"], 2)
 (1.0, 1.0)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
-from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.metrics import balanced_accuracy_score, r2_score
+from sklearn.linear_model import LogisticRegressionCV
+from sklearn.metrics import accuracy_score, balanced_accuracy_score
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from aninfonce_tf.evaluation.features import batched_features
+from aninfonce_tf.data.augment import JITTER_OPS
+from aninfonce_tf.evaluation.features import batched_features, ridge_r2
+
+# The logistic probes' inverse L2 penalties, chosen by FOLDS-fold cross-validation.
+C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+FOLDS = 3
+# scikit-learn 1.8 and 1.9 warn unless given these (their defaults from 1.10 on);
+# earlier versions warn when given them.
+_LOGISTIC_CV_ARGS = {
+    name: value
+    for name, value in {"l1_ratios": (0.0,), "use_legacy_attributes": False}.items()
+    if LogisticRegressionCV().get_params().get(name) == "warn"
+}
+# The kNN monitor's temperature (InstDisc, solo-learn) and the two k it is reported at.
+KNN_TEMPERATURE = 0.07
+KNN_K = (20, 200)
+# Readout targets that one view cannot determine (see the module docstring).
+SOURCE_FRAME = ("crop_center_x_source", "flip")
 
 
-def _classifier():
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+def stratified_order(labels, seed=0) -> np.ndarray:
+    """A seeded random order of the indices of `labels` in which every prefix holds
+    each class in proportion to its share of `labels` (to about one example): each
+    class's members in a random order, the j-th of a class of n placed at (j + 1/2) / n
+    of the way (ties between classes in a random order).
+
+    Example:
+
+    >>> labels = np.array([0] * 6 + [1] * 3)
+    >>> np.bincount(labels[stratified_order(labels)[:3]]).tolist()
+    [2, 1]
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"`labels` must be one-dimensional; got shape {labels.shape}.")
+    rng = np.random.default_rng(seed)
+    grouped = np.lexsort((rng.random(len(labels)), labels))  # by class, random within
+    _, inverse, counts = np.unique(labels[grouped], return_inverse=True, return_counts=True)
+    rank = np.arange(len(labels)) - (np.cumsum(counts) - counts)[inverse]
+    keys = (rank + 0.5) / counts[inverse]
+    return grouped[np.lexsort((rng.random(len(labels)), keys))]
+
+
+def logistic_probe(
+    features, labels, scoring: str | Callable = "accuracy", seed: int = 0
+) -> Pipeline:
+    """A logistic regression on standardised features, its inverse penalty C chosen
+    from `C_GRID` by `FOLDS`-fold cross-validation on these rows (folds stratified by
+    label where every class has `FOLDS` members) for `scoring`, then refitted on all
+    of them (`LogisticRegressionCV`).
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.arange(90) % 3
+    >>> features = np.eye(3)[labels] + 0.1 * rng.normal(size=(90, 3))
+    >>> float(logistic_probe(features, labels).score(features, labels))
+    1.0
+    """
+    labels = np.asarray(labels)
+    fewest = np.unique(labels, return_counts=True)[1].min()
+    folds = (StratifiedKFold if fewest >= FOLDS else KFold)(FOLDS, shuffle=True, random_state=seed)
+    probe = LogisticRegressionCV(
+        Cs=C_GRID, cv=folds, scoring=scoring, max_iter=2000, **_LOGISTIC_CV_ARGS
+    )
+    return make_pipeline(StandardScaler(), probe).fit(np.asarray(features, "float64"), labels)
+
+
+def balanced_accuracy(probe, features, labels) -> float:
+    """`balanced_accuracy_score` of `probe`'s predictions as a scorer, without
+    scikit-learn's input checks (the readout's cross-validation scores it 15 times
+    per target: the checks took half its time)."""
+    predicted = probe.predict(features)
+    return float(
+        np.mean([np.mean(predicted[labels == label] == label) for label in np.unique(labels)])
+    )
 
 
 def linear_probe_accuracy(train_features, train_labels, test_features, test_labels) -> float:
-    """Test accuracy of a logistic regression fitted on the train features."""
-    probe = _classifier().fit(np.asarray(train_features), np.asarray(train_labels))
-    return float(probe.score(np.asarray(test_features), np.asarray(test_labels)))
+    """Test accuracy of `logistic_probe` fitted on the train features."""
+    probe = logistic_probe(train_features, train_labels)
+    return float(accuracy_score(test_labels, probe.predict(np.asarray(test_features, "float64"))))
 
 
-def knn_accuracy(train_features, train_labels, test_features, test_labels, k: int = 20) -> float:
-    """Test accuracy of a k-nearest-neighbour vote by cosine similarity."""
-    k = min(k, len(train_labels))
-    vote = KNeighborsClassifier(n_neighbors=k, metric="cosine", weights="distance")
-    vote.fit(np.asarray(train_features), np.asarray(train_labels))
-    return float(vote.score(np.asarray(test_features), np.asarray(test_labels)))
+def knn_accuracy(
+    train_features,
+    train_labels,
+    test_features,
+    test_labels,
+    k: int = 200,
+    temperature: float = KNN_TEMPERATURE,
+) -> float:
+    """Test accuracy of the weighted kNN vote of InstDisc and solo-learn: the `k`
+    train features of highest cosine similarity s to a test feature vote for their
+    labels with weights exp(s / `temperature`); the label with most weight wins."""
+    vote = KNeighborsClassifier(
+        n_neighbors=min(k, len(train_labels)),
+        metric="cosine",
+        weights=lambda distance: np.exp((1.0 - distance) / temperature),
+    )
+    vote.fit(np.asarray(train_features, "float64"), np.asarray(train_labels))
+    return float(vote.score(np.asarray(test_features, "float64"), np.asarray(test_labels)))
 
 
 def readout_targets(params: dict) -> dict[str, np.ndarray]:
-    """One `[N]` target per parameter; the crop box `y1, x1, y2, x2` becomes its
-    area, centre and aspect (width / height)."""
+    """One `[N]` target per name of the module docstring (NaN where undefined), from
+    the parameters `SimCLRAugment` returns: the crop box `y1, x1, y2, x2` becomes the
+    crop's area, aspect, centre y and centre x in the view's frame and in the
+    source's; `jitter_order` the step of each jitter operation; `[N]` parameters are
+    targets as they are.
+
+    Raises:
+        ValueError: for a parameter of another shape.
+    """
+    params = {name: np.asarray(value, "float64") for name, value in params.items()}
     targets = {}
     for name, value in params.items():
-        value = np.asarray(value, "float64")
         if name == "crop_box":
-            height, width = value[:, 2] - value[:, 0], value[:, 3] - value[:, 1]
-            targets["crop_area"] = height * width
-            targets["crop_center_y"] = (value[:, 0] + value[:, 2]) / 2
-            targets["crop_center_x"] = (value[:, 1] + value[:, 3]) / 2
-            targets["crop_aspect"] = width / height
-        else:
+            flip = params.get("flip", np.zeros(len(value)))
+            top, left, bottom, right = value.T
+            center_x = (left + right) / 2
+            targets["crop_area"] = (bottom - top) * (right - left)
+            targets["crop_aspect"] = (right - left) / (bottom - top)
+            targets["crop_center_y"] = (top + bottom) / 2
+            targets["crop_center_x_view"] = np.where(flip > 0, 1.0 - center_x, center_x)
+            targets["crop_center_x_source"] = center_x
+        elif name == "jitter_order":
+            step = np.argsort(value, axis=1).astype("float64")  # step[i, op]
+            if "jitter" in params:
+                step[params["jitter"] == 0] = np.nan
+            for op, op_name in enumerate(JITTER_OPS):
+                targets[f"jitter_order_{op_name}"] = step[:, op]
+        elif value.ndim == 1:
             targets[name] = value
+        else:
+            raise ValueError(
+                f"`params[{name!r}]` must be [N] (or a crop box [N, 4], a jitter order "
+                f"[N, 4]); got shape {value.shape}."
+            )
     return targets
 
 
 def augmentation_readout(features, params: dict, seed: int = 0) -> dict:
-    """The readout of every varying parameter (see the module's definition).
+    """The readout of every varying target (see the module's definition).
 
     Returns:
-        `{"augmentation_readout": mean balanced accuracy, "readout": {parameter:
-        balanced accuracy}, "readout_r2": {continuous parameter: R^2}}`.
+        `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
+        {target one view determines: balanced accuracy}, "readout_r2": {continuous
+        one: R^2}, "readout_source_frame": {flip, crop_center_x_source: balanced
+        accuracy}, "readout_source_frame_r2": {crop_center_x_source: R^2}}`.
     """
     features = np.asarray(features, "float64")
-    order = np.random.default_rng(seed).permutation(len(features))
-    train, test = order[: len(order) // 2], order[len(order) // 2 :]
-    readout, readout_r2 = {}, {}
-    for name, target in readout_targets(params).items():
-        if np.ptp(target) == 0:
+    rows = np.random.default_rng(seed).permutation(len(features))
+    halves = rows[: len(rows) // 2], rows[len(rows) // 2 :]
+    scores = {group: {} for group in ("readout", "readout_source_frame")}
+    targets, regressions = readout_targets(params), {}
+    for name, target in targets.items():
+        defined = ~np.isnan(target)
+        fit, test = (half[defined[half]] for half in halves)
+        if not defined.any() or np.ptp(target[defined]) == 0:
             continue
-        binary = set(np.unique(target)) <= {0.0, 1.0}
-        labels = target if binary else (target > np.median(target)).astype("float64")
-        if len(np.unique(labels[train])) < 2 or len(np.unique(labels[test])) < 2:
+        binary = set(np.unique(target[defined])) <= {0.0, 1.0}
+        labels = target if binary else (target > np.median(target[defined])).astype("float64")
+        fit_counts = np.unique(labels[fit], return_counts=True)[1]
+        if len(fit_counts) < 2 or fit_counts.min() < FOLDS or len(np.unique(labels[test])) < 2:
             continue
-        probe = _classifier().fit(features[train], labels[train])
-        readout[name] = float(balanced_accuracy_score(labels[test], probe.predict(features[test])))
-        if not binary:
-            regression = make_pipeline(StandardScaler(), LinearRegression())
-            regression.fit(features[train], target[train])
-            readout_r2[name] = float(r2_score(target[test], regression.predict(features[test])))
-    mean = float(np.mean(list(readout.values()))) if readout else float("nan")
-    return {"augmentation_readout": mean, "readout": readout, "readout_r2": readout_r2}
+        probe = logistic_probe(features[fit], labels[fit], balanced_accuracy, seed)
+        group = "readout_source_frame" if name in SOURCE_FRAME else "readout"
+        scores[group][name] = float(
+            balanced_accuracy_score(labels[test], probe.predict(features[test]))
+        )
+        if not binary:  # one ridge fit per set of rows
+            regressions.setdefault(defined.tobytes(), (fit, test, []))[2].append(name)
+    r2 = {}
+    for fit, test, names in regressions.values():
+        values = ridge_r2(features, np.stack([targets[n] for n in names], 1), fit, test)
+        r2.update(zip(names, map(float, values), strict=True))
+    for group in ("readout", "readout_source_frame"):
+        scores[f"{group}_r2"] = {name: r2[name] for name in scores[group] if name in r2}
+    readout = list(scores["readout"].values())
+    return {"augmentation_readout": float(np.mean(readout)) if readout else float("nan"), **scores}
 
 
 class ImageProbeEvaluator:
-    """Class accuracy (linear probe, kNN) and augmentation readout of a
-    `ContrastiveModel`, at the backbone (encoder) output and at the projector
-    output (normalised, before Lambda_hat), side by side.
+    """Class accuracy (linear probe, kNN at k = 20 and 200) and augmentation readout
+    of a `ContrastiveModel`, at the backbone (encoder) output and at the projector
+    output (normalised, before Lambda_hat), side by side; the module docstring
+    defines each score.
 
     Args:
         train_images, train_labels: what the class probes fit on.
@@ -107,9 +259,32 @@ class ImageProbeEvaluator:
         views: `[N, ...]` augmented views for the readout.
         view_params: their parameters, as the augmentation returned them.
         batch_size: images per forward pass.
+
+    Example:
+
+    >>> import keras
+    >>> from aninfonce_tf import ContrastiveModel, projection_head
+    >>> rng = np.random.default_rng(0)
+    >>> images = rng.uniform(size=(60, 8, 8, 3)).astype("float32")
+    >>> labels = np.arange(60) % 2
+    >>> # Views and their parameters as `SimCLRAugment` returns them; here one flag.
+    >>> views, params = images, {"grayscale": rng.integers(0, 2, 60).astype("float32")}
+    >>> encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.GlobalAveragePooling2D()])
+    >>> model = ContrastiveModel(encoder, projector=projection_head([], 4))
+    >>> evaluator = ImageProbeEvaluator(
+    ...     images[:30], labels[:30], images[30:], labels[30:], views, params
+    ... )
+    >>> sorted(evaluator.evaluate(model))
+    ['backbone', 'projector']
     """
 
     LEVELS = ("backbone", "projector")
+    # The scalar scores of each level.
+    SCORES = (
+        "class_accuracy",
+        *(f"knn_k{k}_accuracy" for k in KNN_K),
+        "augmentation_readout",
+    )
 
     def __init__(
         self,
@@ -135,31 +310,21 @@ class ImageProbeEvaluator:
         )
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """Scalar scores: `<level>/class_accuracy`, `/knn_accuracy`,
-        `/augmentation_readout` (per-parameter scores are lists, not scalars)."""
+        """`<level>/<score>` for each of `SCORES` (the per-target readouts are
+        scalars too, but which targets vary depends on the views)."""
         del anisotropic
-        return {
-            f"{level}/{name}"
-            for level in self.LEVELS
-            for name in ("class_accuracy", "knn_accuracy", "augmentation_readout")
-        }
+        return {f"{level}/{name}" for level in self.LEVELS for name in self.SCORES}
 
     def evaluate(self, model) -> dict:
         scores = {}
         for level in self.LEVELS:
             train = self._features(model, self.train_images, level)
             test = self._features(model, self.test_images, level)
-            readout = augmentation_readout(
-                self._features(model, self.views, level), self.view_params
-            )
+            labelled = (train, self.train_labels, test, self.test_labels)
             scores[level] = {
-                "class_accuracy": linear_probe_accuracy(
-                    train, self.train_labels, test, self.test_labels
-                ),
-                "knn_accuracy": knn_accuracy(train, self.train_labels, test, self.test_labels),
-                "augmentation_readout": readout["augmentation_readout"],
-                "readout": readout["readout"],
-                "readout_r2": readout["readout_r2"],
+                "class_accuracy": linear_probe_accuracy(*labelled),
+                **{f"knn_k{k}_accuracy": knn_accuracy(*labelled, k=k) for k in KNN_K},
+                **augmentation_readout(self._features(model, self.views, level), self.view_params),
             }
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
@@ -167,9 +332,15 @@ class ImageProbeEvaluator:
 
 
 __all__ = [
+    "C_GRID",
+    "FOLDS",
     "ImageProbeEvaluator",
+    "KNN_K",
+    "SOURCE_FRAME",
     "augmentation_readout",
     "knn_accuracy",
     "linear_probe_accuracy",
+    "logistic_probe",
     "readout_targets",
+    "stratified_order",
 ]

@@ -37,9 +37,14 @@ def test_imagenet_images_of_any_size_are_squared_before_batching():
 @pytest.mark.parametrize("name", ["cifar10", "imagenet2012"])
 def test_a_dataset_missing_offline_says_how_to_prepare_it_within_seconds(name, tmp_path):
     start = time.perf_counter()
-    with pytest.raises(ValueError, match=f"'{name}' is not prepared.*tfds build.*photos.py"):
+    with pytest.raises(
+        ValueError, match=f"'{name}' is not prepared.*tfds build.*photos.py"
+    ) as error:
         tfds_images(name, "train", data_dir=str(tmp_path))
     assert time.perf_counter() - start < 10
+    # The command builds where --data-dir points (ImageNet: from the manual download there).
+    manual = f" --manual_dir {tmp_path}/downloads/manual" if name == "imagenet2012" else ""
+    assert f"`tfds build {name} --data_dir {tmp_path}{manual}`" in str(error.value)
     with pytest.raises(ValueError, match="svhn"):
         tfds_images("svhn", "train")
 

@@ -9,11 +9,11 @@ import pytest
 
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
-    IdentifiabilityEvaluator,
     check_targets,
     parse_targets,
     scalar_items,
 )
+from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 
 
 class RisingScores:

@@ -1,17 +1,25 @@
-"""Frozen-feature probes: class accuracy, kNN and the augmentation readout."""
+"""Frozen-feature probes: class accuracy, kNN, the augmentation readout and the
+stratified probe sets."""
 
 import keras
 import numpy as np
 import pytest
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
 
 from aninfonce_tf import ContrastiveModel, DiagonalScaling, projection_head
+from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.evaluation.probes import (
+    SOURCE_FRAME,
     ImageProbeEvaluator,
     augmentation_readout,
+    balanced_accuracy,
     knn_accuracy,
     linear_probe_accuracy,
+    logistic_probe,
     readout_targets,
+    stratified_order,
 )
 
 RNG = np.random.default_rng(0)
@@ -20,10 +28,53 @@ RNG = np.random.default_rng(0)
 def test_class_probes_separate_separable_classes_and_not_noise():
     labels = RNG.integers(0, 3, 600)
     features = np.eye(3)[labels] * 3 + RNG.normal(size=(600, 3))
-    assert linear_probe_accuracy(features[:300], labels[:300], features[300:], labels[300:]) > 0.9
-    assert knn_accuracy(features[:300], labels[:300], features[300:], labels[300:]) > 0.9
+    halves = features[:300], labels[:300], features[300:], labels[300:]
+    assert linear_probe_accuracy(*halves) > 0.9
+    assert knn_accuracy(*halves, k=20) > 0.9 and knn_accuracy(*halves, k=200) > 0.9
     noise = RNG.normal(size=(600, 3))
     assert linear_probe_accuracy(noise[:300], labels[:300], noise[300:], labels[300:]) < 0.5
+
+
+def _knn_reference(train, train_labels, test, test_labels, k, temperature, weighted=True):
+    """InstDisc's / solo-learn's weighted kNN vote in float64 NumPy."""
+    unit = [x / np.linalg.norm(x, axis=1, keepdims=True) for x in (train, test)]
+    similarity = unit[1] @ unit[0].T
+    nearest = np.argsort(-similarity, axis=1)[:, :k]
+    weights = np.exp(np.take_along_axis(similarity, nearest, 1) / temperature)
+    votes = np.zeros((len(test), train_labels.max() + 1))
+    np.add.at(votes, (np.arange(len(test))[:, None], train_labels[nearest]), weights**weighted)
+    return np.mean(votes.argmax(1) == test_labels)
+
+
+def test_the_knn_monitor_is_the_vote_weighted_by_exp_similarity_over_temperature():
+    # Class 0 is spread wide and outnumbers the tight class 1 among the 200 nearest of
+    # a class-1 test point: a plain majority says 0, the weighted vote says 1.
+    direction = np.eye(8)[1]
+    wide = RNG.normal(size=(300, 8)) + 2 * direction
+    tight = direction + 0.05 * RNG.normal(size=(40, 8))
+    train, labels = np.concatenate([wide, tight]), np.repeat([0, 1], [300, 40])
+    test = np.concatenate([direction + 0.05 * RNG.normal(size=(30, 8)), RNG.normal(size=(30, 8))])
+    test_labels = np.repeat([1, 0], 30)
+    for k in (20, 200):
+        expected = _knn_reference(train, labels, test, test_labels, k, 0.07)
+        assert knn_accuracy(train, labels, test, test_labels, k=k) == pytest.approx(expected)
+    majority = _knn_reference(train, labels, test, test_labels, 200, 0.07, weighted=False)
+    assert knn_accuracy(train, labels, test, test_labels, k=200) > majority + 0.2
+
+
+def test_the_logistic_probes_choose_their_penalty_by_cross_validation():
+    # Few examples, many noise features: the unpenalised-ish C = 1 overfits.
+    labels = RNG.integers(0, 2, 400)
+    features = np.concatenate(
+        [labels[:, None] + RNG.normal(size=(400, 1)), RNG.normal(size=(400, 60))], 1
+    )
+    fit, test = slice(0, 80), slice(80, None)
+    probe = logistic_probe(features[fit], labels[fit], balanced_accuracy)
+    assert float(np.ravel(probe[-1].C_)[0]) < 1.0
+    fixed = LogisticRegression(C=1.0, max_iter=2000).fit(features[fit], labels[fit])
+    chosen = balanced_accuracy_score(labels[test], probe.predict(features[test]))
+    assert chosen > balanced_accuracy_score(labels[test], fixed.predict(features[test])) + 0.05
+    assert balanced_accuracy(probe, features[test], labels[test]) == pytest.approx(chosen)
 
 
 def test_the_readout_reads_encoded_parameters_and_not_others():
@@ -36,29 +87,96 @@ def test_the_readout_reads_encoded_parameters_and_not_others():
     }
     features = np.stack([params["flip"], params["brightness"], RNG.normal(size=n)], axis=1)
     scores = augmentation_readout(features, params)
-    assert set(scores["readout"]) == {"flip", "brightness", "grayscale"}
-    assert scores["readout"]["flip"] > 0.98 and scores["readout"]["brightness"] > 0.95
+    assert set(scores["readout"]) == {"brightness", "grayscale"}
+    assert set(scores["readout_source_frame"]) == {"flip"}
+    assert scores["readout_source_frame"]["flip"] > 0.98 and scores["readout"]["brightness"] > 0.95
     assert abs(scores["readout"]["grayscale"] - 0.5) < 0.08
-    assert scores["readout_r2"]["brightness"] > 0.99 and "flip" not in scores["readout_r2"]
-    expected = np.mean([scores["readout"][k] for k in ("flip", "brightness", "grayscale")])
+    assert scores["readout_r2"] == {"brightness": pytest.approx(1.0, abs=0.01)}
+    expected = np.mean([scores["readout"][k] for k in ("brightness", "grayscale")])
     assert scores["augmentation_readout"] == pytest.approx(expected)
 
 
-def test_the_crop_box_is_read_as_area_centre_and_aspect():
-    targets = readout_targets({"crop_box": np.array([[0.0, 0.0, 0.5, 1.0]])})
-    assert {k: float(v[0]) for k, v in targets.items()} == {
-        "crop_area": 0.5,
-        "crop_center_y": 0.25,
-        "crop_center_x": 0.5,
-        "crop_aspect": 2.0,
+def test_the_readout_r2_is_a_ridge_regression_with_a_chosen_penalty():
+    # 100 fitting views, 80 noise features: least squares overfits (R^2 < 0.3),
+    # ridge keeps most of the one feature's signal (0.8 of the variance).
+    n = 200
+    brightness = RNG.uniform(0.6, 1.4, n)
+    signal = (brightness - 1) / 0.4 + 0.5 * RNG.normal(size=n)
+    features = np.concatenate([signal[:, None], RNG.normal(size=(n, 80))], 1)
+    r2 = augmentation_readout(features, {"brightness": brightness})["readout_r2"]["brightness"]
+    least_squares = LinearRegression().fit(features[:100], brightness[:100])
+    assert least_squares.score(features[100:], brightness[100:]) < 0.3 < 0.6 < r2
+
+
+def test_the_crop_box_is_read_in_the_views_frame_and_in_the_sources():
+    boxes = np.array([[0.0, 0.0, 0.5, 0.6], [0.0, 0.0, 0.5, 0.6]])
+    targets = readout_targets({"crop_box": boxes, "flip": np.array([0.0, 1.0])})
+    assert {k: v.tolist() for k, v in targets.items()} == {
+        "crop_area": [0.3, 0.3],
+        "crop_aspect": [1.2, 1.2],
+        "crop_center_y": [0.25, 0.25],
+        "crop_center_x_view": [0.3, 0.7],  # mirrored with the view
+        "crop_center_x_source": [0.3, 0.3],
+        "flip": [0.0, 1.0],
     }
+
+
+def test_the_jitter_order_is_read_as_each_operations_step_where_the_jitter_ran():
+    order = np.array([[2, 0, 3, 1], [0, 1, 2, 3]], "float32")
+    targets = readout_targets({"jitter_order": order, "jitter": np.array([1.0, 0.0])})
+    steps = [
+        targets[f"jitter_order_{op}"] for op in ("brightness", "contrast", "saturation", "hue")
+    ]
+    np.testing.assert_array_equal(np.stack(steps, 1), [[1, 3, 0, 2], [np.nan] * 4])
+    with pytest.raises(ValueError, match="params\\['blur'\\]"):
+        readout_targets({"blur": np.zeros((2, 3))})
+
+
+def test_on_flip_symmetric_data_one_view_gives_its_own_frames_crop_centre_not_the_sources():
+    # Each source image is a ramp (red rising left to right, green top to bottom) or
+    # its mirror image, equally often: the data are symmetric under mirroring.
+    n, ramp = 800, np.linspace(0.0, 1.0, 32)
+    pattern = np.stack(np.broadcast_arrays(ramp[None, :], ramp[:, None], 0.5), -1)
+    mirrored = RNG.integers(0, 2, n)[:, None, None, None] > 0
+    images = np.where(mirrored, pattern[:, ::-1], pattern).astype("float32")
+    augment = SimCLRAugment(image_size=16, jitter_probability=0.0, grayscale_probability=0.0)
+    views, params = augment(images, seed=[0, 1])
+    red = views.numpy()[..., 0]
+    # What a view shows of where it lies: the red at its centre (the mean of a ramp),
+    # whether red rises left to right in it, their product, and the green.
+    centre, rising = red.mean(axis=(1, 2)), (red[:, :, -1] > red[:, :, 0]).mean(axis=1)
+    green = views.numpy()[..., 1].mean(axis=(1, 2))
+    features = np.stack([centre, rising, centre * rising, green], 1)
+    scores = augmentation_readout(features, params)
+    assert scores["readout"]["crop_center_x_view"] > 0.9
+    assert scores["readout"]["crop_center_y"] > 0.9
+    assert scores["readout_r2"]["crop_center_x_view"] > 0.9
+    assert set(scores["readout_source_frame"]) == set(SOURCE_FRAME)
+    for name in SOURCE_FRAME:  # chance, whatever the features
+        assert abs(scores["readout_source_frame"][name] - 0.5) < 0.08
+    assert "flip" not in scores["readout"] and "crop_center_x_source" not in scores["readout"]
+
+
+def test_every_prefix_of_a_stratified_order_holds_the_classes_in_proportion():
+    labels = RNG.permutation(np.repeat([0, 1, 2, 3], [500, 250, 200, 50]))
+    order = stratified_order(labels, seed=1)
+    assert sorted(order.tolist()) == list(range(len(labels)))
+    counts = np.cumsum(np.eye(4)[labels[order]], axis=0)
+    expected = np.arange(1, len(labels) + 1)[:, None] * np.bincount(labels) / len(labels)
+    assert np.abs(counts - expected).max() <= 1.0
+    # Seeded; each class's members in a random order.
+    np.testing.assert_array_equal(order, stratified_order(labels, seed=1))
+    assert not np.array_equal(order, stratified_order(labels, seed=2))
+    assert not np.all(np.diff(order[labels[order] == 0]) > 0)
+    with pytest.raises(ValueError, match="labels"):
+        stratified_order(np.zeros((2, 2)))
 
 
 def test_the_image_evaluator_scores_backbone_and_projector():
     images = RNG.uniform(size=(120, 8, 8, 3)).astype("float32")
     labels = (images[:, :4].mean(axis=(1, 2, 3)) > images[:, 4:].mean(axis=(1, 2, 3))).astype(int)
-    flip = RNG.integers(0, 2, 120).astype("float32")
-    views = np.where(flip[:, None, None, None] > 0, images[:, :, ::-1], images)
+    gray = RNG.integers(0, 2, 120).astype("float32")
+    views = np.where(gray[:, None, None, None] > 0, images.mean(-1, keepdims=True), images)
     encoder = keras.Sequential(
         [keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(16)]
     )
@@ -66,16 +184,20 @@ def test_the_image_evaluator_scores_backbone_and_projector():
         encoder, projector=projection_head([16], 4), scaling=DiagonalScaling(2.0)
     )
     evaluator = ImageProbeEvaluator(
-        images[:60], labels[:60], images[60:], labels[60:], views, {"flip": flip}
+        images[:60], labels[:60], images[60:], labels[60:], views, {"grayscale": gray}
     )
     scores = evaluator.evaluate(model)
     assert set(scores) == {"backbone", "projector", "lambda_hat"} and len(scores["lambda_hat"]) == 4
     assert set(scores["backbone"]) == {
         "class_accuracy",
-        "knn_accuracy",
+        "knn_k20_accuracy",
+        "knn_k200_accuracy",
         "augmentation_readout",
         "readout",
         "readout_r2",
+        "readout_source_frame",
+        "readout_source_frame_r2",
     }
     assert evaluator.score_names(True) <= set(scalar_items(scores))
     assert 0 <= scores["projector"]["class_accuracy"] <= 1
+    assert scores["backbone"]["augmentation_readout"] == scores["backbone"]["readout"]["grayscale"]

@@ -1,0 +1,233 @@
+"""Run files that survive a kill at any instant: files replaced atomically, JSON with
+NaN and infinities written as null (and said so), and the backup checkpoints that a
+resumed `fit` starts from.
+
+Example:
+
+>>> import tempfile
+>>> path = Path(tempfile.mkdtemp()) / "scores.json"
+>>> _ = write_json(path, {"loss": float("nan"), "steps": 3})
+>>> print(path.read_text())  # doctest: +ELLIPSIS
+{
+  "loss": null,
+  "steps": 3,
+  "null_values": {
+    "note": "JSON has no NaN or infinity: ...",
+    "values": {
+      "/loss": "NaN"
+    }
+  }
+}
+>>> read_json(path)
+{'loss': nan, 'steps': 3}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+import keras
+
+NULL_VALUES = "null_values"
+_NULL_NOTE = (
+    "JSON has no NaN or infinity: the entries below (JSON pointers) held one, a diverged "
+    "loss or a score that could not be computed, and are written as null"
+)
+_CHECKPOINT = re.compile(r"step-(\d+)\.weights\.h5")
+
+
+def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """Calls `write(temporary)` on a file beside `path`, then renames it to `path`.
+
+    A reader, or a run resumed after a kill at any instant, finds the old file or
+    the new one, never part of one. The temporary name keeps `path`'s suffixes
+    (`.keras`, `.weights.h5`), which Keras' writers check.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".partial-{path.name}")
+    write(temporary)
+    with open(temporary, "rb") as file:  # on disk before the rename, against power loss too
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    return path
+
+
+def replace_directory_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """`replace_atomically` for a directory (a SavedModel): written beside `path`,
+    then renamed to it; a kill leaves the old directory, the new one, or neither."""
+    path = Path(path)
+    temporary, old = path.with_name(f".partial-{path.name}"), path.with_name(f".old-{path.name}")
+    for stale in (temporary, old):
+        shutil.rmtree(stale, ignore_errors=True)
+    write(temporary)
+    if path.exists():
+        path.rename(old)
+    temporary.rename(path)
+    shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def write_json(path: str | Path, data) -> Path:
+    """Writes `data` to `path` as JSON, atomically. NaN and infinities become null; a
+    dict then gets a `null_values` entry that says so and lists them (`read_json`
+    restores them)."""
+    values = {}
+    data = _finite_or_null(data, "", values)
+    if values and isinstance(data, dict):
+        data = {**data, NULL_VALUES: {"note": _NULL_NOTE, "values": values}}
+    text = json.dumps(data, indent=2, allow_nan=False)
+    return replace_atomically(path, lambda temporary: temporary.write_text(text))
+
+
+def read_json(path: str | Path):
+    """The data `write_json` wrote to `path`, NaN and infinities restored."""
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict) or NULL_VALUES not in data:
+        return data
+    values = data.pop(NULL_VALUES)["values"]
+    for pointer, value in values.items():
+        *parents, last = [_pointer_key(part) for part in pointer.split("/")[1:]]
+        node = data
+        for part in parents:
+            node = node[part if isinstance(node, dict) else int(part)]
+        node[last if isinstance(node, dict) else int(last)] = float(value)
+    return data
+
+
+def _finite_or_null(data, pointer: str, values: dict):
+    if isinstance(data, dict):
+        return {
+            key: _finite_or_null(value, f"{pointer}/{_pointer_part(key)}", values)
+            for key, value in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [_finite_or_null(value, f"{pointer}/{i}", values) for i, value in enumerate(data)]
+    if isinstance(data, float) and not math.isfinite(data):
+        values[pointer] = json.dumps(data)  # "NaN", "Infinity" or "-Infinity"
+        return None
+    return data
+
+
+def _pointer_part(key) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _pointer_key(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+class Backup(keras.callbacks.Callback):
+    """Saves the model's weights and optimizer state at the end of every epoch with
+    a finite loss and restores the newest readable one at the start of `fit`.
+
+    Each checkpoint is one file, `step-<step>.weights.h5`, replaced atomically and
+    holding its epoch's logs; the last `keep` are kept. Unlike
+    `keras.callbacks.BackupAndRestore` (Keras 3.15: weights and the epoch in two
+    files written in place, so that a kill between them pairs new weights with the
+    old epoch, and a torn `training_metadata.json` stops the resume), a checkpoint
+    that does not read (a torn file) is skipped for the one before, saying so.
+
+    Call `restore()` before `fit` for the step to resume at (the data must start
+    there), then pass `initial_epoch=step // steps_per_epoch` to `fit`.
+
+    Args:
+        directory: where the checkpoints go (one per run of `fit`).
+        steps_per_epoch: training steps per epoch of `fit`.
+        keep: checkpoints kept (at least 2, so that one survives a torn write).
+
+    Example:
+
+    >>> import tempfile
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> backup = Backup(tempfile.mkdtemp(), steps_per_epoch=2)
+    >>> x = np.ones((4, 2), "float32")
+    >>> _ = model.fit(x, x[:, :1], batch_size=2, epochs=3, callbacks=[backup], verbose=0)
+    >>> sorted(path.name for path in backup.directory.iterdir())
+    ['step-000004.weights.h5', 'step-000006.weights.h5']
+    >>> backup.restore()
+    6
+    """
+
+    def __init__(self, directory: str | Path, steps_per_epoch: int, keep: int = 2):
+        super().__init__()
+        if keep < 2:
+            raise ValueError(f"`keep` must be at least 2; got {keep}.")
+        self.directory = Path(directory)
+        self.steps_per_epoch = steps_per_epoch
+        self.keep = keep
+        self.restored_logs: dict = {}
+        self._restore_from: Path | None = None
+
+    def checkpoints(self) -> list[tuple[int, Path]]:
+        """`(step, path)` of every checkpoint, newest first."""
+        found = []
+        for path in self.directory.glob("step-*.weights.h5"):
+            match = _CHECKPOINT.fullmatch(path.name)
+            if match:
+                found.append((int(match.group(1)), path))
+        return sorted(found, reverse=True)
+
+    def restore(self) -> int:
+        """The step of the newest readable checkpoint (0: none), which `fit` will
+        load; its epoch's logs go to `restored_logs`."""
+        self._restore_from, self.restored_logs = None, {}
+        for step, path in self.checkpoints():
+            try:
+                logs = _read_checkpoint(path)
+            except (OSError, KeyError, ValueError) as error:
+                print(f"   checkpoint {path} does not read ({error}); trying the one before")
+                continue
+            self._restore_from, self.restored_logs = path, logs
+            return step
+        return 0
+
+    def on_train_begin(self, logs=None):
+        if self._restore_from is None:
+            return
+        optimizer = self.model.optimizer
+        if optimizer is not None and not optimizer.built:
+            optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(self._restore_from)
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is None or not math.isfinite(float(loss)):
+            return  # a diverged epoch is nothing to resume from
+        self.directory.mkdir(parents=True, exist_ok=True)
+        scalars = {name: float(value) for name, value in logs.items() if _is_number(value)}
+        step = (epoch + 1) * self.steps_per_epoch
+
+        def write(temporary: Path) -> None:
+            self.model.save_weights(temporary, overwrite=True)
+            with h5py.File(temporary, "a") as file:
+                file.attrs["logs"] = json.dumps(scalars)
+
+        replace_atomically(self.directory / f"step-{step:06d}.weights.h5", write)
+        for _, old in self.checkpoints()[self.keep :]:
+            old.unlink()
+
+
+def _read_checkpoint(path: Path) -> dict:
+    """The logs stored in a checkpoint, after reading every array in it."""
+    with h5py.File(path, "r") as file:
+        file.visititems(lambda _, item: item[()] if isinstance(item, h5py.Dataset) else None)
+        return json.loads(file.attrs["logs"])
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+__all__ = ["Backup", "read_json", "replace_atomically", "write_json"]

@@ -1,0 +1,294 @@
+"""How much of every true latent of rendered images the features keep: per-latent
+R^2, linear and nonlinear, and class accuracy, on held-out renders.
+
+The renders are split three ways, disjointly: probes fit on the first part, the
+kernel ridge's hyperparameters are chosen on the second, and every score is taken on
+the third. Linear: `RidgeCV` (its penalty by leave-one-out on the first two parts);
+nonlinear: RBF kernel ridge over a grid of penalty and width, chosen per target on
+the validation part; classes: a logistic regression (`probes.linear_probe_accuracy`).
+A circular latent is scored on (cos, sin) of its angle (the mean of their two R^2),
+so that its wrap-around costs nothing.
+
+Example:
+
+>>> rng = np.random.default_rng(0)
+>>> latents = {"x": rng.uniform(size=800), "rotation": rng.uniform(0, 2 * np.pi, 800)}
+>>> features = np.stack([latents["x"], np.cos(latents["rotation"])], 1)
+>>> scores = latent_scores(features, latents, nonlinear=False)
+>>> round(scores["linear_r2"]["x"], 3), round(scores["linear_r2"]["rotation"], 1)
+(1.0, 0.5)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import RidgeCV
+from sklearn.metrics import r2_score
+from sklearn.preprocessing import StandardScaler
+
+from aninfonce_tf.data.rendered import LATENTS, Latent
+from aninfonce_tf.evaluation.features import batched_features
+from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
+
+# Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
+# score.
+SPLIT = (0.5, 0.25, 0.25)
+RIDGE_ALPHAS = np.logspace(-3, 3, 13)
+KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
+# RBF widths as multiples of 1 / features: standardised features lie ~sqrt(2 d) apart,
+# so these put a typical pair's kernel value between exp(-0.02) and exp(-20).
+KERNEL_GAMMAS = (0.01, 0.1, 1.0, 10.0)
+
+
+def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> dict:
+    """The regression targets of the continuous latents: `{name: [N, 1]}` values, or
+    `[N, 2]` (cos, sin) of the angle of a circular one. Class latents are left out."""
+    targets = {}
+    for name, spec in specs.items():
+        if spec.classes or name not in latents:
+            continue
+        values = np.asarray(latents[name], "float64")
+        if spec.circular:
+            angle = 2 * np.pi * (values - spec.low) / spec.width
+            targets[name] = np.stack([np.cos(angle), np.sin(angle)], 1)
+        else:
+            targets[name] = values[:, None]
+    return targets
+
+
+def split_indices(count: int, seed: int = 0, fractions=SPLIT) -> tuple[np.ndarray, ...]:
+    """Disjoint `(fit, validation, test)` indices of `count` rows in `fractions`."""
+    if count < 12:
+        raise ValueError(f"Too few samples ({count}) for three held-out splits.")
+    order = np.random.default_rng(seed).permutation(count)
+    first = int(fractions[0] * count)
+    second = first + int(fractions[1] * count)
+    return order[:first], order[first:second], order[second:]
+
+
+def _standardised(features, fit_rows):
+    scaler = StandardScaler().fit(features[fit_rows])
+    return scaler.transform(features)
+
+
+def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
+    """Per-column test R^2 of `RidgeCV` (a penalty per column) fitted on `fit_rows`."""
+    features = _standardised(np.asarray(features, "float64"), fit_rows)
+    ridge = RidgeCV(alphas=RIDGE_ALPHAS, alpha_per_target=True)
+    ridge.fit(features[fit_rows], targets[fit_rows])
+    return r2_score(
+        targets[test_rows], ridge.predict(features[test_rows]), multioutput="raw_values"
+    )
+
+
+def kernel_ridge_r2(
+    features,
+    targets,
+    fit_rows,
+    validation_rows,
+    test_rows,
+    alphas: Sequence[float] = KERNEL_ALPHAS,
+    gammas: Sequence[float] = KERNEL_GAMMAS,
+) -> np.ndarray:
+    """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, with the penalty
+    `alphas` and width `gammas` / features of the best validation R^2 per column."""
+    features = _standardised(np.asarray(features, "float64"), fit_rows)
+    best = np.full(targets.shape[1], -np.inf)
+    scores = np.zeros(targets.shape[1])
+    for alpha, gamma in itertools.product(alphas, gammas):
+        model = KernelRidge(kernel="rbf", alpha=alpha, gamma=gamma / features.shape[1])
+        model.fit(features[fit_rows], targets[fit_rows])
+        predicted = model.predict(features[np.concatenate([validation_rows, test_rows])])
+        split = len(validation_rows)
+        validation = r2_score(targets[validation_rows], predicted[:split], multioutput="raw_values")
+        test = r2_score(targets[test_rows], predicted[split:], multioutput="raw_values")
+        better = validation > best
+        best[better], scores[better] = validation[better], test[better]
+    return scores
+
+
+def latent_scores(
+    features,
+    latents: Mapping,
+    blocks: Mapping[str, Sequence[str]] | None = None,
+    nonlinear: bool = True,
+    seed: int = 0,
+    specs: Mapping[str, Latent] = LATENTS,
+    max_kernel_fit: int = 1000,
+) -> dict:
+    """Every latent's score from one set of features.
+
+    Args:
+        features: `[N, d]`.
+        latents: `{name: [N]}` true latents (names of `specs`).
+        blocks: `{block: latent names}`, e.g. content and style, for block means.
+        nonlinear: also fit the kernel ridge.
+        seed: of the three-way split.
+        specs: each latent's range (`rendered.LATENTS`).
+        max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
+
+    Returns:
+        `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `<class
+        latent>_accuracy`, `block_linear_r2` `{block: mean R^2}` when `blocks` are
+        given, and the same with `nonlinear_` when `nonlinear`.
+    """
+    features = np.asarray(features, "float64")
+    unknown = sorted(set(latents) - set(specs))
+    if features.ndim != 2 or unknown:
+        raise ValueError(
+            f"`features` must be [N, d] and `latents` named in `specs`; got shape "
+            f"{features.shape} and unknown latents {unknown}."
+        )
+    if any(len(np.asarray(value)) != len(features) for value in latents.values()):
+        raise ValueError(f"Every latent needs one value per row of `features` ({len(features)}).")
+    fit_rows, validation_rows, test_rows = split_indices(len(features), seed)
+    targets = latent_targets(latents, specs)
+    names = list(targets)
+    columns = np.cumsum([0] + [targets[name].shape[1] for name in names])
+    matrix = np.concatenate([targets[name] for name in names], axis=1)
+
+    def per_latent(per_column) -> dict[str, float]:
+        return {
+            name: float(np.mean(per_column[columns[i] : columns[i + 1]]))
+            for i, name in enumerate(names)
+        }
+
+    fitted = np.concatenate([fit_rows, validation_rows])
+    kinds = {"linear": per_latent(ridge_r2(features, matrix, fitted, test_rows))}
+    if nonlinear:
+        kernel_rows = fit_rows[:max_kernel_fit]
+        kinds["nonlinear"] = per_latent(
+            kernel_ridge_r2(features, matrix, kernel_rows, validation_rows, test_rows)
+        )
+    scores = {}
+    for kind, r2 in kinds.items():
+        scores[f"{kind}_r2"] = r2
+        scores[f"{kind}_r2_mean"] = float(np.mean(list(r2.values())))
+        if blocks:
+            scores[f"block_{kind}_r2"] = {
+                block: float(np.mean([r2[name] for name in members]))
+                for block, members in blocks.items()
+                if len(members)
+            }
+    for name, spec in specs.items():
+        if spec.classes and name in latents:
+            labels = np.asarray(latents[name])
+            scores[f"{name}_accuracy"] = linear_probe_accuracy(
+                features[fitted], labels[fitted], features[test_rows], labels[test_rows]
+            )
+    return scores
+
+
+class LatentEvaluator:
+    """`latent_scores` of a `ContrastiveModel` at the backbone (encoder) output and at
+    the projector output (normalised, before Lambda_hat), and the augmentation
+    readout of `probes` when augmented views are given.
+
+    Args:
+        images: `[N, S, S, 3]` held-out un-augmented renders.
+        latents: `{name: [N]}` their latents.
+        blocks: `{block: latent names}` for block means (e.g.
+            `RenderedPairs.blocks()`).
+        views, view_params: augmented views and their parameters, for the readout.
+        nonlinear: also fit the kernel ridge.
+        batch_size: images per forward pass.
+        specs: each latent's range.
+
+    Example:
+
+    >>> from aninfonce_tf.data.rendered import RenderedPairs
+    >>> images, latents = RenderedPairs(size=16).evaluation_set(64)
+    >>> class Flat:
+    ...     scaling = None
+    ...     def __call__(self, x):
+    ...         return np.reshape(x, (len(x), -1))[:, :32]
+    ...     def embed(self, x, scaled=True):
+    ...         return self(x)
+    >>> scores = LatentEvaluator(images, latents, nonlinear=False).evaluate(Flat())
+    >>> sorted(scores), sorted(scores["backbone"])
+    (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'shape_accuracy'])
+    """
+
+    LEVELS = ("backbone", "projector")
+
+    def __init__(
+        self,
+        images,
+        latents: Mapping,
+        blocks: Mapping[str, Sequence[str]] | None = None,
+        views=None,
+        view_params: Mapping | None = None,
+        nonlinear: bool = True,
+        batch_size: int = 512,
+        specs: Mapping[str, Latent] = LATENTS,
+    ):
+        self.images = np.asarray(images)
+        self.latents = {name: np.asarray(value) for name, value in latents.items()}
+        self.blocks = {name: tuple(members) for name, members in (blocks or {}).items()}
+        if (views is None) != (view_params is None):
+            raise ValueError("Give both `views` and `view_params` for the readout, or neither.")
+        self.views = None if views is None else np.asarray(views)
+        self.view_params = {k: np.asarray(v) for k, v in (view_params or {}).items()}
+        self.nonlinear = nonlinear
+        self.batch_size = batch_size
+        self.specs = specs
+
+    def _features(self, model, images, level: str) -> np.ndarray:
+        if level == "backbone":
+            return batched_features(model, images, self.batch_size)
+        return batched_features(
+            lambda batch: model.embed(batch, scaled=False), images, self.batch_size
+        )
+
+    def score_names(self, anisotropic: bool) -> set[str]:
+        """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,
+        `<level>/block_linear_r2/<block>`, `<level>/<class latent>_accuracy` (and
+        `nonlinear_` ones, `<level>/augmentation_readout`)."""
+        del anisotropic
+        continuous = [n for n, s in self.specs.items() if not s.classes and n in self.latents]
+        classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
+        kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)
+        names = set()
+        for level, kind in itertools.product(self.LEVELS, kinds):
+            names |= {f"{level}/{kind}_r2/{latent}" for latent in continuous}
+            names.add(f"{level}/{kind}_r2_mean")
+            names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
+        for level in self.LEVELS:
+            names |= {f"{level}/{latent}_accuracy" for latent in classes}
+            if self.views is not None:
+                names.add(f"{level}/augmentation_readout")
+        return names
+
+    def evaluate(self, model) -> dict:
+        scores = {}
+        for level in self.LEVELS:
+            scores[level] = latent_scores(
+                self._features(model, self.images, level),
+                self.latents,
+                self.blocks,
+                nonlinear=self.nonlinear,
+                specs=self.specs,
+            )
+            if self.views is not None:
+                readout = augmentation_readout(
+                    self._features(model, self.views, level), self.view_params
+                )
+                scores[level]["augmentation_readout"] = readout["augmentation_readout"]
+                scores[level]["readout"] = readout["readout"]
+        if getattr(model, "scaling", None) is not None:
+            scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
+        return scores
+
+
+__all__ = [
+    "LatentEvaluator",
+    "kernel_ridge_r2",
+    "latent_scores",
+    "latent_targets",
+    "ridge_r2",
+    "split_indices",
+]

@@ -1,0 +1,175 @@
+"""Scores over several seeds: mean, standard deviation and the paired difference
+AnInfoNCE - InfoNCE with its 95 % t-interval, as the runner's `--seeds` writes them
+to `summary.json` and prints them.
+
+Seeds pair the variants: a seed fixes the data, so the difference of two variants
+is taken within each seed, then summarised over the seeds. Missing and non-finite
+scores (a diverged variant, a score a variant does not have) are left out; `n`
+says how many seeds each entry rests on.
+
+Example:
+
+>>> summary = summarize({
+...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
+...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
+... })
+>>> summary["variants"]["aninfonce"]["mcc"]["n"]
+2
+>>> round(summary["differences"]["aninfonce - infonce"]["mcc"]["mean"], 3)
+0.3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from aninfonce_tf.losses import LOSS_VARIANTS
+
+# Scores of one seed: {variant: {score: value}}; a value may be None (not measured).
+SeedScores = Mapping[str, Mapping[str, float | None]]
+
+
+def paired_variants(names: Sequence[str]) -> list[tuple[str, str]]:
+    """The `(AnInfoNCE variant, InfoNCE variant)` pairs among `names` that differ only
+    in the loss being anisotropic (`aninfonce` and `infonce`, `aninfonce_ensemble` and
+    `infonce_ensemble`, ...).
+
+    Example:
+
+    >>> paired_variants(["infonce", "aninfonce", "infonce_ensemble"])
+    [('aninfonce', 'infonce')]
+    """
+    pairs = []
+    for name in names:
+        variant = LOSS_VARIANTS[name]
+        if variant.anisotropic:
+            isotropic = dataclasses.replace(variant, anisotropic=False)
+            pairs += [(name, other) for other in names if LOSS_VARIANTS[other] == isotropic]
+    return pairs
+
+
+def describe(values: Mapping[int, float | None], interval: bool = False) -> dict:
+    """Mean, standard deviation (ddof=1) and `n` of the finite values of `{seed: value}`,
+    the seeds they come from and, with `interval`, the 95 % t-interval of the mean.
+    The mean is None for n = 0, the sd and the interval for n < 2.
+
+    Example:
+
+    >>> describe({0: 1.0, 1: 2.0, 2: None, 3: 6.0}, interval=True)
+    {'mean': 3.0, 'sd': 2.646, 'n': 3, 'seeds': [0, 1, 3], 'ci95': [-3.572, 9.572]}
+    """
+    seeds = [seed for seed, value in values.items() if value is not None and math.isfinite(value)]
+    sample = np.array([values[seed] for seed in seeds], dtype=np.float64)
+    n = len(seeds)
+    mean = float(sample.mean()) if n else None
+    sd = float(sample.std(ddof=1)) if n > 1 else None
+    entry = {"mean": mean, "sd": sd, "n": n, "seeds": seeds}
+    if interval:
+        entry["ci95"] = None
+        if n > 1:
+            half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+            entry["ci95"] = [mean - half, mean + half]
+    return entry
+
+
+def summarize(scores: Mapping[int, SeedScores]) -> dict:
+    """Per variant and score the `describe` of its values over the seeds, and per
+    `paired_variants` pair the `describe` (with interval) of the per-seed
+    difference of every score both variants have.
+
+    Args:
+        scores: `{seed: {variant: {score: value}}}`, scalar scores only.
+
+    Returns:
+        `{"seeds": [...], "variants": {variant: {score: entry}},
+        "differences": {"A - B": {score: entry}}}`.
+    """
+    names = list(dict.fromkeys(name for per_seed in scores.values() for name in per_seed))
+
+    def values(name: str, score: str) -> dict[int, float | None]:
+        return {seed: per_seed.get(name, {}).get(score) for seed, per_seed in scores.items()}
+
+    def score_names(name: str) -> list[str]:
+        return list(
+            dict.fromkeys(s for per_seed in scores.values() for s in per_seed.get(name, {}))
+        )
+
+    differences = {}
+    for first, second in paired_variants(names):
+        shared = [score for score in score_names(first) if score in score_names(second)]
+        differences[f"{first} - {second}"] = {
+            score: describe(_subtract(values(first, score), values(second, score)), interval=True)
+            for score in shared
+        }
+    return {
+        "seeds": list(scores),
+        "variants": {
+            name: {score: describe(values(name, score)) for score in score_names(name)}
+            for name in names
+        },
+        "differences": differences,
+    }
+
+
+def _subtract(first: dict, second: dict) -> dict[int, float | None]:
+    return {
+        seed: None if first[seed] is None or second[seed] is None else first[seed] - second[seed]
+        for seed in first
+    }
+
+
+def summary_table(summary: dict) -> str:
+    """The `summarize` result as text: per score a row per variant (mean, sd, n) and
+    per pair of variants (mean difference, sd, n, 95 % interval).
+
+    Example:
+
+    >>> print(summary_table(summarize({
+    ...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
+    ...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
+    ... })))
+    score  variant               mean     sd  n  95% interval
+    -----  -------------------  ------  -----  -  ----------------
+      mcc  aninfonce             0.850  0.071  2
+      mcc  infonce               0.550  0.071  2
+      mcc  aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]
+    """
+    rows = []
+    scores = dict.fromkeys(s for entries in summary["variants"].values() for s in entries)
+    for score in scores:
+        for group, sign in ((summary["variants"], ""), (summary["differences"], "+")):
+            for name, entries in group.items():
+                if score in entries:
+                    entry = entries[score]
+                    ci = entry.get("ci95")
+                    rows.append(
+                        [
+                            score,
+                            name,
+                            _number(entry["mean"], sign),
+                            _number(entry["sd"]),
+                            str(entry["n"]),
+                            f"[{_number(ci[0], '+')}, {_number(ci[1], '+')}]" if ci else "",
+                        ]
+                    )
+    header = ["score", "variant", "mean", "sd", "n", "95% interval"]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    # Names to the left, numbers to the right.
+    align = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.ljust]
+
+    def line(row):
+        return "  ".join(a(c, w) for a, c, w in zip(align, row, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _number(value: float | None, sign: str = "") -> str:
+    return "-" if value is None else f"{value:{sign}.3f}"
+
+
+__all__ = ["describe", "paired_variants", "summarize", "summary_table"]
