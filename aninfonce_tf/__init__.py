@@ -17,6 +17,10 @@ Layers and encoders:
     projection_head: SimCLR's MLP projector.
     mlp_encoder, small_cnn, resnet18_cifar, resnet50: the encoders of the recipes.
 
+Optimizers (their weight decay an L2 term of the gradient, as in PyTorch and SimCLR):
+    LARS: SimCLR's layer-wise adaptive optimizer.
+    CoupledSGD: SGD with momentum as PyTorch's `torch.optim.SGD`.
+
 Data:
     SimCLRAugment: SimCLR views that return their parameters.
     augment_pairs: a `tf.data` dataset of images -> pairs of augmented views.
@@ -30,7 +34,7 @@ Evaluation during `fit`:
 
 Submodules: `ops` (pure functions), `losses`, `layers`, `models`, `encoders`, `data`
 (synthetic latents, augmentations, datasets), `evaluation` (metrics, probes, callbacks),
-`experiment` (the runner of the recipes) and `configs` (one module per experiment).
+`optimizers`, `experiment` (the runner of the recipes) and `configs` (one module per experiment).
 
 Example:
 
@@ -48,17 +52,20 @@ from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
 from aninfonce_tf.losses import AnInfoNCE, InfoNCE
 from aninfonce_tf.models import ContrastiveModel, export_encoder
+from aninfonce_tf.optimizers import LARS, CoupledSGD
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnInfoNCE",
     "ContrastiveModel",
+    "CoupledSGD",
     "DiagonalScaling",
     "EvaluationCallback",
     "IdentifiabilityEvaluator",
     "ImageProbeEvaluator",
     "InfoNCE",
+    "LARS",
     "SimCLRAugment",
     "SphereNormalization",
     "StopOnNonFiniteLoss",

@@ -114,9 +114,10 @@ class RunConfig:
     )
     eval_every: int = option(500, "steps between evaluations (divides `steps`)")
     save_every: int = option(
-        1000,
-        "steps between the backup checkpoints a killed run resumes from (one is also saved "
-        "at each evaluation); Keras' epochs last gcd(eval_every, save_every) steps",
+        0,
+        "steps between the backup checkpoints a killed run resumes from, a divisor of "
+        "`eval_every` (0: its largest divisor from 100 to 1000, else `eval_every`); Keras' "
+        "epochs last this long",
     )
     stop_at: str = option(
         "",
@@ -148,8 +149,20 @@ class RunConfig:
         return names
 
     def epoch_steps(self) -> int:
-        """Steps per Keras epoch: evaluations and backup checkpoints fall on epoch ends."""
-        return math.gcd(self.eval_every, self.save_every)
+        """Steps between backup checkpoints, each at the end of a Keras epoch:
+        `save_every`, or by default the largest divisor of `eval_every` from 100 to 1000
+        that `steps_per_execution` divides, else `eval_every` (a prime one, or below 100).
+
+        Example:
+
+        >>> [RunConfig(eval_every=n).epoch_steps() for n in (12_510, 600, 20, 1009)]
+        [834, 600, 20, 1009]
+        """
+        if self.save_every:
+            return self.save_every
+        divisors = range(self.steps_per_execution, 1001, self.steps_per_execution)
+        fits = [d for d in divisors if d >= 100 and self.eval_every % d == 0]
+        return max(fits, default=self.eval_every)
 
     def loss_options(self) -> dict:
         """The keyword arguments of `losses.loss_variant` that this config sets."""
@@ -170,7 +183,13 @@ class RunConfig:
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
-        for name in ("learning_rate", "concentration_learning_rate", "weight_decay", "momentum"):
+        for name in (
+            "learning_rate",
+            "concentration_learning_rate",
+            "weight_decay",
+            "l2_weight_decay",
+            "momentum",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
         if self.weight_decay and self.optimizer == "adam":
@@ -190,10 +209,13 @@ class RunConfig:
                 f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "
                 f"divide `eval_every` ({self.eval_every})."
             )
-        if self.save_every < 1 or self.epoch_steps() % self.steps_per_execution:
+        if self.save_every < 0 or (
+            self.save_every
+            and (self.eval_every % self.save_every or self.save_every % self.steps_per_execution)
+        ):
             raise ValueError(
-                f"`save_every` ({self.save_every}) must be positive, and gcd(eval_every, "
-                f"save_every) = {self.epoch_steps()} a multiple of `steps_per_execution` "
+                f"`save_every` ({self.save_every}) must be 0 (automatic) or divide `eval_every` "
+                f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
         if self.l2_weight_decay and (self.optimizer not in ("sgd", "lars") or self.weight_decay):

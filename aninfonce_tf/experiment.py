@@ -386,17 +386,17 @@ def run(
     for name in names:
         if name in results:
             print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
-            continue
-        if chief and not (run_dir / "config.json").exists():
-            run_dir.mkdir(parents=True, exist_ok=True)
-            write_json(run_dir / "config.json", dataclasses.asdict(config))
-        model, results[name] = train_variant(
-            config, experiment, name, run_dir, strategy, stop_at, verbose, callbacks
-        )
-        if chief:
-            if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                save_variant(model, run_dir / name, input_spec, config.export)
-            _write_results(run_dir, experiment.metadata, results)
+        else:
+            if chief and not (run_dir / "config.json").exists():
+                run_dir.mkdir(parents=True, exist_ok=True)
+                write_json(run_dir / "config.json", dataclasses.asdict(config))
+            model, results[name] = train_variant(
+                config, experiment, name, run_dir, strategy, stop_at, verbose, callbacks
+            )
+            if chief:
+                if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                    save_variant(model, run_dir / name, input_spec, config.export)
+                _write_results(run_dir, experiment.metadata, results)
         # Kept until the variant's outputs are written: a kill before resumes from it.
         shutil.rmtree(_work_dir(run_dir, strategy) / "backup" / name, ignore_errors=True)
     if chief:

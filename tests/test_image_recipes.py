@@ -18,6 +18,7 @@ from aninfonce_tf.configs import cifar10, imagenet, images, photos
 from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 
@@ -28,11 +29,10 @@ def _check_results(results: dict):
     for name in ("aninfonce", "infonce"):
         for level in ("backbone", "projector"):
             scores = results[name][level]
-            assert {"class_accuracy", "knn_accuracy", "augmentation_readout", "readout"} <= set(
-                scores
-            )
+            assert {*ImageProbeEvaluator.SCORES, "readout", "readout_r2"} <= set(scores)
             assert 0 <= scores["class_accuracy"] <= 1
-            assert {"flip", "crop_area", "brightness"} <= set(scores["readout"])
+            assert {"crop_center_x_view", "crop_area", "brightness"} <= set(scores["readout"])
+            assert set(scores["readout_source_frame"]) <= {"flip", "crop_center_x_source"}
         assert results[name]["steps"] == 20
     assert len(results["aninfonce"]["lambda_hat"]) == 16  # Lambda_hat on the projector output
 
@@ -46,6 +46,9 @@ def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
     assert saved["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
         results["aninfonce"]["backbone"]["augmentation_readout"]
     )
+    smoke = module.SMOKE["probe_size"]  # the photos' smoke has fewer training patches
+    assert 0 < sum(saved["probe_train_class_counts"].values()) <= smoke
+    assert sum(saved["probe_test_class_counts"].values()) == smoke
     assert (tmp_path / "curves.png").exists() and (tmp_path / "infonce" / "model.keras").exists()
 
 
@@ -87,13 +90,28 @@ def test_resnet18_with_the_cifar_stem_keeps_32x32_until_the_first_stride():
     )
 
 
-def test_the_photo_probes_get_as_many_views_and_images_as_asked():
+def test_the_photo_probes_get_as_many_views_and_images_as_asked_each_photo_in_proportion():
     config = images.ImageConfig(
-        dataset="photos", patches_per_photo=4, probe_size=45, readout_size=120
+        dataset="photos", patches_per_photo=10, probe_size=45, readout_size=120
     )
-    (evaluator,) = images.build(config).evaluators
+    built = images.build(config)
+    (evaluator,) = built.evaluators
     assert len(evaluator.views) == 120 and len(evaluator.test_images) == 45
     assert all(len(values) == 120 for values in evaluator.view_params.values())
+    photos = range(len(datasets.PHOTO_NAMES))
+    for labels, name in [(evaluator.train_labels, "train"), (evaluator.test_labels, "test")]:
+        assert np.bincount(labels).tolist() == [5] * len(photos)
+        assert built.metadata[f"probe_{name}_class_counts"] == dict.fromkeys(photos, 5)
+        assert sorted(labels[: len(photos)]) == list(photos)  # the photos interleaved
+    assert sorted(built.metadata["readout_class_counts"].values()) == [13] * 6 + [14] * 3
+    # Each probe image goes with its label: it is a test patch of its photo.
+    patches, labels = datasets.photo_patches(120 // len(photos) + 1, 48, "test")
+    patches = tf.image.resize(patches / 255, [32, 32], antialias=True).numpy()
+    flat = patches.reshape(len(patches), -1)
+    for image, label in zip(evaluator.test_images, evaluator.test_labels, strict=True):
+        nearest = np.argmin(np.abs(flat - image.reshape(1, -1)).max(axis=1))
+        np.testing.assert_allclose(patches[nearest], image, atol=1e-6)
+        assert labels[nearest] == label
 
 
 def test_a_test_split_smaller_than_asked_says_so():
@@ -101,8 +119,13 @@ def test_a_test_split_smaller_than_asked_says_so():
         dataset="cifar10", mock_data=True, batch_size=16, probe_size=32, readout_size=100
     )
     with pytest.warns(UserWarning, match="holds 64 images, fewer than"):
-        (evaluator,) = images.build(config).evaluators
-    assert len(evaluator.views) == 64
+        built = images.build(config)
+    assert len(built.evaluators[0].views) == 64
+    # The mock's random labels: the probe's 32 of the 64 hold each class in proportion.
+    everything = built.metadata["readout_class_counts"]
+    assert sum(everything.values()) == 64
+    for label, count in built.metadata["probe_test_class_counts"].items():
+        assert abs(count - everything[label] / 2) <= 1
 
 
 def test_each_worker_reads_its_own_shard_in_per_replica_batches_with_its_own_views(
@@ -134,6 +157,8 @@ def test_each_worker_reads_its_own_shard_in_per_replica_batches_with_its_own_vie
 
 
 def _jitter(views):
+    # SimCLR's and torchvision's jitter: the four operations in a random order.
+    assert views.random_jitter_order
     return (views.brightness, views.contrast, views.saturation, views.hue)
 
 

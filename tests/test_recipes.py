@@ -1,6 +1,7 @@
 """The synthetic recipe end to end (smoke size) and its command-line overrides."""
 
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
         assert "".join(field.metadata["help"].split()) in text
     assert "trainingstepsperloss(default:200)" in text
     assert "(default:None)" not in text
+    assert "from" + ",".join(LOSS_VARIANTS) + "(default" in text  # names, not their reprs
 
 
 def test_every_preset_separates_a_high_and_a_low_concentration_block():
@@ -119,12 +121,33 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
         (dict(learning_rate_schedule="step"), "learning_rate_schedule"),
         (dict(ema_momentum=1.0), "ema_momentum"),
         (dict(steps_per_execution=3), "steps_per_execution"),
+        (dict(save_every=300), "save_every"),  # does not divide eval_every
+        (dict(learning_rate=float("nan")), "learning_rate"),
+        (dict(concentration_learning_rate=-0.05), "concentration_learning_rate"),
+        (dict(weight_decay=1e-4), "weight_decay"),  # Adam takes none
+        # Every variant's loss settings, before the first variant trains.
+        (dict(infonce_temperature=0.0), "infonce_temperature"),
+        (dict(infonce_temperature=float("inf")), "infonce_temperature"),
+        (dict(losses="aninfonce,infonce_ensemble", ensemble_temperatures=""), "ensemble_temp"),
+        (dict(losses="aninfonce_ensemble", ensemble_temperatures="0.1,x"), "ensemble_temp"),
+        (dict(losses="aninfonce,infonce_hard_negatives", loss_block_size=64), "loss_block_size"),
+        (dict(initial_concentration=0.0), "initial_concentration"),
+        (dict(generator_draws=0), "generator_draws"),
     ],
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):
     with pytest.raises(ValueError, match=f"`{field}`"):
         experiment.run(synthetic.SyntheticConfig(**overrides), synthetic.build, tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
+    for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae"):
+        module = importlib.import_module(f"aninfonce_tf.configs.{name}")
+        for preset in module.PRESETS.values():
+            for config in (preset, dataclasses.replace(preset, **module.SMOKE)):
+                config.validate()
+                assert config.eval_every % config.epoch_steps() == 0
 
 
 def test_config_errors_name_the_argument():

@@ -1,7 +1,17 @@
 """The real-image experiment shared by the photos, CIFAR10 and ImageNet recipes:
 SimCLR views that return their parameters, an encoder with a projection head and
 Lambda_hat on the projector output, and frozen-feature probes (class accuracy,
-kNN, augmentation readout) at the backbone and at the projector.
+kNN, augmentation readout: `evaluation.probes` defines each score) at the backbone
+and at the projector.
+
+The probes' images are drawn stratified by class in a seeded random order, from the
+first `PROBE_POOL` times as many examples of a split as they need (all of the
+photos, of CIFAR10 and of ImageNet's validation split): the class probes fit on
+`probe_size` training images and are scored on `probe_size` test images, the
+readout takes views of `readout_size` test images. `results.json` holds each set's
+images per class (`probe_train_class_counts`, `probe_test_class_counts`,
+`readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
+(the validation images exactly, the training images about).
 
 Each recipe's config module holds its `PRESETS` and `SMOKE` over `ImageConfig`.
 """
@@ -20,7 +30,7 @@ from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, photo_patches, tfds_images
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
-from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator, stratified_order
 from aninfonce_tf.experiment import Experiment
 from aninfonce_tf.layers import projection_head
 
@@ -30,8 +40,12 @@ ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
 SUMMARY = tuple(
     f"{level}/{score}"
     for level in ("backbone", "projector")
-    for score in ("class_accuracy", "knn_accuracy", "augmentation_readout")
+    for score in ImageProbeEvaluator.SCORES
 )
+# The probe sets are drawn from the first PROBE_POOL times as many examples of a split
+# as they need: tfds writes a split's examples in a random order, so that this part
+# of ImageNet's training split holds its classes in proportion.
+PROBE_POOL = 5
 
 
 # The optimisation and probe sizes of the CIFAR10 preset (SimSiam's), and the sizes
@@ -105,20 +119,49 @@ def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
     return tfds_images(config.dataset, tfds_split[split], config.data_dir or None)
 
 
-def _arrays(dataset: tf.data.Dataset, count: int, size: int):
-    """`count` examples, resized to `size` (a centre square first), as arrays."""
+def _stratified_arrays(dataset: tf.data.Dataset, count: int, sizes, seed):
+    """`count` examples of the first `PROBE_POOL * count` of `dataset` in the order
+    of `stratified_order` (each prefix holds the classes in proportion), each resized
+    to every side in `sizes` (a centre square first): two passes, the first over the
+    labels alone.
 
-    def square(example):
+    Returns:
+        `{size: [n, size, size, 3] float32 images in [0, 1]}`, their `[n]` labels and
+        the pool's labels.
+    """
+    pool = dataset.take(PROBE_POOL * count)
+    pool_labels = np.concatenate(
+        [labels.numpy() for labels in pool.map(lambda example: example["label"]).batch(4096)]
+    )
+    drawn = stratified_order(pool_labels, seed)[:count]
+    wanted = np.zeros(len(pool_labels), bool)
+    wanted[drawn] = True
+
+    def squares(example):
         image = tf.cast(example["image"], tf.float32) / 255.0
-        side = tf.reduce_min(tf.shape(image)[:2])
-        image = tf.image.resize_with_crop_or_pad(image, side, side)
-        return tf.image.resize(image, [size, size], antialias=True), example["label"]
+        shorter = tf.reduce_min(tf.shape(image)[:2])
+        image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
+        resized = [tf.image.resize(image, [side, side], antialias=True) for side in sizes]
+        return example["label"], tuple(resized)
 
-    images, labels = [], []
-    for image, label in dataset.take(count).map(square).batch(256):
-        images.append(image.numpy())
-        labels.append(label.numpy())
-    return np.concatenate(images), np.concatenate(labels)
+    kept = pool.enumerate().filter(lambda index, _: tf.gather(wanted, index))
+    # The k-th example kept (in the pool's order) is the destination[k]-th drawn.
+    destination = np.argsort(drawn)
+    images = {side: np.empty((len(drawn), side, side, 3), "float32") for side in sizes}
+    labels = np.empty(len(drawn), pool_labels.dtype)
+    start = 0
+    for batch_labels, resized in kept.map(lambda _, example: squares(example)).batch(256):
+        rows = destination[start : start + len(batch_labels)]
+        labels[rows] = batch_labels.numpy()
+        for side, batch in zip(sizes, resized, strict=True):
+            images[side][rows] = batch.numpy()
+        start += len(rows)
+    return images, labels, pool_labels
+
+
+def _class_counts(labels, pool_labels) -> dict[int, int]:
+    """Examples of each class of the pool among `labels` (0 for the classes left out)."""
+    return {int(label): int(np.sum(labels == label)) for label in np.unique(pool_labels)}
 
 
 def build(config: ImageConfig) -> Experiment:
@@ -129,28 +172,39 @@ def build(config: ImageConfig) -> Experiment:
     with _data_source(config):
         train = _examples(config, "train")
         test = _examples(config, "test")
-        probe_train = _arrays(train.shuffle(10_000, seed=config.seed), config.probe_size, size)
-        test_images, test_labels = _arrays(test, config.test_size, size)
-        if len(test_images) < config.test_size:
+        train_images, train_labels, train_pool = _stratified_arrays(
+            train, config.probe_size, [size], [config.seed, 0]
+        )
+        # The readout's views crop the larger image (ImageNet).
+        sides = sorted({size, crop_to or size})
+        test_images, test_labels, test_pool = _stratified_arrays(
+            test, config.test_size, sides, [config.seed, 1]
+        )
+        if len(test_labels) < config.test_size:
             warnings.warn(
-                f"The {config.dataset} test split holds {len(test_images)} images, fewer than "
+                f"The {config.dataset} test split holds {len(test_labels)} images, fewer than "
                 f"probe_size={config.probe_size} / readout_size={config.readout_size}: the "
                 "probes use all of them.",
                 stacklevel=2,
             )
-        probe_test = test_images[: config.probe_size], test_labels[: config.probe_size]
-        readout_images = (
-            test_images[: config.readout_size]
-            if crop_to is None
-            else _arrays(test, config.readout_size, crop_to)[0]  # views crop the larger image
-        )
+        probe_test = test_images[size][: config.probe_size], test_labels[: config.probe_size]
+        readout_images = test_images[crop_to or size][: config.readout_size]
         views, params = augment(readout_images, seed=[config.seed, 123])
         if config.mock_data:  # materialise while the mock is active
             train = train.take(max(64, config.batch_size)).cache()
             list(train)
     evaluator = ImageProbeEvaluator(
-        *probe_train, *probe_test, views.numpy(), {k: v.numpy() for k, v in params.items()}
+        train_images[size],
+        train_labels,
+        *probe_test,
+        views.numpy(),
+        {k: v.numpy() for k, v in params.items()},
     )
+    class_counts = {
+        "probe_train_class_counts": _class_counts(train_labels, train_pool),
+        "probe_test_class_counts": _class_counts(probe_test[1], test_pool),
+        "readout_class_counts": _class_counts(test_labels[: config.readout_size], test_pool),
+    }
     units = split_list(config.projector_units, int)
     shape = (size, size, 3)
     encoders = {
@@ -193,8 +247,17 @@ def build(config: ImageConfig) -> Experiment:
         evaluators=[evaluator],
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY,
-        metadata={"augmentation": dataclasses.asdict(augment)},
+        metadata={"augmentation": dataclasses.asdict(augment), **class_counts},
     )
 
 
-__all__ = ["DATASETS", "ENCODERS", "SGD_COSINE", "SMOKE", "ImageConfig", "SUMMARY", "build"]
+__all__ = [
+    "DATASETS",
+    "ENCODERS",
+    "PROBE_POOL",
+    "SGD_COSINE",
+    "SMOKE",
+    "ImageConfig",
+    "SUMMARY",
+    "build",
+]

@@ -70,21 +70,40 @@ def color_jitter(images, brightness, contrast, saturation, hue, order=None):
     def per_image(value):
         return value[:, None, None, None]
 
-    factors = tf.stack([brightness, contrast, saturation, tf.ones_like(brightness)], axis=1)
-    for step in range(len(JITTER_OPS)):
-        # A constant op (the fixed order) lets XLA drop the branches not taken.
-        op = tf.constant(step) if order is None else per_image(tf.cast(order[:, step], tf.int32))
-        factor = per_image(
-            factors[:, step] if order is None else tf.gather(factors, order[:, step], batch_dims=1)
-        )
-        # Brightness, contrast and saturation all blend with a target: black,
-        # the mean luma, the pixel's luma.
-        luma = grayscale(images)
-        mean = tf.reduce_mean(luma, axis=[1, 2, 3], keepdims=True)
-        target = tf.where(op == 1, mean, tf.where(op == 2, luma, 0.0))
-        blended = tf.clip_by_value(factor * images + (1.0 - factor) * target, 0.0, 1.0)
-        images = tf.where(op == 3, _shift_hue(images, per_image(hue)), blended)
+    factors = tf.stack([brightness, contrast, saturation], axis=1)
+    if order is None:
+        for op in range(3):
+            images = _blend(images, op, per_image(factors[:, op]))
+        return _shift_hue(images, per_image(hue))
+    # The hue shift, the costly operation, runs once for the batch: each image's
+    # operations before it go through three slots before, those after it through
+    # three slots after, and the slots an image does not need leave it as it is.
+    order = tf.cast(order, tf.int32)
+    position = tf.argmax(tf.cast(order == 3, tf.int32), axis=1, output_type=tf.int32)
+
+    def blend_slot(images, index, used):
+        op = tf.where(used, tf.gather(order, tf.minimum(index, 3), batch_dims=1), 0)
+        factor = tf.where(used, tf.gather(factors, op, batch_dims=1), 1.0)
+        return _blend(images, per_image(op), per_image(factor))
+
+    for slot in range(3):
+        images = blend_slot(images, tf.zeros_like(position) + slot, slot < position)
+    images = _shift_hue(images, per_image(hue))
+    for slot in range(3):
+        images = blend_slot(images, position + 1 + slot, position + 1 + slot <= 3)
     return images
+
+
+def _blend(images, op, factor):
+    """Brightness (`op` 0), contrast (1) or saturation (2): a blend with black, the
+    mean luma or the pixel's luma, clipped. `op`: an int, or `[B, 1, 1, 1]`."""
+    luma = grayscale(images)
+    targets = (0.0, tf.reduce_mean(luma, axis=[1, 2, 3], keepdims=True), luma)
+    if isinstance(op, int):
+        target = targets[op]
+    else:
+        target = tf.where(op == 1, targets[1], tf.where(op == 2, targets[2], 0.0))
+    return tf.clip_by_value(factor * images + (1.0 - factor) * target, 0.0, 1.0)
 
 
 def _shift_hue(images, shift):
@@ -188,25 +207,12 @@ def resized_crop(images, boxes, size: int, image_sizes=None):
 
 
 @tf.function(jit_compile=True)
-def _views(images, image_sizes, params, image_size: int, blur_kernel_size: int):
-    """Every pixel op, per image, fused by XLA into a few passes: the resized crop,
-    flip, colour jitter, grayscale, blur (`blur_kernel_size` 0: none) and
-    solarisation. uint8 images are scaled to [0, 1] after the crop; `order` None:
-    the jitter's fixed order."""
-    boxes, flip, brightness, contrast, saturation, hue, order, gray, blur, sigma, solarize = params
-    scale = 1 / 255 if images.dtype == tf.uint8 else 1.0
-    views = resized_crop(images, boxes, image_size, image_sizes) * scale
-
-    def where(flags, changed, unchanged):
-        return tf.where(flags[:, None, None, None] > 0, changed, unchanged)
-
-    views = where(flip, views[:, :, ::-1], views)
-    views = color_jitter(views, brightness, contrast, saturation, hue, order)
-    views = where(gray, grayscale(views), views)
-    if blur_kernel_size:
-        blurred = gaussian_blur(views, tf.maximum(sigma, 1e-3), blur_kernel_size)
-        views = where(blur, blurred, views)
-    return where(solarize, tf.where(views >= 0.5, 1.0 - views, views), views)
+def _augment(fields: tuple, images, image_sizes, seed):
+    """`SimCLRAugment(*fields)`'s parameters and views as one XLA computation (the
+    fields, a tuple, are compared by value when `tf.function` picks a trace)."""
+    augment = SimCLRAugment(*fields)
+    params = augment._parameters(tf.shape(images)[0], image_sizes, seed)
+    return augment._views(images, image_sizes, params), params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,7 +331,13 @@ class SimCLRAugment:
             sizes = tf.zeros([batch, 2]) + [[images.shape[1], images.shape[2]]]
         else:
             sizes = self._checked_sizes(image_sizes, images.shape)
-        seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 12)
+        views, params = _augment(dataclasses.astuple(self), images, sizes, tf.cast(seed, tf.int64))
+        if unbatched:
+            return views[0], {name: value[0] for name, value in params.items()}
+        return views, params
+
+    def _parameters(self, batch, image_sizes, seed) -> dict[str, tf.Tensor]:
+        seeds = tf.random.experimental.stateless_split(seed, 12)
 
         def uniform(index, low=0.0, high=1.0, shape=None):
             return tf.random.stateless_uniform(
@@ -335,52 +347,51 @@ class SimCLRAugment:
         def chosen(index, probability):
             return tf.cast(uniform(index) < probability, tf.float32)
 
-        boxes = self._crop_boxes(batch, seeds[0], sizes[:, 0], sizes[:, 1])
-        flip = chosen(1, self.flip_probability)
         jitter = chosen(2, self.jitter_probability)
 
         def factor(index, strength):
             return 1.0 + jitter * uniform(index, -strength, strength)
 
-        brightness = factor(3, self.brightness)
-        contrast = factor(4, self.contrast)
-        saturation = factor(5, self.saturation)
-        hue = jitter * uniform(6, -self.hue, self.hue)
-        fixed = tf.zeros([batch, 1], tf.int32) + tf.range(len(JITTER_OPS))
-        order = fixed
+        order = tf.zeros([batch, 1], tf.int32) + tf.range(len(JITTER_OPS))
         if self.random_jitter_order:
             # The ranks of 4 uniforms: a uniformly random permutation.
             shuffled = tf.argsort(uniform(11, shape=[batch, len(JITTER_OPS)]), axis=1)
-            order = tf.where(jitter[:, None] > 0, shuffled, fixed)
-        gray = chosen(7, self.grayscale_probability)
+            order = tf.where(jitter[:, None] > 0, shuffled, order)
         blur = chosen(8, self.blur_probability)
-        sigma = blur * uniform(9, *self.blur_sigma)
-        solarize = chosen(10, self.solarize_probability)
-        views = _views(
-            images,
-            sizes,
-            (boxes, flip, brightness, contrast, saturation, hue)
-            + (order if self.random_jitter_order else None, gray, blur, sigma, solarize),
-            self.image_size,
-            self.blur_kernel_size if self.blur_probability > 0 else 0,
-        )
-        params = {
-            "crop_box": boxes,
-            "flip": flip,
+        return {
+            "crop_box": self._crop_boxes(batch, seeds[0], image_sizes[:, 0], image_sizes[:, 1]),
+            "flip": chosen(1, self.flip_probability),
             "jitter": jitter,
-            "brightness": brightness,
-            "contrast": contrast,
-            "saturation": saturation,
-            "hue": hue,
+            "brightness": factor(3, self.brightness),
+            "contrast": factor(4, self.contrast),
+            "saturation": factor(5, self.saturation),
+            "hue": jitter * uniform(6, -self.hue, self.hue),
             "jitter_order": tf.cast(order, tf.float32),
-            "grayscale": gray,
+            "grayscale": chosen(7, self.grayscale_probability),
             "blur": blur,
-            "blur_sigma": sigma,
-            "solarize": solarize,
+            "blur_sigma": blur * uniform(9, *self.blur_sigma),
+            "solarize": chosen(10, self.solarize_probability),
         }
-        if unbatched:
-            return views[0], {name: value[0] for name, value in params.items()}
-        return views, params
+
+    def _views(self, images, image_sizes, params) -> tf.Tensor:
+        """Every pixel op, per image: the resized crop, flip, colour jitter,
+        grayscale, blur and solarisation (fused by XLA into a few passes)."""
+        views = resized_crop(images, params["crop_box"], self.image_size, image_sizes)
+        if images.dtype == tf.uint8:
+            views /= 255.0
+
+        def where(name, changed, unchanged):
+            return tf.where(params[name][:, None, None, None] > 0, changed, unchanged)
+
+        views = where("flip", views[:, :, ::-1], views)
+        order = params["jitter_order"] if self.random_jitter_order else None
+        factors = (params[name] for name in JITTER_OPS)
+        views = color_jitter(views, *factors, order)
+        views = where("grayscale", grayscale(views), views)
+        if self.blur_probability > 0:
+            sigma = tf.maximum(params["blur_sigma"], 1e-3)
+            views = where("blur", gaussian_blur(views, sigma, self.blur_kernel_size), views)
+        return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
     @staticmethod
     def _checked_sizes(image_sizes, shape):

@@ -55,6 +55,8 @@ def photo_patches(
 
     Photos are first resized so that their shorter side is 256 pixels; train patches
     come from the left `TRAIN_FRACTION` of each photo, test patches from the rest.
+    The patches come in a seeded random order (the photos mixed), so that any
+    slice of them holds every photo about equally often.
 
     Returns:
         `(images [N, size, size, 3] uint8, labels [N] int64)`.
@@ -73,7 +75,8 @@ def photo_patches(
         xs = rng.integers(0, region.shape[1] - size + 1, per_photo)
         images += [region[y : y + size, x : x + size] for y, x in zip(ys, xs, strict=True)]
         labels += [label] * per_photo
-    return np.stack(images), np.asarray(labels, "int64")
+    order = rng.permutation(len(labels))
+    return np.stack(images)[order], np.asarray(labels, "int64")[order]
 
 
 def tfds_images(

@@ -55,6 +55,8 @@ def test_photo_patches_split_each_photo_into_disjoint_train_and_test_regions():
     assert train.shape == (20 * len(PHOTO_NAMES), 32, 32, 3) and train.dtype == np.uint8
     assert np.bincount(train_labels).tolist() == [20] * len(PHOTO_NAMES)
     assert np.bincount(test_labels).tolist() == [10] * len(PHOTO_NAMES)
+    # In a random order, the photos mixed: each half holds every photo.
+    assert all(set(half) == set(range(len(PHOTO_NAMES))) for half in np.split(test_labels, 2))
     # No test patch equals a train patch, and the photos differ in colour.
     assert not {t.tobytes() for t in test} & {t.tobytes() for t in train}
     means = [train[train_labels == c].mean(axis=(0, 1, 2)) for c in range(len(PHOTO_NAMES))]

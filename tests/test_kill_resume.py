@@ -1,0 +1,158 @@
+"""A run killed with SIGKILL at many points, checkpoint and results writes included,
+resumes to the result of a run never killed."""
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from aninfonce_tf import experiment
+from aninfonce_tf.configs import synthetic
+
+# Tiny: epochs of 5 steps (a checkpoint each), evaluations every 10, two variants so
+# that a kill can fall between them; no export, and no XLA to compile in each process.
+CONFIG = dict(
+    dim=4,
+    steps=20,
+    eval_every=10,
+    save_every=5,
+    batch_size=32,
+    hidden_units="16",
+    eval_size=256,
+    generator_draws=20,
+    losses="aninfonce,infonce",
+    jit_compile=False,
+    steps_per_execution=1,
+    export=False,
+)
+
+# Runs the config into a directory and kills itself (SIGKILL) at a point: when the
+# run's own code renames a file into place (`os.replace`, `os.rename`), with the file
+# torn, complete but not renamed, or renamed, or after a training step.
+DRIVER = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    import keras
+    from aninfonce_tf import experiment
+    from aninfonce_tf.configs import synthetic
+
+    out, config, kill = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    seen = 0
+
+    def die():
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def killing(rename):
+        def wrapper(source, target, *args, **kwargs):
+            global seen
+            variant = kill.get("variant")
+            if kill.get("file") != Path(target).name or (
+                variant and variant not in Path(target).parts
+            ):
+                return rename(source, target, *args, **kwargs)
+            seen += 1
+            if seen < kill.get("count", 1):
+                return rename(source, target, *args, **kwargs)
+            if kill["when"] == "torn":
+                os.truncate(source, os.path.getsize(source) // 3)
+            if kill["when"] != "renamed":
+                die()
+            rename(source, target, *args, **kwargs)
+            die()
+        return wrapper
+
+    os.replace, os.rename = killing(os.replace), killing(os.rename)
+
+    class KillAtStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            step = int(self.model.optimizer.iterations)
+            if self.model.name == kill.get("variant") and step == kill.get("step"):
+                die()
+
+    config = synthetic.SyntheticConfig(**config)
+    experiment.run(config, synthetic.build, out, verbose=0, callbacks=[KillAtStep()])
+    """
+)
+
+# In order, each into the same directory: every run resumes what the one before left.
+KILLS = [
+    dict(file="config.json", when="renamed"),  # before any training
+    dict(file="step-000005.weights.h5", variant="aninfonce", when="torn"),
+    dict(file="step-000010.weights.h5", variant="aninfonce", when="written"),
+    # Then the newest checkpoint is torn on disk (see below): the next run falls back.
+    dict(file="step-000015.weights.h5", variant="aninfonce", when="renamed"),
+    dict(step=17, variant="aninfonce"),  # mid-epoch, between checkpoints
+    dict(file="history.json", variant="aninfonce", when="torn"),
+    dict(file="model.keras", variant="aninfonce", when="written"),
+    dict(file="results.json", when="torn"),
+    dict(file="results.json", when="renamed"),  # between the two variants
+    dict(file="step-000010.weights.h5", variant="infonce", when="renamed"),
+    dict(file="results.json", when="written"),
+]
+
+
+def _run(driver, out, kill) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(driver), str(out), json.dumps(CONFIG), json.dumps(kill)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _assert_same_result(resumed: dict, whole: dict) -> None:
+    """Every entry equal, numbers to float32 round-off, but the wall-clock seconds."""
+    assert set(resumed) == set(whole)
+    for key, value in whole.items():
+        if key in ("wall_seconds", "seconds"):
+            continue
+        if isinstance(value, dict):
+            _assert_same_result(resumed[key], value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            assert len(resumed[key]) == len(value), key
+            for mine, theirs in zip(resumed[key], value, strict=True):
+                _assert_same_result(mine, theirs)
+        elif isinstance(value, (float, list)):
+            np.testing.assert_allclose(resumed[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
+        else:
+            assert resumed[key] == value, key
+
+
+@pytest.mark.slow
+def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    cut = tmp_path / "cut"
+    for index, kill in enumerate(KILLS):
+        killed = _run(driver, cut, kill)
+        assert killed.returncode == -signal.SIGKILL, (kill, killed.stdout, killed.stderr[-3000:])
+        if index == 3:
+            # A write torn on disk, as reported (8,252 of 54,320 bytes were left).
+            newest = cut / "backup" / "aninfonce" / "step-000015.weights.h5"
+            newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 6])
+        if index == 4:
+            assert f"checkpoint {newest} does not read" in killed.stdout, killed.stdout
+            assert "resuming aninfonce at step 10" in killed.stdout
+    finished = _run(driver, cut, {})
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "== aninfonce: finished" in finished.stdout
+    assert "resuming infonce at step 20" in finished.stdout  # its last checkpoint
+
+    config = synthetic.SyntheticConfig(**CONFIG)
+    whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)
+    resumed = json.loads((cut / "results.json").read_text())
+    assert set(resumed) == {"true_concentration", "aninfonce", "infonce"}
+    for name in ("aninfonce", "infonce"):
+        assert [point["step"] for point in resumed[name]["curve"]] == [10, 20]
+        _assert_same_result(resumed[name], whole[name])
+    # Nothing half-written or stale is left behind.
+    assert not list(cut.rglob(".partial-*")) and not list((cut / "backup").iterdir())
+    with capsys.disabled():
+        print(f"\n{len(KILLS)} kill points tried; every rerun ended with the uninterrupted result")
