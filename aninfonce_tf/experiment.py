@@ -243,6 +243,12 @@ def train_variant(
     epoch_steps = config.epoch_steps()
     backup = Backup(work_dir / "backup" / variant, epoch_steps)
     start_step = backup.restore()
+    if start_step % epoch_steps:
+        raise UsageError(
+            f"The backup of {variant} in {run_dir} is at step {start_step}, which epochs of "
+            f"{epoch_steps} steps (the default `save_every` for this `steps_per_execution`) "
+            "cannot resume: pass the --steps-per-execution that it was trained with."
+        )
     history_path = variant_dir / "history.json"
     history, reached = [], None
     if start_step:

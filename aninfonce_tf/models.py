@@ -212,7 +212,8 @@ class ContrastiveModel(keras.Model):
     sees. Compile with `loss=InfoNCE(...)` or `AnInfoNCE(...)` (default: AnInfoNCE
     when there is a `scaling`, cosine InfoNCE otherwise) and fit on a dataset of
     `(view1, view2)` or of dicts with `view1`, `view2` and extra keys (latents,
-    augmentation parameters, labels) that training ignores.
+    augmentation parameters, labels, strings too) that training drops before its
+    compiled step (`training_views`).
 
     Args:
         encoder: any Keras model or layer, images/observations -> features.
@@ -318,9 +319,11 @@ class ContrastiveModel(keras.Model):
                 on the average and `EvaluationCallback` scores it.
             loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
                 `scaling`, cosine InfoNCE without.
-            concentration_optimizer: optimizer of Lambda_hat, or a float: Adam at
-                that learning rate (the authors' choice; none of `optimizer`'s weight
-                decay, clipping or EMA). None uses `optimizer` for all.
+            concentration_optimizer: optimizer of Lambda_hat, or a learning rate (a
+                finite number >= 0): Adam at that rate (the authors' choice; none of
+                `optimizer`'s weight decay, clipping or EMA). None uses `optimizer` for
+                all. Under mixed_float16 it skips the steps that the encoder's
+                LossScaleOptimizer skips for overflow.
             jit_compile: XLA-compile the train step (on CPU Keras' "auto" turns XLA
                 off, and XLA is faster here).
             steps_per_execution: steps run per `tf.function` call (1 under the

@@ -162,6 +162,24 @@ def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, optimi
     np.testing.assert_allclose(model.concentration, resumed["lambda_hat"], rtol=1e-5)
 
 
+def test_a_run_stopped_at_its_targets_and_killed_before_its_results_resumes_as_stopped(
+    tmp_path,
+):
+    config = dataclasses.replace(SMOKE, losses="aninfonce", stop_at="mcc=-1")  # at step 20
+
+    class InterruptAfterFit(keras.callbacks.Callback):
+        def on_train_end(self, logs=None):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run(
+            config, synthetic.build, tmp_path, verbose=0, callbacks=[InterruptAfterFit()]
+        )
+    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    assert (result["steps"], result["target_reached"]["step"]) == (20, 20)
+    assert [point["step"] for point in result["curve"]] == [20]
+
+
 @pytest.mark.parametrize(
     "stop_at, message",
     [
@@ -306,8 +324,7 @@ def test_a_variant_that_diverges_before_its_first_evaluation_ends_the_run_cleanl
     # Plots of the variant with scores, a results.json with null for NaN, and why.
     assert (tmp_path / "per_latent_r2.png").exists() and (tmp_path / "curves.png").exists()
     text = (tmp_path / "results.json").read_text()
-    assert "NaN" not in text.replace('"NaN"', "")
-    saved = json.loads(text)
+    saved = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} in JSON"))
     assert saved["aninfonce"]["final_loss"] is None
     assert saved["null_values"]["values"] == {"/aninfonce/final_loss": "NaN"}
     # A diverged variant is finished: a rerun keeps it, NaN included, and trains nothing.

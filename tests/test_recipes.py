@@ -128,8 +128,11 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
         # Every variant's loss settings, before the first variant trains.
         (dict(infonce_temperature=0.0), "infonce_temperature"),
         (dict(infonce_temperature=float("inf")), "infonce_temperature"),
-        (dict(losses="aninfonce,infonce_ensemble", ensemble_temperatures=""), "ensemble_temp"),
-        (dict(losses="aninfonce_ensemble", ensemble_temperatures="0.1,x"), "ensemble_temp"),
+        (
+            dict(losses="aninfonce,infonce_ensemble", ensemble_temperatures=""),
+            "ensemble_temperatures",
+        ),
+        (dict(losses="aninfonce_ensemble", ensemble_temperatures="0.1,x"), "ensemble_temperatures"),
         (dict(losses="aninfonce,infonce_hard_negatives", loss_block_size=64), "loss_block_size"),
         (dict(initial_concentration=0.0), "initial_concentration"),
         (dict(generator_draws=0), "generator_draws"),

@@ -187,6 +187,7 @@ def resized_crop(images, boxes, size: int, image_sizes=None):
         `[B, size, size, C]` floats.
     """
     canvas_height, canvas_width = images.shape[1], images.shape[2]
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
     if image_sizes is None:
         image_sizes = tf.zeros_like(boxes[:, :2]) + [[canvas_height, canvas_width]]
     image_sizes = tf.cast(image_sizes, tf.float32)
@@ -207,12 +208,27 @@ def resized_crop(images, boxes, size: int, image_sizes=None):
 
 
 @tf.function(jit_compile=True)
-def _augment(fields: tuple, images, image_sizes, seed):
-    """`SimCLRAugment(*fields)`'s parameters and views as one XLA computation (the
-    fields, a tuple, are compared by value when `tf.function` picks a trace)."""
-    augment = SimCLRAugment(*fields)
-    params = augment._parameters(tf.shape(images)[0], image_sizes, seed)
-    return augment._views(images, image_sizes, params), params
+def _views(images, image_sizes, params, image_size: int, random_order: bool, blur_kernel_size: int):
+    """Every pixel op, per image, fused by XLA into a few passes: the resized crop,
+    flip, colour jitter (in the returned order, or the fixed one), grayscale, blur
+    (`blur_kernel_size` 0: none) and solarisation. uint8 images are scaled to
+    [0, 1] after the crop. (The draws stay outside: XLA takes seconds longer to
+    compile them than they take to run.)"""
+    views = resized_crop(images, params["crop_box"], image_size, image_sizes)
+    if images.dtype == tf.uint8:
+        views /= 255.0
+
+    def where(name, changed, unchanged):
+        return tf.where(params[name][:, None, None, None] > 0, changed, unchanged)
+
+    views = where("flip", views[:, :, ::-1], views)
+    factors = (params[name] for name in JITTER_OPS)
+    views = color_jitter(views, *factors, params["jitter_order"] if random_order else None)
+    views = where("grayscale", grayscale(views), views)
+    if blur_kernel_size:
+        sigma = tf.maximum(params["blur_sigma"], 1e-3)
+        views = where("blur", gaussian_blur(views, sigma, blur_kernel_size), views)
+    return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +347,11 @@ class SimCLRAugment:
             sizes = tf.zeros([batch, 2]) + [[images.shape[1], images.shape[2]]]
         else:
             sizes = self._checked_sizes(image_sizes, images.shape)
-        views, params = _augment(dataclasses.astuple(self), images, sizes, tf.cast(seed, tf.int64))
+        params = self._parameters(batch, sizes, tf.cast(seed, tf.int64))
+        blur_kernel_size = self.blur_kernel_size if self.blur_probability > 0 else 0
+        views = _views(
+            images, sizes, params, self.image_size, self.random_jitter_order, blur_kernel_size
+        )
         if unbatched:
             return views[0], {name: value[0] for name, value in params.items()}
         return views, params
@@ -372,26 +392,6 @@ class SimCLRAugment:
             "blur_sigma": blur * uniform(9, *self.blur_sigma),
             "solarize": chosen(10, self.solarize_probability),
         }
-
-    def _views(self, images, image_sizes, params) -> tf.Tensor:
-        """Every pixel op, per image: the resized crop, flip, colour jitter,
-        grayscale, blur and solarisation (fused by XLA into a few passes)."""
-        views = resized_crop(images, params["crop_box"], self.image_size, image_sizes)
-        if images.dtype == tf.uint8:
-            views /= 255.0
-
-        def where(name, changed, unchanged):
-            return tf.where(params[name][:, None, None, None] > 0, changed, unchanged)
-
-        views = where("flip", views[:, :, ::-1], views)
-        order = params["jitter_order"] if self.random_jitter_order else None
-        factors = (params[name] for name in JITTER_OPS)
-        views = color_jitter(views, *factors, order)
-        views = where("grayscale", grayscale(views), views)
-        if self.blur_probability > 0:
-            sigma = tf.maximum(params["blur_sigma"], 1e-3)
-            views = where("blur", gaussian_blur(views, sigma, self.blur_kernel_size), views)
-        return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
     @staticmethod
     def _checked_sizes(image_sizes, shape):

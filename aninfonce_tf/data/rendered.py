@@ -49,22 +49,21 @@ class Latent:
 
 def _polygon(points) -> np.ndarray:
     """Vertices moved so that the polygon's area centroid is the origin (the object's
-    pixel centroid is then its centre at any rotation) and scaled so that the farthest
-    vertex lies on the unit circle (`scale` is the object's radius)."""
+    pixel centroid is then its centre at any rotation) and scaled to the area of the
+    unit disk (an object of `scale` r covers pi r^2 of the image, whatever its shape)."""
     points = np.asarray(points, "float64")
     following = np.roll(points, -1, axis=0)
     cross = points[:, 0] * following[:, 1] - following[:, 0] * points[:, 1]
     area = cross.sum() / 2
     centroid = ((points + following) * cross[:, None]).sum(0) / (6 * area)
-    points = points - centroid
-    return points / np.linalg.norm(points, axis=1).max()
+    return (points - centroid) * math.sqrt(math.pi / abs(area))
 
 
 _ARC = [(math.cos(a), math.sin(a)) for a in np.linspace(0, math.pi, 7)]
 # Object-frame vertices (y up). None has a rotational symmetry: each looks different
 # at every rotation in [0, 2 pi).
 SHAPES = {
-    "triangle": _polygon([(0, 1), (-0.55, -0.6), (0.55, -0.6)]),
+    "triangle": _polygon([(0, 1), (-0.8, -0.6), (0.8, -0.6)]),
     "kite": _polygon([(0, 1), (-0.5, 0.3), (0, -1), (0.5, 0.3)]),
     "half_disk": _polygon(_ARC),
     "arrow": _polygon(
@@ -72,6 +71,9 @@ SHAPES = {
     ),
     "ell": _polygon([(-0.6, -0.9), (0.6, -0.9), (0.6, -0.3), (0, -0.3), (0, 0.9), (-0.6, 0.9)]),
 }
+# The farthest any vertex lies from its centroid, in units of `scale` (the triangle's
+# apex: 2.0).
+EXTENT = max(float(np.linalg.norm(v, axis=1).max()) for v in SHAPES.values())
 _VERTICES = max(len(v) for v in SHAPES.values())
 # Every polygon padded to the same vertex count by repeating its last vertex: the
 # zero-length edges this adds change neither the distance nor the winding number.
@@ -79,14 +81,14 @@ _TABLE = np.stack(
     [np.concatenate([v, np.repeat(v[-1:], _VERTICES - len(v), 0)]) for v in SHAPES.values()]
 ).astype("float32")
 
-# With the centre in [0.26, 0.74] and the radius at most 0.24 of the side, the object
-# stays 0.02 of the side (more than its anti-aliased half-edge at 32 pixels or more)
-# inside the image.
+# With the centre in [0.3, 0.7] and `scale` at most 0.135 (EXTENT x 0.135 = 0.272), every
+# object stays 0.028 of the side inside the image: more than the half-pixel of its
+# anti-aliased edge at 18 pixels or more.
 LATENTS = {
     "shape": Latent(0, len(SHAPES), classes=len(SHAPES)),
-    "x": Latent(0.26, 0.74),
-    "y": Latent(0.26, 0.74),
-    "scale": Latent(0.12, 0.24),
+    "x": Latent(0.3, 0.7),
+    "y": Latent(0.3, 0.7),
+    "scale": Latent(0.09, 0.135),
     "rotation": Latent(0.0, 2 * math.pi, circular=True),
     "object_hue": Latent(0.0, 1.0, circular=True),
     "background_hue": Latent(0.0, 1.0, circular=True),
@@ -162,9 +164,9 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
     """Images of the objects that `latents` describe.
 
     Pixel centres sit at `(i + 0.5) / size`; `x` runs along columns and `y` down rows,
-    as fractions of the side; `rotation` turns the object counter-clockwise on screen;
-    `scale` is the distance from the object's centroid to its farthest corner, as a
-    fraction of the side. Wrap in `tf.function(jit_compile=True)` for speed (the pair
+    as fractions of the side; `rotation` turns the object counter-clockwise on screen
+    (at 0 every shape points up: its front, the brighter half, is above its centroid);
+    `scale` is the radius of the disk of the object's area, as a fraction of the side. Wrap in `tf.function(jit_compile=True)` for speed (the pair
     sources do).
 
     Args:
@@ -429,6 +431,7 @@ class RenderedPairs:
 __all__ = [
     "CONTINUOUS",
     "DEFAULT_CONCENTRATION",
+    "EXTENT",
     "LATENTS",
     "LATENT_NAMES",
     "PAIR_CONDITIONALS",

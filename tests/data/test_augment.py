@@ -34,6 +34,8 @@ NOTHING = SimCLRAugment(
     grayscale_probability=0.0,
 )
 LUMA = np.array([0.299, 0.587, 0.114])
+# Many draws on non-square images, shared by the tests that count (one XLA compilation).
+BLANK = np.zeros((2000, 48, 96, 3), "uint8")
 
 
 def _resized():
@@ -89,7 +91,7 @@ def _reference_views(images, params, augment, image_sizes=None):
         y1, x1, y2, x2 = p["crop_box"] * [height, width, height, width]
         rows = _resampling(y1, y2, height, augment.image_size)
         columns = _resampling(x1, x2, width, augment.image_size)
-        view = np.einsum("oi,ijc,pj->opc", rows, image[:height, :width], columns)
+        view = np.einsum("oi,ijc,pj->opc", rows, image[:height, :width], columns, optimize=True)
         view = view[:, ::-1] if p["flip"] else view
         factors = [p[name] for name in JITTER_OPS]
         view = _jitter_reference(view, *factors, p["jitter_order"].astype(int))
@@ -101,8 +103,8 @@ def _reference_views(images, params, augment, image_sizes=None):
 
 
 def test_views_and_parameters_have_the_documented_shapes_and_ranges():
-    views, params = SimCLRAugment.preset("simclr_imagenet")(PHOTOS, seed=[1, 2])
-    assert views.shape == (2, 224, 224, 3) and views.dtype == tf.float32
+    views, params = SimCLRAugment.preset("simclr_cifar10")(PHOTOS, seed=[1, 2])
+    assert views.shape == (2, 32, 32, 3) and views.dtype == tf.float32
     assert float(tf.reduce_min(views)) >= 0.0 and float(tf.reduce_max(views)) <= 1.0
     assert set(params) == set(PARAMETERS)
     assert params["crop_box"].shape == (2, 4) and params["jitter_order"].shape == (2, 4)
@@ -113,9 +115,11 @@ def test_views_and_parameters_have_the_documented_shapes_and_ranges():
 def test_the_returned_parameters_reproduce_every_view():
     # Every op on, jitter in a random order per image: the float64 reference made
     # from the returned parameters alone gives the same views.
-    augment = SimCLRAugment(
-        image_size=48,
+    augment = dataclasses.replace(
+        NOTHING,
         crop_scale=(0.05, 1.0),
+        crop_ratio=(0.5, 2.0),
+        flip_probability=0.5,
         jitter_probability=1.0,
         brightness=0.8,
         contrast=0.8,
@@ -125,19 +129,19 @@ def test_the_returned_parameters_reproduce_every_view():
         blur_probability=0.5,
         solarize_probability=0.25,
     )
-    images = np.concatenate([PHOTOS] * 6)
-    views, params = augment(images, seed=[0, 5])
+    draws = [augment(PHOTOS, seed=[0, index]) for index in range(6)]
+    views = np.concatenate([views for views, _ in draws])
+    params = {name: np.concatenate([p[name] for _, p in draws]) for name in PARAMETERS}
+    images = np.concatenate([PHOTOS] * len(draws))
     expected = _reference_views(images, params, augment)
     np.testing.assert_allclose(views, expected, atol=2e-4)
     for name in ("flip", "grayscale", "blur", "solarize"):  # each was exercised both ways
-        assert 0 < params[name].numpy().sum() < len(images), name
-    # The order matters and is the returned one: in the fixed order, most views differ.
-    orders = params["jitter_order"].numpy()
-    assert len({tuple(order) for order in orders}) >= 6
-    fixed = _reference_views(
-        images, {**params, "jitter_order": np.tile(range(4), (12, 1))}, augment
-    )
-    assert np.mean(np.abs(fixed - expected).max(axis=(1, 2, 3)) > 0.05) > 0.5
+        assert 0 < params[name].sum() < len(images), name
+    # The order matters and is the returned one: in the fixed order, most views miss.
+    assert len({tuple(order) for order in params["jitter_order"]}) >= 6
+    fixed = {**params, "jitter_order": np.tile(range(4), (len(images), 1))}
+    misses = np.abs(_reference_views(images, fixed, augment) - expected).max(axis=(1, 2, 3))
+    assert np.mean(misses > 2e-3) > 0.5
 
 
 def test_the_crop_is_tf_image_resize_with_antialiasing_of_the_box():
@@ -160,16 +164,14 @@ def test_the_crop_is_tf_image_resize_with_antialiasing_of_the_box():
         np.testing.assert_allclose(resized_crop(images, [box], 32), expected, atol=1e-3)
 
 
-def _boxes(augment, height, width, count=4000):
-    _, params = augment(np.zeros((count, height, width, 3), "uint8"), seed=[3, 1])
-    return params["crop_box"].numpy()
-
-
 def test_on_a_non_square_image_the_crop_ratio_and_area_are_drawn_in_pixels():
     # 48 x 96 pixels: the ratio width / height is log-uniform over crop_ratio in
     # pixels (drawn in fractions of the sides, it would be twice that).
-    augment = SimCLRAugment(image_size=8, crop_scale=(0.05, 0.3), jitter_probability=0.0)
-    y1, x1, y2, x2 = _boxes(augment, 48, 96).T
+    augment = dataclasses.replace(
+        NOTHING, image_size=8, crop_scale=(0.05, 0.3), crop_ratio=(3 / 4, 4 / 3)
+    )
+    _, params = augment(BLANK, seed=[3, 1])
+    y1, x1, y2, x2 = params["crop_box"].numpy().T
     log_ratio = np.log((x2 - x1) * 96 / ((y2 - y1) * 48))
     low, high = np.log(augment.crop_ratio)
     assert np.all((log_ratio >= low - 1e-5) & (log_ratio <= high + 1e-5))
@@ -178,18 +180,20 @@ def test_on_a_non_square_image_the_crop_ratio_and_area_are_drawn_in_pixels():
     assert np.all((area >= 0.05 - 1e-6) & (area <= 0.3 + 1e-6))
     # Where no draw fits, torchvision's fallback: the centre part within crop_ratio.
     whole = dataclasses.replace(augment, crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0))
-    np.testing.assert_allclose(_boxes(whole, 48, 96, 2), [[0, 0.25, 1, 0.75]] * 2, atol=1e-6)
+    _, params = whole(BLANK, seed=[3, 1])
+    np.testing.assert_allclose(params["crop_box"], [[0, 0.25, 1, 0.75]] * len(BLANK), atol=1e-6)
 
 
 def test_crops_reach_every_side_of_the_image():
     augment = dataclasses.replace(NOTHING, image_size=8, crop_scale=(0.08, 1.0))
-    y1, x1, y2, x2 = _boxes(augment, 48, 96).T
+    _, params = augment(BLANK, seed=[3, 2])
+    y1, x1, y2, x2 = params["crop_box"].numpy().T
     assert y1.min() < 0.005 and x1.min() < 0.005 and y2.max() > 0.995 and x2.max() > 0.995
-    # In pixels: a white border is seen by some views on each side.
+    # In pixels: a white border row or column is seen by some views on each side.
     for side in (np.s_[:, :1], np.s_[:, -1:], np.s_[:, :, :1], np.s_[:, :, -1:]):
-        images = np.zeros((400, 48, 96, 3), "uint8")
+        images = BLANK.copy()
         images[side] = 255
-        views, _ = augment(images, seed=[4, 4])
+        views, _ = augment(images, seed=[3, 2])
         assert 0 < np.mean(views.numpy().max(axis=(1, 2, 3)) > 0.2) < 1
 
 
@@ -213,12 +217,13 @@ def test_images_padded_into_a_batch_give_the_views_they_give_alone():
 
 def test_the_returned_flip_and_grayscale_flags_match_the_pixels():
     augment = dataclasses.replace(NOTHING, flip_probability=0.5, grayscale_probability=0.5)
-    images = np.concatenate([PHOTOS] * 8)
-    views, params = augment(images, seed=[3, 3])
-    expected = np.concatenate([_resized()] * 8)
-    flips, grays = params["flip"].numpy(), params["grayscale"].numpy()
+    draws = [augment(PHOTOS, seed=[3, index]) for index in range(8)]
+    flips = np.concatenate([params["flip"] for _, params in draws])
+    grays = np.concatenate([params["grayscale"] for _, params in draws])
     assert 0 < flips.sum() < 16 and 0 < grays.sum() < 16
-    for view, image, flip, gray in zip(views.numpy(), expected, flips, grays, strict=True):
+    views = np.concatenate([views for views, _ in draws])
+    expected = np.concatenate([_resized()] * 8)
+    for view, image, flip, gray in zip(views, expected, flips, grays, strict=True):
         image = image[:, ::-1] if flip else image
         if gray:
             np.testing.assert_allclose(view, np.repeat(image @ LUMA, 3).reshape(view.shape), 1e-5)
@@ -227,18 +232,15 @@ def test_the_returned_flip_and_grayscale_flags_match_the_pixels():
 
 
 def test_the_jitter_order_is_a_uniform_random_permutation_and_fixed_without_jitter():
-    augment = SimCLRAugment(image_size=8)
-    _, params = augment(np.zeros((4800, 8, 8, 3), "float32"), seed=[0, 3])
+    _, params = dataclasses.replace(NOTHING, image_size=8, jitter_probability=0.8)(BLANK, [0, 3])
     orders, jitter = params["jitter_order"].numpy().astype(int), params["jitter"].numpy()
     assert all(sorted(order) == [0, 1, 2, 3] for order in orders)
     assert np.all(orders[jitter == 0] == [0, 1, 2, 3])
     counts = [
-        np.sum(np.all(orders[jitter == 1] == p, axis=1)) for p in itertools.permutations(range(4))
+        np.sum(np.all(orders[jitter == 1] == order, axis=1))
+        for order in itertools.permutations(range(4))
     ]
     assert scipy.stats.chisquare(counts).pvalue > 0.01
-    fixed = dataclasses.replace(augment, random_jitter_order=False)
-    _, params = fixed(np.zeros((64, 8, 8, 3), "float32"), seed=[0, 3])
-    assert np.all(params["jitter_order"].numpy() == [0, 1, 2, 3])
 
 
 def test_the_returned_jitter_factors_reproduce_the_colours_in_the_fixed_order():
@@ -246,6 +248,7 @@ def test_the_returned_jitter_factors_reproduce_the_colours_in_the_fixed_order():
     views, params = augment(PHOTOS, seed=[7, 0])
     factors = [params[name].numpy() for name in JITTER_OPS]
     assert np.all(params["jitter"].numpy() == 1.0) and not np.allclose(factors[0], 1.0)
+    assert np.all(params["jitter_order"].numpy() == [0, 1, 2, 3])
     for index, (view, image) in enumerate(zip(views.numpy(), _resized(), strict=True)):
         expected = _jitter_reference(image, *(factor[index] for factor in factors))
         np.testing.assert_allclose(view, expected, atol=2e-4)
@@ -302,8 +305,7 @@ def test_the_blur_is_about_as_fast_under_xla_as_without_at_224_pixels():
 
 
 def test_probabilities_are_respected():
-    augment = SimCLRAugment(image_size=8)
-    _, params = augment(np.zeros((2000, 8, 8, 3), "float32"), seed=[0, 9])
+    _, params = SimCLRAugment(image_size=8)(BLANK, seed=[0, 9])
     for name, probability in (("flip", 0.5), ("jitter", 0.8), ("grayscale", 0.2), ("blur", 0.0)):
         assert abs(params[name].numpy().mean() - probability) < 0.04, name
 
