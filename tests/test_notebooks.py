@@ -18,14 +18,14 @@ KEY_OUTPUTS = {
         r"variant +linear_r2 +block_r2/high +block_r2/low +mcc",
         r"aninfonce +-?\d\.\d{3}",
         r"infonce +-?\d\.\d{3}",
-        r"Lambda_hat matched to latents: \[[\d. ]+\]",
+        r"Lambda_hat matched to latents: \[[\d.\s]+\]",
     ),
     "your_data.ipynb": (
         r"raw pixels +\d\.\d{3}",
         r"AnInfoNCE backbone +\d\.\d{3}",
         r"InfoNCE projector +\d\.\d{3}",
         r"AnInfoNCE: \d+ steps in \d+ s",
-        r"Lambda_hat, sorted: \[[\d. ]+\]",
+        r"Lambda_hat, sorted: \[[\d.\s]+\]",
     ),
 }
 # What the setup cell of each notebook prints under ANINFONCE_NOTEBOOK_TINY=1.

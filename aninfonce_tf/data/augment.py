@@ -256,8 +256,9 @@ class SimCLRAugment:
         crop_ratio: range of the crop's aspect ratio (width / height in pixels).
         flip_probability: of a horizontal flip.
         jitter_probability: of colour jitter.
-        brightness, contrast, saturation: jitter strengths s: factors ~ U(1-s, 1+s).
-        hue: hue shift ~ U(-hue, hue), in turns.
+        brightness, contrast, saturation: jitter strengths s in [0, 1]: factors
+            ~ U(1-s, 1+s).
+        hue: hue shift ~ U(-hue, hue), in turns (at most 0.5).
         random_jitter_order: apply the four jitter operations in a random order
             per image (SimCLR, torchvision's `ColorJitter`); else brightness,
             contrast, saturation, hue.
@@ -290,27 +291,37 @@ class SimCLRAugment:
     solarize_probability: float = 0.0
 
     def __post_init__(self):
-        if not (isinstance(self.image_size, int) and self.image_size > 0):
+        if not (isinstance(self.image_size, (int, np.integer)) and self.image_size > 0):
             raise ValueError(f"`image_size` must be a positive int; got {self.image_size!r}.")
-        low, high = self.crop_scale
-        if not 0 < low <= high <= 1:
-            raise ValueError(f"`crop_scale` must satisfy 0 < low <= high <= 1; got {low, high}.")
-        low, high = self.crop_ratio
-        if not 0 < low <= high:
-            raise ValueError(f"`crop_ratio` must satisfy 0 < low <= high; got {low, high}.")
-        for name in (
-            "flip_probability",
-            "jitter_probability",
-            "grayscale_probability",
-            "blur_probability",
-            "solarize_probability",
+        for name, low_bound, high_bound in (
+            ("crop_scale", 0, 1),
+            ("crop_ratio", 0, math.inf),
+            ("blur_sigma", 0, math.inf),
         ):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"`{name}` must lie in [0, 1]; got {getattr(self, name)!r}.")
+            low, high = getattr(self, name)
+            if not low_bound < low <= high <= high_bound:
+                raise ValueError(
+                    f"`{name}` must be (low, high) with {low_bound} < low <= high <= "
+                    f"{high_bound}; got {getattr(self, name)!r}."
+                )
+        for name, high in (
+            ("flip_probability", 1),
+            ("jitter_probability", 1),
+            ("brightness", 1),
+            ("contrast", 1),
+            ("saturation", 1),
+            ("hue", 0.5),
+            ("grayscale_probability", 1),
+            ("blur_probability", 1),
+            ("solarize_probability", 1),
+        ):
+            if not 0 <= getattr(self, name) <= high:
+                raise ValueError(f"`{name}` must lie in [0, {high}]; got {getattr(self, name)!r}.")
 
     @classmethod
     def preset(cls, name: str) -> SimCLRAugment:
-        """A named setting of `PRESETS`."""
+        """A named setting of `PRESETS`: `simclr_cifar10`, `simsiam_cifar10`,
+        `simclr_imagenet`, `mocov2_imagenet`."""
         if name not in PRESETS:
             raise ValueError(
                 f"Unknown augmentation preset {name!r}; expected one of {list(PRESETS)}."

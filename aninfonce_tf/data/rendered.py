@@ -98,7 +98,7 @@ CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classe
 # Saturation and value of the object and the background: the object is the brighter
 # and more saturated, so it stands out when both hues are the same.
 OBJECT_SATURATION_VALUE = (1.0, 1.0)
-SHADING = 0.45
+SHADING = 0.6
 BACKGROUND_SATURATION_VALUE = (0.6, 0.45)
 # Width of the anti-aliased edge in pixels: coverage ramps linearly from 1 to 0 as the
 # signed distance goes from -EDGE/2 to EDGE/2.

@@ -29,11 +29,11 @@ flipped sky looks like a sky), no encoder reads the flip or the source-frame `x`
 better than chance. Those two (`SOURCE_FRAME`) are scored apart, under
 `readout_source_frame` (and `readout_source_frame_r2`), and left out of the mean.
 The other targets are set by what the view shows, so one view can determine them
-(to the extent that its content reveals them: a position needs content that differs
-across the source image, a colour factor colours whose statistics are known):
+(as far as its content reveals them: a position needs images whose content differs
+from place to place, a colour factor images whose colours are predictable):
 
-- `crop_area` (height x width, fractions of the source), `crop_aspect` (width /
-  height), `crop_center_y`;
+- `crop_area` (height x width as fractions of the source's), `crop_aspect` (width /
+  height), `crop_center_y` (a fraction of the source's height from its top);
 - `crop_center_x_view`: the crop's centre in the view's own frame: its source-frame
   `x` where the view is not flipped, `1 - x` where it is, so that mirroring a view
   mirrors the target (AugSelf's flip-adjusted centre);

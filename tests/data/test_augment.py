@@ -373,6 +373,9 @@ def test_bad_images_raise(images, error, message):
         (dict(crop_scale=(0.0, 1.0)), "crop_scale"),
         (dict(crop_ratio=(0.0, 1.0)), "crop_ratio"),
         (dict(blur_probability=1.5), "blur_probability"),
+        (dict(blur_sigma=(0.0, 1.0)), "blur_sigma"),
+        (dict(brightness=1.2), "brightness"),
+        (dict(hue=0.6), "hue"),
     ],
 )
 def test_bad_settings_raise(setting, message):
