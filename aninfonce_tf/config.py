@@ -29,7 +29,7 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
-EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution")
+EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution", "log_every")
 
 
 class UsageError(ValueError):
@@ -113,6 +113,12 @@ class RunConfig:
         "candidates per block of a blockwise loss (memory B x block, not B x B); 0: dense",
     )
     eval_every: int = option(500, "steps between evaluations (divides `steps`)")
+    log_every: int = option(
+        50,
+        "steps between the training loss and Lambda_hat written to TensorBoard (at most "
+        "`eval_every`; moved to the nearest divisor of the checkpoint period, see "
+        "`save_every`, that `steps_per_execution` divides)",
+    )
     save_every: int = option(
         0,
         "steps between the backup checkpoints a killed run resumes from, a divisor of "
@@ -164,6 +170,26 @@ class RunConfig:
         fits = [d for d in divisors if d >= 100 and self.eval_every % d == 0]
         return max(fits, default=self.eval_every)
 
+    def log_steps(self) -> int:
+        """Steps between the training metrics written to TensorBoard: `log_every`, at
+        most `eval_every`, moved to the nearest (by ratio) divisor of `epoch_steps()`
+        that `steps_per_execution` divides, so that each point is the mean of its own
+        steps and a resumed run writes the points of an uninterrupted one.
+
+        Example:
+
+        >>> [RunConfig(eval_every=n).log_steps() for n in (500, 20, 12_510)]
+        [50, 20, 139]
+        """
+        epoch = self.epoch_steps()
+        wanted = min(self.log_every, self.eval_every)
+        divisors = [
+            d
+            for d in range(self.steps_per_execution, epoch + 1, self.steps_per_execution)
+            if epoch % d == 0
+        ]
+        return min(divisors, key=lambda d: (abs(math.log(d / wanted)), d))
+
     def loss_options(self) -> dict:
         """The keyword arguments of `losses.loss_variant` that this config sets."""
         return dict(
@@ -204,6 +230,8 @@ class RunConfig:
                 f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
                 f"({self.eval_every})."
             )
+        if self.log_every < 1:
+            raise ValueError(f"`log_every` must be positive; got {self.log_every}.")
         if self.steps_per_execution < 1 or self.eval_every % self.steps_per_execution:
             raise ValueError(
                 f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "

@@ -25,8 +25,10 @@ Example (the synthetic experiment, tiny):
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
+import platform
 import shutil
 import sys
 import time
@@ -34,8 +36,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+import aninfonce_tf
 from aninfonce_tf import distribute, optimizers, plots
 from aninfonce_tf.checkpoints import (
     Backup,
@@ -46,10 +50,11 @@ from aninfonce_tf.checkpoints import (
 )
 from aninfonce_tf.config import EXECUTION_FIELDS, RunConfig, UsageError, parse_config, split_list
 from aninfonce_tf.evaluation.callbacks import (
-    ConcentrationLogger,
     EvaluationCallback,
     StopOnNonFiniteLoss,
+    TrainingLogger,
     check_targets,
+    format_score,
     parse_targets,
     scalar_items,
 )
@@ -58,7 +63,15 @@ from aninfonce_tf.models import ContrastiveModel, export_encoder, split_views, t
 from aninfonce_tf.seeds import summarize, summary_table
 
 # Entries of a variant's result that describe the run rather than score it.
-RUN_ENTRIES = ("steps", "wall_seconds", "final_loss", "curve", "target_reached", "stopped")
+RUN_ENTRIES = (
+    "steps",
+    "wall_seconds",
+    "final_loss",
+    "curve",
+    "loss_curve",
+    "target_reached",
+    "stopped",
+)
 
 
 @dataclasses.dataclass
@@ -76,11 +89,14 @@ class Experiment:
         projector: builds a fresh projection head, or None.
         normalize: embeddings on the unit sphere (InfoNCE then uses the cosine
             similarity); False trains the Euclidean variant.
-        curve_keys: scores plotted over training (default: every scalar score).
-        table_columns: scores shown in the printed table (default: every scalar
-            score; `results.json` always has them all).
-        metadata: entries written at the top of `results.json`.
-        plots: `(results, run_dir) -> [paths]`, the experiment's own figures.
+        curve_keys: scores plotted over training, beside the loss (default: every
+            scalar score).
+        table_columns: scores shown in the printed tables and in the line printed
+            at each evaluation (default: every scalar score; `results.json` and
+            TensorBoard always have them all).
+        metadata: entries of the `run` record of `results.json` (`run_record`).
+        plots: `(results, run_dir, title=...) -> [paths]`, the experiment's own
+            figures, `title` naming the preset and seed.
         worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
             of one input pipeline's own shard in per-replica batches. Multi-worker
             runs read it, each worker only its shard, instead of every worker
@@ -211,7 +227,10 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
             )
     results_path = run_dir / "results.json"
-    return read_json(results_path) if results_path.exists() else {}
+    saved = read_json(results_path) if results_path.exists() else {}
+    # A results.json written before the `run` / `variants` layout holds the variants
+    # at its top level.
+    return saved.get("variants", saved)
 
 
 def _work_dir(run_dir: Path, strategy: tf.distribute.Strategy) -> Path:
@@ -231,11 +250,14 @@ def train_variant(
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
     """Trains one loss variant (resuming its backup, if any) and returns the model
-    and its result: final scores, steps, seconds, final loss and score curve.
+    and its result: final scores, steps, seconds, final loss, score and loss curves.
 
     Keras' epochs last `config.epoch_steps()` steps; at the end of each, the backup
     keeps a checkpoint (`checkpoints.Backup`), and every `eval_every` steps the
-    evaluators score the model."""
+    evaluators score the model. TensorBoard (`run_dir/tensorboard/<variant>`, on the
+    chief) gets the scores of each evaluation and, every `config.log_steps()` steps,
+    the training metrics and Lambda_hat; the console a line per evaluation with the
+    experiment's `table_columns` (with `verbose`)."""
     chief = distribute.is_chief(strategy)
     work_dir = _work_dir(run_dir, strategy)
     variant_dir = work_dir / variant
@@ -250,10 +272,11 @@ def train_variant(
             "cannot resume: pass the --steps-per-execution that it was trained with."
         )
     history_path = variant_dir / "history.json"
-    history, reached = [], None
+    loss_path = variant_dir / "loss_curve.json"
+    history, loss_curve, reached = [], [], None
     if start_step:
-        if history_path.exists():
-            history = [p for p in json.loads(history_path.read_text()) if p["step"] <= start_step]
+        history = _points_until(history_path, start_step)
+        loss_curve = _points_until(loss_path, start_step)
         print(f"   resuming {variant} at step {start_step}", flush=True)
         last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
         if stop_at and all(last.get(name, -math.inf) >= v for name, v in stop_at.items()):
@@ -262,25 +285,27 @@ def train_variant(
     with strategy.scope():
         keras.utils.set_random_seed(config.seed)
         model = build_model(config, experiment, variant)
-    logs = run_dir / "tensorboard" / variant
+    logs = str(run_dir / "tensorboard" / variant) if chief else None
     evaluation = EvaluationCallback(
         experiment.evaluators,
-        str(logs / "scores") if chief else None,
+        logs,
         every_epochs=config.eval_every // epoch_steps,
         steps_per_epoch=epoch_steps,
         stop_at=stop_at,
         history=history,
         history_path=str(history_path),
+        verbose=int(verbose != 0),
+        columns=experiment.table_columns,
+        scores_in_logs=False,  # Keras' progress line shows the training metrics only
     )
     evaluation.reached = reached
+    training = TrainingLogger(
+        logs, config.log_steps(), history=loss_curve, history_path=str(loss_path)
+    )
     non_finite = StopOnNonFiniteLoss()
-    # The backup after the evaluation: a checkpoint never runs ahead of history.json.
-    fit_callbacks = [non_finite, evaluation, backup, *callbacks]
-    if chief:
-        fit_callbacks += [
-            ConcentrationLogger(str(logs / "concentration"), steps_per_epoch=epoch_steps),
-            keras.callbacks.TensorBoard(str(logs), update_freq="epoch"),
-        ]
+    # The backup after the evaluation and the loss curve: a checkpoint never runs ahead
+    # of history.json and loss_curve.json.
+    fit_callbacks = [non_finite, training, evaluation, backup, *callbacks]
     sharded = distribute.is_multi_worker(strategy) and experiment.worker_train_data
     if sharded:
         data = strategy.distribute_datasets_from_function(
@@ -315,12 +340,18 @@ def train_variant(
         "wall_seconds": round(seconds, 1),
         "final_loss": float(losses[-1]),
         "curve": curve,
+        "loss_curve": training.history,
     }
     if stop_at:
         result["target_reached"] = evaluation.reached
     if non_finite.stopped_at is not None:
         result["stopped"] = f"non-finite loss by step {non_finite.stopped_at}"
     return model, result
+
+
+def _points_until(path: Path, step: int) -> list[dict]:
+    """The points of a history file up to `step` (none when there is no file)."""
+    return [p for p in json.loads(path.read_text()) if p["step"] <= step] if path.exists() else []
 
 
 def _task_name(strategy) -> str:
@@ -344,6 +375,8 @@ def run(
     run_dir: Path,
     verbose: int | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
 ) -> dict:
     """Trains every loss variant of `config` on the experiment `build(config)` and
     scores them.
@@ -362,15 +395,23 @@ def run(
         verbose: Keras' `fit` verbosity (default: a progress bar on a terminal,
             a line per evaluation otherwise).
         callbacks: extra Keras callbacks for every variant's `fit`.
+        preset: the name of the preset `config` comes from, for `results.json`
+            and the figures' titles.
+        smoke: whether `config` is a `--smoke` run (as `preset`).
 
     Returns:
-        `{variant: result}`, as written to `run_dir/results.json` with the
-        experiment's `metadata` beside it.
+        `{variant: result}`, as written under `variants` in `run_dir/results.json`,
+        beside the `run` record (`run_record`; the layout: `aninfonce_tf.schema`).
 
     Raises:
         UsageError: (a `ValueError`) for a setting that cannot run, before any
             training and before anything is written.
     """
+    return _run(config, build, run_dir, verbose, callbacks, preset, smoke)[0]
+
+
+def _run(config, build, run_dir, verbose, callbacks, preset, smoke) -> tuple[dict, Experiment]:
+    """`run`, returning the experiment too."""
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     try:
@@ -388,6 +429,7 @@ def run(
         raise UsageError(str(error)) from error
     chief = distribute.is_chief(strategy)
     results = {name: saved[name] for name in names if _finished(run_dir, saved, name)}
+    record = run_record(config, experiment, preset, smoke)
     input_spec = split_views(experiment.train_data(0).element_spec)[0] if chief else None
     for name in names:
         if name in results:
@@ -402,18 +444,20 @@ def run(
             if chief:
                 if "stopped" not in results[name]:  # a diverged model is not worth keeping
                     save_variant(model, run_dir / name, input_spec, config.export)
-                _write_results(run_dir, experiment.metadata, results)
+                _write_results(run_dir, record, results)
         # Kept until the variant's outputs are written: a kill before resumes from it.
         shutil.rmtree(_work_dir(run_dir, strategy) / "backup" / name, ignore_errors=True)
     if chief:
-        write_plots(results, experiment, run_dir)
+        figures = write_plots(results, experiment, run_dir, figure_title(config, preset, smoke))
+        steps = max(result["steps"] for result in results.values())
+        _log_figures(figures, run_dir / "tensorboard" / "figures", steps)
     print(results_table(results, experiment.table_columns))
     for name, result in results.items():
         if "stopped" in result:
             print(f"{name}: {result['stopped']}; its scores are from the last evaluation before.")
     print(f"results: {run_dir / 'results.json'}")
     print(f"TensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
-    return results
+    return results, experiment
 
 
 def _finished(run_dir: Path, saved: dict, name: str) -> bool:
@@ -421,18 +465,68 @@ def _finished(run_dir: Path, saved: dict, name: str) -> bool:
     return name in saved and ("stopped" in saved[name] or (run_dir / name / "model.keras").exists())
 
 
-def _write_results(run_dir: Path, metadata: dict, results: dict) -> None:
-    write_json(run_dir / "results.json", {**metadata, **results})
+def run_record(
+    config: RunConfig, experiment: Experiment, preset: str | None = None, smoke: bool = False
+) -> dict:
+    """The `run` entry of `results.json`: what ran, where and when. The preset, the
+    seed, the date (UTC), the versions of this package, TensorFlow, Keras, NumPy and
+    Python, the whole config, and the experiment's `metadata` (e.g. the true
+    Lambda, `true_concentration`)."""
+    return {
+        **experiment.metadata,
+        "preset": preset,
+        "smoke": smoke,
+        "seed": config.seed,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "versions": {
+            "aninfonce_tf": aninfonce_tf.__version__,
+            "tensorflow": tf.__version__,
+            "keras": keras.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "config": dataclasses.asdict(config),
+    }
 
 
-def write_plots(results: dict, experiment: Experiment, run_dir: Path) -> list[Path]:
-    """`curves.png` of the scores over training, and the experiment's own figures."""
+def _write_results(run_dir: Path, record: dict, results: dict) -> None:
+    write_json(run_dir / "results.json", {"run": record, "variants": results})
+
+
+def figure_title(config: RunConfig, preset: str | None = None, smoke: bool = False) -> str:
+    """`preset quick (smoke), seed 0`: what the figures of a run say they show."""
+    name = f"preset {preset}{' (smoke)' if smoke else ''}, " if preset else ""
+    return f"{name}seed {config.seed}"
+
+
+def write_plots(
+    results: dict, experiment: Experiment, run_dir: Path, title: str = ""
+) -> list[Path]:
+    """`curves.png` of the training loss and the scores over training, and the
+    experiment's own figures, each titled `title` (and what it shows)."""
     curves = {name: r["curve"] for name, r in results.items()}
+    losses = {name: r.get("loss_curve", []) for name, r in results.items()}
     keys = list(experiment.curve_keys) or _scalar_columns(results)
-    paths = [plots.plot_curves(curves, run_dir / "curves.png", keys)] if keys else []
+    paths = [plots.plot_curves(curves, run_dir / "curves.png", keys, losses, title=title)]
     if experiment.plots:
-        paths += experiment.plots(results, run_dir)
+        paths += experiment.plots(results, run_dir, title=title)
     return paths
+
+
+def _log_figures(paths: Sequence[Path], log_dir: Path, step: int) -> None:
+    """The figures as TensorBoard images at `step` (tag: the file name without
+    `.png`), in one event file that replaces the one of an earlier (resumed) run."""
+
+    def write(directory: Path) -> None:
+        writer = tf.summary.create_file_writer(str(directory))
+        with writer.as_default(step=step):
+            for path in paths:
+                image = tf.io.decode_png(tf.io.read_file(str(path)), channels=3)
+                tf.summary.image(Path(path).stem, image[None])
+        writer.close()
+
+    if paths:
+        replace_directory_atomically(log_dir, write)
 
 
 def _scores(result: dict) -> dict[str, float]:
@@ -464,7 +558,7 @@ def results_table(results: dict, columns: Sequence[str] = ()) -> str:
         rows.append(
             [
                 name,
-                *(f"{scores[c]:.3f}" if c in scores else "-" for c in columns),
+                *(format_score(scores[c]) if c in scores else "-" for c in columns),
                 str(result["steps"]),
                 f"{result['wall_seconds']:.0f}",
             ]
@@ -485,14 +579,17 @@ def run_seeds(
     seeds: Sequence[int],
     verbose: int | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
 ) -> dict:
     """`run`s `config` once per seed into `run_dir/seed_<k>/` (with `seed` k), then
-    writes `run_dir/summary.json` and prints its table: per variant and scalar score
-    the mean, sd and n over the seeds, and the paired difference AnInfoNCE - InfoNCE
-    with its 95 % t-interval (`aninfonce_tf.seeds.summarize`).
+    writes `run_dir/summary.json`: per variant and scalar score the mean, sd and n
+    over the seeds, and the paired difference AnInfoNCE - InfoNCE with its 95 %
+    t-interval (`aninfonce_tf.seeds.summarize`). The printed table shows the
+    experiment's `table_columns` (default: every scalar score).
 
     Each seed resumes like a single run: rerun, it skips the finished seeds and
-    variants and resumes an interrupted one.
+    variants and resumes an interrupted one. `preset` and `smoke`: as for `run`.
 
     Returns:
         The summary, as written to `summary.json`.
@@ -501,12 +598,20 @@ def run_seeds(
     for seed in seeds:
         seed_dir = run_dir / f"seed_{seed}"
         print(f"=== seed {seed}: {seed_dir}", flush=True)
-        results = run(dataclasses.replace(config, seed=seed), build, seed_dir, verbose, callbacks)
+        results, experiment = _run(
+            dataclasses.replace(config, seed=seed),
+            build,
+            seed_dir,
+            verbose,
+            callbacks,
+            preset,
+            smoke,
+        )
         scores[seed] = {name: _scores(result) for name, result in results.items()}
     summary = summarize(scores)
     if distribute.is_chief(distribute.get_strategy(config.strategy, config.tpu)):
         write_json(run_dir / "summary.json", summary)
-    print(summary_table(summary))
+    print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
     return summary
 
@@ -526,9 +631,10 @@ def main(config_module, argv=None, description: str = "") -> dict:
     run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
     print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
     try:
+        labels = dict(preset=options.preset, smoke=options.smoke)
         if options.seeds:
-            return run_seeds(config, config_module.build, run_dir, options.seeds)
-        return run(config, config_module.build, run_dir)
+            return run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
+        return run(config, config_module.build, run_dir, **labels)
     except UsageError as error:
         # As argparse does for a bad flag: one line, status 2, no traceback.
         print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)

@@ -1,7 +1,9 @@
-"""Matplotlib figures of an experiment's results (written to PNG, no display needed)."""
+"""Matplotlib figures of an experiment's results (written to PNG, no display needed),
+titled with what they show and the run (preset, seed), their axes labelled in words."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,63 +11,150 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+# Words for the scores the evaluators return (`outer/inner` keys by their last part
+# when the whole key is not listed), for axis labels.
+LABELS = {
+    "loss": "training loss (mean over the steps since the last point)",
+    "linear_r2": "linear R² (held-out, mean over latents)",
+    "nonlinear_r2": "kernel-ridge R² (held-out, mean over latents)",
+    "mcc": "mean correlation coefficient (MCC)",
+    "mcc_spearman": "MCC of the rank correlations",
+    "block_r2/high": "linear R², high-concentration latents",
+    "block_r2/low": "linear R², low-concentration latents",
+    "lambda_spearman": "rank correlation of learned and true Λ",
+    "lambda_relative_error": "mean relative error of the learned Λ",
+    "class_accuracy": "class accuracy (linear probe)",
+    "augmentation_readout": "augmentation readout (chance 0.5)",
+}
+LEARNED = r"learned concentration $\hat{\Lambda}$"
 
-def plot_concentration(
-    learned, true, path: str | Path, title: str = "Lambda_hat vs Lambda"
-) -> Path:
-    """Learned Lambda_hat (matched to latents) against the true Lambda, one dot per latent
-    (a NaN or infinite Lambda_hat, of a diverged run, is left out)."""
+
+def score_label(key: str) -> str:
+    """Axis label of a score, in words.
+
+    Example:
+
+    >>> score_label("block_r2/low"), score_label("backbone/knn_k20_accuracy")
+    ('linear R², low-concentration latents', 'kNN accuracy, k = 20 (backbone)')
+    """
+    if key in LABELS:
+        return LABELS[key]
+    *outer, name = key.split("/")
+    knn = re.fullmatch(r"knn_k(\d+)_accuracy", name)
+    words = f"kNN accuracy, k = {knn.group(1)}" if knn else LABELS.get(name, name.replace("_", " "))
+    return f"{words} ({', '.join(outer)})" if outer else words
+
+
+def variant_label(name: str) -> str:
+    """A loss variant as a legend names it.
+
+    Example:
+
+    >>> variant_label("aninfonce"), variant_label("infonce_hard_negatives")
+    ('AnInfoNCE', 'InfoNCE (hard negatives)')
+    """
+    loss, _, kind = name.partition("_")
+    loss = {"aninfonce": "AnInfoNCE", "infonce": "InfoNCE"}.get(loss, loss)
+    return f"{loss} ({kind.replace('_', ' ')})" if kind else loss
+
+
+def _title(what: str, title: str) -> str:
+    return f"{what}\n{title}" if title else what
+
+
+def plot_concentration(learned, true, path: str | Path, title: str = "") -> Path:
+    """Learned Lambda_hat (matched to latents) against the true Lambda, one dot per
+    latent, on log axes with the line y = x of a perfect recovery (a NaN, infinite or
+    non-positive Lambda_hat, of a diverged run, is left out)."""
     learned, true = np.asarray(learned, "float64"), np.asarray(true, "float64")
-    finite = np.isfinite(learned)
-    figure, axis = plt.subplots(figsize=(4.5, 4))
-    axis.scatter(true[finite], learned[finite], zorder=3)
-    limits = [0, 1.1 * max(true.max(), learned[finite].max(initial=0.0))]
-    axis.plot(limits, limits, "k--", lw=1, label="identity")
+    kept = np.isfinite(learned) & (learned > 0)
+    figure, axis = plt.subplots(figsize=(4.8, 4.4))
+    values = np.concatenate([true, learned[kept]])
+    limits = [values.min() / 1.5, values.max() * 1.5]
+    axis.plot(limits, limits, "k--", lw=1, label="y = x (perfect recovery)")
+    axis.scatter(true[kept], learned[kept], zorder=3, label="one latent")
     axis.set(
-        xlabel="true concentration",
-        ylabel="learned concentration",
-        title=title,
+        xscale="log",
+        yscale="log",
         xlim=limits,
         ylim=limits,
+        xlabel="true concentration Λ of the latent",
+        ylabel=f"{LEARNED}\n(of the feature matched to it)",
+        title=title,
     )
-    axis.legend()
+    for scale in (axis.xaxis, axis.yaxis):
+        scale.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        scale.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(loc="upper left")
     return _save(figure, path)
 
 
 def plot_per_latent_r2(
-    per_latent: dict[str, list[float]], true_concentration, path: str | Path
+    per_latent: dict[str, list[float]], true_concentration, path: str | Path, title: str = ""
 ) -> Path:
-    """Grouped bars: held-out linear R^2 of each latent, one group per loss."""
+    """Grouped bars: held-out linear R^2 of each latent, one group per latent (by its
+    true concentration), one bar per loss variant."""
     true_concentration = np.asarray(true_concentration)
     order = np.argsort(true_concentration)
-    figure, axis = plt.subplots(figsize=(max(5, 0.6 * len(order) * len(per_latent)), 3.5))
+    figure, axis = plt.subplots(figsize=(max(5.5, 0.5 * len(order) * len(per_latent) + 1.5), 3.8))
     width = 0.8 / max(len(per_latent), 1)
+    lowest = 0.0
     for index, (name, values) in enumerate(per_latent.items()):
+        values = np.asarray(values, "float64")[order]
+        lowest = min(lowest, np.nanmin(values, initial=0.0))
         positions = np.arange(len(order)) + index * width
-        axis.bar(positions, np.asarray(values)[order], width, label=name)
+        axis.bar(positions, values, width, label=variant_label(name))
     axis.set_xticks(np.arange(len(order)) + 0.4 - width / 2)
     axis.set_xticklabels([f"{c:.3g}" for c in true_concentration[order]])
-    axis.set(xlabel="latent (true concentration)", ylabel="linear R^2", ylim=(0, 1.25))
+    axis.axhline(0, color="k", lw=0.8)
+    axis.set(
+        xlabel="latent, by its true concentration Λ",
+        ylabel="held-out linear R² of the latent",
+        ylim=(max(lowest * 1.05, -0.5), 1.25),
+        title=title,
+    )
     axis.legend(loc="upper center", ncol=len(per_latent))
     return _save(figure, path)
 
 
-def plot_curves(curves: dict[str, list[dict]], path: str | Path, keys: Sequence[str]) -> Path:
-    """Scores over training steps: a panel per key (`outer/inner` for nested scores),
-    a line per loss."""
-    figure, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.5), squeeze=False)
-    for axis, key in zip(axes[0], keys, strict=True):
-        for name, points in curves.items():
+def plot_curves(
+    curves: dict[str, list[dict]],
+    path: str | Path,
+    keys: Sequence[str],
+    loss_curves: dict[str, list[dict]] | None = None,
+    title: str = "",
+) -> Path:
+    """Over the training steps, a panel for the training loss (from `loss_curves`,
+    points `{"step", "loss"}`) and one per score key (`outer/inner` for nested
+    scores; points of `curves`), a line per loss variant. A variant without points
+    (diverged before its first evaluation) and non-finite values are left out."""
+    panels = [("loss", loss_curves)] if any((loss_curves or {}).values()) else []
+    panels += [(key, curves) for key in keys]
+    columns = min(len(panels), 3)
+    rows = -(-len(panels) // columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.3 * columns, 3.4 * rows + 0.4), squeeze=False
+    )
+    for axis in axes.flat[len(panels) :]:
+        axis.set_axis_off()
+    for axis, (key, source) in zip(axes.flat, panels, strict=False):
+        for name, points in source.items():
             values = [(p["step"], _lookup(p, key)) for p in points]
-            values = [(step, value) for step, value in values if value is not None]
+            values = [(s, v) for s, v in values if v is not None and np.isfinite(v)]
             if values:
-                axis.plot(*zip(*values, strict=True), marker=".", label=name)
-        axis.set(xlabel="step", ylabel=key)
+                axis.plot(*zip(*values, strict=True), marker=".", label=variant_label(name))
+        axis.set(xlabel="training step", ylabel=score_label(key))
+        axis.yaxis.label.set_wrap(True)
         axis.grid(alpha=0.3)
-        if axis.lines:  # a variant that diverged before its first evaluation has none
-            axis.legend()
+    legend = next((axis for axis in axes.flat if axis.lines), None)
+    if legend is not None:  # a variant that diverged before its first evaluation has none
+        legend.legend()
+    if title:
+        figure.suptitle(title)
     return _save(figure, path)
 
 
@@ -77,10 +166,13 @@ def _lookup(scores: dict, key: str):
     return scores
 
 
-def plot_identifiability(results: dict, run_dir: str | Path, true_concentration) -> list[Path]:
+def plot_identifiability(
+    results: dict, run_dir: str | Path, true_concentration, title: str = ""
+) -> list[Path]:
     """Per-latent R^2 of every loss and, for each loss with a Lambda_hat, learned vs
-    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`. A loss that
-    diverged before its first evaluation has no scores and is left out."""
+    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`, each titled with
+    what it shows and `title` (e.g. the preset and seed). A loss that diverged before
+    its first evaluation has no scores and is left out."""
     run_dir = Path(run_dir)
     per_latent = {
         name: r["linear_r2_per_latent"]
@@ -90,7 +182,12 @@ def plot_identifiability(results: dict, run_dir: str | Path, true_concentration)
     paths = []
     if per_latent:
         paths.append(
-            plot_per_latent_r2(per_latent, true_concentration, run_dir / "per_latent_r2.png")
+            plot_per_latent_r2(
+                per_latent,
+                true_concentration,
+                run_dir / "per_latent_r2.png",
+                title=_title("Which latents each loss recovers", title),
+            )
         )
     for name, result in results.items():
         if "lambda_hat_matched" in result:
@@ -99,7 +196,7 @@ def plot_identifiability(results: dict, run_dir: str | Path, true_concentration)
                     result["lambda_hat_matched"],
                     true_concentration,
                     run_dir / f"lambda_{name}.png",
-                    title=name,
+                    title=_title(f"{variant_label(name)}: learned vs true Λ", title),
                 )
             )
     return paths

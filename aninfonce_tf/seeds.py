@@ -123,9 +123,10 @@ def _subtract(first: dict, second: dict) -> dict[int, float | None]:
     }
 
 
-def summary_table(summary: dict) -> str:
-    """The `summarize` result as text: per score a row per variant (mean, sd, n) and
-    per pair of variants (mean difference, sd, n, 95 % interval).
+def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
+    """The `summarize` result as text: per score (those in `scores`, default every
+    one) a row per variant (mean, sd, n) and per pair of variants (mean difference,
+    sd, n, 95 % interval).
 
     Example:
 
@@ -140,8 +141,8 @@ def summary_table(summary: dict) -> str:
       mcc  aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]
     """
     rows = []
-    scores = dict.fromkeys(s for entries in summary["variants"].values() for s in entries)
-    for score in scores:
+    known = dict.fromkeys(s for entries in summary["variants"].values() for s in entries)
+    for score in [s for s in scores if s in known] if scores else known:
         for group, sign in ((summary["variants"], ""), (summary["differences"], "+")):
             for name, entries in group.items():
                 if score in entries:

@@ -114,20 +114,23 @@ def build(config: MnistVaeConfig) -> Experiment:
     evaluator = identifiability_evaluator(setup, observations, latents)
     filters = split_list(config.encoder_filters, int)
 
-    def figures(results: dict, run_dir: Path) -> list[Path]:
+    def figures(results: dict, run_dir: Path, title: str = "") -> list[Path]:
         batch = next(iter(train_data(0)))
         pairs = plots.plot_image_grid(
             [batch["view1"][:12], batch["view2"][:12]],
             Path(run_dir) / "positive_pairs.png",
             row_titles=["g(z)", "g(z+): the 'augmentation'"],
         )
-        return [pairs, *plots.plot_identifiability(results, run_dir, setup.concentration)]
+        identifiability = plots.plot_identifiability(
+            results, run_dir, setup.concentration, title=title
+        )
+        return [pairs, *identifiability]
 
     return Experiment(
         train_data=train_data,
         encoder=lambda: small_cnn(IMAGE_SHAPE, config.dim, filters),
         evaluators=[evaluator],
-        curve_keys=("linear_r2", "mcc", "block_r2/low"),
+        curve_keys=("linear_r2", "block_r2/high", "block_r2/low", "mcc"),
         metadata={
             "true_concentration": setup.concentration.tolist(),
             "vae": str(vae_dir),

@@ -136,7 +136,7 @@ def build(config: SyntheticConfig) -> Experiment:
         encoder=lambda: mlp_encoder(config.dim, config.embedding_dim or config.dim, hidden),
         evaluators=[evaluator],
         normalize=config.space == "sphere",
-        curve_keys=("linear_r2", "mcc"),
+        curve_keys=("linear_r2", "block_r2/high", "block_r2/low", "mcc"),
         metadata={"true_concentration": setup.concentration.tolist()},
         plots=functools.partial(plots.plot_identifiability, true_concentration=setup.concentration),
     )

@@ -150,18 +150,22 @@ def pair_batches(
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the shuffle and the augmentations.
         shuffle: shuffle buffer (0: none).
-        crop_to: resize each image's shorter side to this and centre-crop a square,
-            so that images of any size batch together (ImageNet).
+        crop_to: resize each image's longer side to this (antialiased) and pad it at
+            the top left to a `crop_to` square, its size in `image_size`, so that
+            images of any shape batch together and every crop can reach their sides
+            (ImageNet).
     """
     if crop_to:
 
         def square(example):
             image = example["image"]
             shape = tf.cast(tf.shape(image)[:2], tf.float32)
-            scale = crop_to / tf.reduce_min(shape)
-            resized = tf.image.resize(image, tf.cast(tf.round(shape * scale), tf.int32))
-            square = tf.image.resize_with_crop_or_pad(resized, crop_to, crop_to)
-            return {**example, "image": tf.cast(tf.clip_by_value(square, 0, 255), tf.uint8)}
+            size = tf.cast(tf.round(shape * (crop_to / tf.reduce_max(shape))), tf.int32)
+            size = tf.clip_by_value(size, 1, crop_to)
+            resized = tf.image.resize(image, size, antialias=True)
+            padded = tf.image.pad_to_bounding_box(resized, 0, 0, crop_to, crop_to)
+            image = tf.cast(tf.clip_by_value(tf.round(padded), 0, 255), tf.uint8)
+            return {**example, "image": image, "image_size": size}
 
         examples = examples.map(square, num_parallel_calls=tf.data.AUTOTUNE)
     examples = examples.repeat()

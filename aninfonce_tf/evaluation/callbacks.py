@@ -1,8 +1,14 @@
 """The Keras callbacks: the one that runs evaluators during `fit`, logs to TensorBoard
-and stops at score targets; the stop at a non-finite loss; the Lambda_hat logger.
+and stops at score targets; the stop at a non-finite loss; the logger of the training
+metrics and Lambda_hat.
+
+TensorBoard tags, each against the training step: `scores/<name>` (evaluations),
+`train/<metric>` (training metrics, the learning rate), `lambda_hat/<dimension>` and
+the histogram `lambda_hat`.
 
 The evaluators live beside their metrics (`identifiability.IdentifiabilityEvaluator`,
-`probes.ImageProbeEvaluator`). An evaluator is any object with `evaluate(model) -> {score name: value}` and
+`probes.ImageProbeEvaluator`). An evaluator is any object with
+`evaluate(model) -> {score name: value}` and
 `score_names(anisotropic) -> set[str]`, the scalar names (nested as `outer/inner`)
 it returns for an AnInfoNCE (`anisotropic=True`) or InfoNCE model: the runner
 checks `--stop-at` against them before training.
@@ -11,7 +17,9 @@ checks `--stop-at` against them before training.
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -86,7 +94,7 @@ def check_targets(stop_at: dict[str, float], evaluators, variants: dict[str, boo
 class EvaluationCallback(keras.callbacks.Callback):
     """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs
     (so `History` and later callbacks see them) and writes them to TensorBoard
-    under `log_dir`.
+    under `log_dir`, as `scores/<name>` against the training step.
 
     An evaluator is any object with `evaluate(model) -> {name: number, list or
     dict of numbers}`; nested dicts are logged as `outer/inner`. With `stop_at`,
@@ -101,7 +109,8 @@ class EvaluationCallback(keras.callbacks.Callback):
 
     Args:
         evaluators: one evaluator or a list of them.
-        log_dir: TensorBoard directory; None logs nothing to disk.
+        log_dir: TensorBoard directory; None logs nothing to disk. Its event file
+            is created at the first evaluation.
         every_epochs: evaluation period in epochs.
         steps_per_epoch: to log against the training step rather than the epoch.
         stop_at: `{score name: target}`, names as in the logs (`mcc`,
@@ -109,17 +118,23 @@ class EvaluationCallback(keras.callbacks.Callback):
         history: evaluations restored from an interrupted run; their seconds
             carry on into this one's.
         history_path: JSON file the history is written to.
+        verbose: 1 prints a line per evaluation: the step and the scores in
+            `columns`, after Keras' progress line of that epoch.
+        columns: the scores that line shows (default: every scalar score).
+        scores_in_logs: add the scores to the logs (with `/` as `_`: what
+            `History`, `EarlyStopping` and Keras' progress bar see).
 
     Example:
 
     >>> class Constant:
     ...     def evaluate(self, model):
-    ...         return {"mcc": 0.9}
-    >>> callback = EvaluationCallback(Constant(), stop_at={"mcc": 0.5})
+    ...         return {"mcc": 0.9, "block_r2": {"low": 0.75}}
+    >>> callback = EvaluationCallback(Constant(), stop_at={"mcc": 0.5}, verbose=1)
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile("sgd", "mse")
     >>> x = np.zeros((4, 2), "float32")
     >>> _ = model.fit(x, x[:, :1], epochs=5, callbacks=[callback], verbose=0)
+    step 1 evaluation: mcc 0.900, block_r2/low 0.750
     >>> callback.reached["step"], len(callback.history)
     (1, 1)
     """
@@ -133,6 +148,9 @@ class EvaluationCallback(keras.callbacks.Callback):
         stop_at: dict[str, float] | None = None,
         history: list[dict] | None = None,
         history_path: str | None = None,
+        verbose: int = 0,
+        columns: Sequence[str] = (),
+        scores_in_logs: bool = True,
     ):
         super().__init__()
         self.evaluators = (
@@ -141,15 +159,26 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.every_epochs = every_epochs
         self.steps_per_epoch = steps_per_epoch
         self.stop_at = dict(stop_at or {})
-        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
+        self.verbose = verbose
+        self.columns = tuple(columns)
+        self.scores_in_logs = scores_in_logs
         self.reached: dict | None = None
         self._start = time.perf_counter()
+        self._writer = None
+        self._line = None  # the last evaluation's line, printed after Keras' progress line
 
     def on_train_begin(self, logs=None):
         restored_seconds = self.history[-1]["seconds"] if self.history else 0.0
         self._start = time.perf_counter() - restored_seconds
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._print_line()
+
+    def on_train_end(self, logs=None):
+        self._print_line()
 
     def on_epoch_end(self, epoch, logs=None):
         if (epoch + 1) % self.every_epochs:
@@ -167,15 +196,26 @@ class EvaluationCallback(keras.callbacks.Callback):
             text = json.dumps(self.history)
             replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
         scalars = scalar_items(scores)
+        if self.verbose:
+            shown = [name for name in self.columns or scalars if name in scalars]
+            values = ", ".join(f"{name} {format_score(scalars[name])}" for name in shown)
+            self._line = f"step {step} evaluation: {values}"
         self._check_targets(scalars, step)
-        if logs is not None:
+        if logs is not None and self.scores_in_logs:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
-        if self.writer is None:
+        if self.log_dir is None:
             return
-        with self.writer.as_default(step=step):
+        if self._writer is None:  # no event file without an evaluation
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        with self._writer.as_default(step=step):
             for name, value in scalars.items():
-                tf.summary.scalar(name, value)
-        self.writer.flush()
+                tf.summary.scalar(f"scores/{name}", value)
+        self._writer.flush()
+
+    def _print_line(self):
+        if self._line:
+            print(self._line, flush=True)
+            self._line = None
 
     def _check_targets(self, scalars: dict[str, float], step: int) -> None:
         unknown = sorted(set(self.stop_at) - set(scalars))
@@ -184,6 +224,18 @@ class EvaluationCallback(keras.callbacks.Callback):
         if self.stop_at and all(scalars[k] >= v for k, v in self.stop_at.items()):
             self.reached = {"step": step, "seconds": self.history[-1]["seconds"]}
             self.model.stop_training = True
+
+
+def format_score(value: float) -> str:
+    """A score as the console shows it: 3 decimals, or 3 significant digits beyond
+    +-1000 (an R^2 of a feature that predicts nothing can be -1.2e+03).
+
+    Example:
+
+    >>> format_score(0.91234), format_score(-1234.5), format_score(float("nan"))
+    ('0.912', '-1.23e+03', 'nan')
+    """
+    return f"{value:.3f}" if not math.isfinite(value) or abs(value) < 1000 else f"{value:.3g}"
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
@@ -217,26 +269,100 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         self.model.stop_training = True
 
 
-class ConcentrationLogger(keras.callbacks.Callback):
-    """Writes every dimension of a `ContrastiveModel`'s Lambda_hat to TensorBoard
-    (`lambda_hat/0`, `lambda_hat/1`, ... and a histogram) at the end of each epoch.
+class TrainingLogger(keras.callbacks.Callback):
+    """Writes the training metrics to TensorBoard every `every_steps` steps, against
+    the training step, and keeps the loss of each write in `history`.
+
+    Each write holds, as `train/<name>`: for the model's `keras.metrics.Mean`
+    metrics (the loss; `ContrastiveModel`'s accuracy, alignment and uniformity) their
+    mean over the steps since the last write, for the other metrics (Lambda_hat's
+    minimum and maximum) their latest value, and the learning rate; for a model with
+    a Lambda_hat (`ContrastiveModel.concentration`), each dimension of it
+    (`lambda_hat/0`, `lambda_hat/1`, ...) and their histogram (`lambda_hat`).
+
+    Keras reports the metrics once per call of the compiled step: with
+    `steps_per_execution` k, a write falls on the first report at or after each
+    multiple of `every_steps`. Keras resets its metrics at each epoch, so a mean
+    spans at most the epoch: choose `every_steps` dividing the epoch's steps (the
+    runner does, `RunConfig.log_steps`).
 
     Args:
-        log_dir: TensorBoard directory.
-        steps_per_epoch: to log against the training step rather than the epoch.
+        log_dir: TensorBoard directory, its event file created at the first write;
+            None writes nothing to disk.
+        every_steps: steps between two writes.
+        history: writes restored from an interrupted run (`{"step", "loss"}` each).
+        history_path: JSON file `history` is written to at the end of each epoch.
+
+    Example:
+
+    >>> logger = TrainingLogger(every_steps=2)
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> x = np.ones((8, 2), "float32")
+    >>> _ = model.fit(x, x[:, :1], batch_size=2, epochs=2, callbacks=[logger], verbose=0)
+    >>> [point["step"] for point in logger.history]
+    [2, 4, 6, 8]
     """
 
-    def __init__(self, log_dir: str, steps_per_epoch: int = 1):
+    def __init__(
+        self,
+        log_dir: str | None = None,
+        every_steps: int = 50,
+        history: list[dict] | None = None,
+        history_path: str | None = None,
+    ):
         super().__init__()
-        self.writer = tf.summary.create_file_writer(log_dir)
-        self.steps_per_epoch = steps_per_epoch
+        if isinstance(every_steps, bool) or not isinstance(every_steps, int) or every_steps < 1:
+            raise ValueError(f"`every_steps` must be a positive int; got {every_steps!r}.")
+        self.log_dir = log_dir
+        self.every_steps = every_steps
+        self.history: list[dict] = list(history or [])
+        self.history_path = history_path
+        self._writer = None
+        self._epoch_start = self._reported = self._written_count = 0
+        self._written: dict[str, float] = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = self._reported = int(self.model.optimizer.iterations)
+        self._written_count, self._written = 0, {}
+
+    def on_train_batch_end(self, batch, logs=None):
+        count = batch + 1  # steps into the epoch (the last of the call)
+        step = self._epoch_start + count
+        crossed = step // self.every_steps > self._reported // self.every_steps
+        self._reported = step
+        if not crossed or not logs:
+            return
+        latest = {name: float(np.asarray(value).reshape(-1)[0]) for name, value in logs.items()}
+        means = {m.name for m in self.model.metrics if isinstance(m, keras.metrics.Mean)}
+        values = dict(latest)
+        for name in means & set(self._written):
+            # Keras' value is the mean since the epoch began: this write's own steps.
+            total = latest[name] * count - self._written[name] * self._written_count
+            values[name] = total / (count - self._written_count)
+        self._written, self._written_count = latest, count
+        if "loss" in values:
+            self.history.append({"step": step, "loss": values["loss"]})
+        if self.log_dir is not None:
+            self._write(step, values)
+
+    def _write(self, step: int, values: dict[str, float]) -> None:
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        learning_rate = keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        with self._writer.as_default(step=step):
+            for name, value in {**values, "learning_rate": float(learning_rate)}.items():
+                tf.summary.scalar(f"train/{name}", value)
+            concentration = getattr(self.model, "concentration", None)
+            if concentration is not None:
+                concentration = keras.ops.convert_to_numpy(concentration)
+                for index, value in enumerate(concentration):
+                    tf.summary.scalar(f"lambda_hat/{index}", value)
+                tf.summary.histogram("lambda_hat", concentration)
 
     def on_epoch_end(self, epoch, logs=None):
-        concentration = getattr(self.model, "concentration", None)
-        if concentration is None:
-            return
-        with self.writer.as_default(step=(epoch + 1) * self.steps_per_epoch):
-            for index, value in enumerate(np.asarray(concentration)):
-                tf.summary.scalar(f"lambda_hat/{index}", value)
-            tf.summary.histogram("lambda_hat", concentration)
-        self.writer.flush()
+        if self.history_path:
+            text = json.dumps(self.history)
+            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
+        if self._writer is not None:
+            self._writer.flush()

@@ -34,6 +34,29 @@ def test_imagenet_images_of_any_size_are_squared_before_batching():
     assert batch["view1"].shape == (4, 64, 64, 3)
 
 
+def test_crops_of_a_non_square_image_reach_all_four_of_its_sides():
+    # A 40 x 80 image whose left half is black and right half white: padded at the top
+    # left to 32 x 32 (not centre-cropped), every crop covers only the image, and over
+    # many crops some views are all black and some all white (the sides are reached).
+    image = np.zeros((40, 80, 3), np.uint8)
+    image[:, 40:] = 255
+    examples = tf.data.Dataset.from_tensors({"image": image, "label": 0}).repeat(64)
+    augment = SimCLRAugment(
+        image_size=8,
+        crop_scale=(0.05, 0.1),
+        flip_probability=0.0,
+        jitter_probability=0.0,
+        grayscale_probability=0.0,
+        blur_probability=0.0,
+        solarize_probability=0.0,
+    )
+    batch = next(iter(pair_batches(examples, augment, 64, shuffle=0, crop_to=32)))
+    means = batch["view1"].numpy().mean(axis=(1, 2, 3))
+    boxes = batch["params1"]["crop_box"].numpy()
+    assert means.min() < 0.02 and means.max() > 0.98
+    assert boxes[:, [1, 3]].min() < 0.25 and boxes[:, [1, 3]].max() > 0.75
+
+
 @pytest.mark.parametrize("name", ["cifar10", "imagenet2012"])
 def test_a_dataset_missing_offline_says_how_to_prepare_it_within_seconds(name, tmp_path):
     start = time.perf_counter()

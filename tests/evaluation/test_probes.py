@@ -8,9 +8,11 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_info
 
 from aninfonce_tf import ContrastiveModel, DiagonalScaling, projection_head
 from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.evaluation import probes
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.evaluation.probes import (
     C_GRID,
@@ -190,7 +192,7 @@ def test_every_prefix_of_a_stratified_order_holds_the_classes_in_proportion():
         stratified_order(np.zeros((2, 2)))
 
 
-def test_the_image_evaluator_scores_backbone_and_projector():
+def test_the_image_evaluator_scores_backbone_and_projector(monkeypatch):
     images = RNG.uniform(size=(120, 8, 8, 3)).astype("float32")
     labels = (images[:, :4].mean(axis=(1, 2, 3)) > images[:, 4:].mean(axis=(1, 2, 3))).astype(int)
     gray = RNG.integers(0, 2, 120).astype("float32")
@@ -204,7 +206,17 @@ def test_the_image_evaluator_scores_backbone_and_projector():
     evaluator = ImageProbeEvaluator(
         images[:60], labels[:60], images[60:], labels[60:], views, {"grayscale": gray}
     )
+    threads = []  # of BLAS while the class probe fits: one, as asked
+
+    def recording(*args):
+        threads.extend(
+            pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"
+        )
+        return linear_probe_accuracy(*args)
+
+    monkeypatch.setattr(probes, "linear_probe_accuracy", recording)
     scores = evaluator.evaluate(model)
+    assert threads and set(threads) == {1}
     assert set(scores) == {"backbone", "projector", "lambda_hat"} and len(scores["lambda_hat"]) == 4
     assert set(scores["backbone"]) == {
         "class_accuracy",
