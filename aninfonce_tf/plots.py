@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 # Words for the scores the evaluators return (`outer/inner` keys by their last part
 # when the whole key is not listed), for axis labels.
 LABELS = {
-    "loss": "training loss (mean over the steps since the last point)",
+    "loss": "training loss",
     "linear_r2": "linear R² (held-out, mean over latents)",
     "nonlinear_r2": "kernel-ridge R² (held-out, mean over latents)",
     "mcc": "mean correlation coefficient (MCC)",
