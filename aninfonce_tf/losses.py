@@ -28,7 +28,9 @@ class InfoNCE(keras.losses.Loss):
 
     Args:
         similarity: `"cosine"` (default, SimCLR) or `"euclidean"` (-1/2 ||u - v||^2).
-        temperature: positive float, or a sequence of them for a loss ensemble.
+        temperature: positive float, or a sequence of them for a loss ensemble
+            (default 0.1, SimCLR's; the recipes' InfoNCE uses 0.2,
+            `--infonce-temperature`).
         candidates: `"nt_xent"` (both views as anchors, each of the 2B rows against
             the other 2B - 1) or `"one_directional"` (z1 rows against z2).
         hard_negative_beta: weights negatives by exp(beta * similarity / temperature),
@@ -54,7 +56,7 @@ class InfoNCE(keras.losses.Loss):
     def __init__(
         self,
         similarity: str = "cosine",
-        temperature: float | Sequence[float] = 1.0,
+        temperature: float | Sequence[float] = 0.1,
         candidates: str = "nt_xent",
         hard_negative_beta: float = 0.0,
         ensemble_weights: Sequence[float] | None = None,

@@ -318,7 +318,7 @@ class ContrastiveModel(keras.Model):
                 `use_ema=True` its moving average covers Lambda_hat too; `fit` ends
                 on the average and `EvaluationCallback` scores it.
             loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
-                `scaling`, cosine InfoNCE without.
+                `scaling`, cosine InfoNCE (temperature 0.1) without.
             concentration_optimizer: optimizer of Lambda_hat, or a learning rate (a
                 finite number >= 0): Adam at that rate (the authors' choice; none of
                 `optimizer`'s weight decay, clipping or EMA). None uses `optimizer` for
@@ -328,8 +328,21 @@ class ContrastiveModel(keras.Model):
                 off, and XLA is faster here).
             steps_per_execution: steps run per `tf.function` call (1 under the
                 mirrored strategies, where more fails: keras-team/keras#19246).
-            **kwargs: passed to `keras.Model.compile`.
+            **kwargs: passed to `keras.Model.compile`, except `metrics` and
+                `weighted_metrics`, which are refused: there are no targets for them.
+
+        Raises:
+            ValueError: for `metrics` or `weighted_metrics`.
         """
+        for name in ("metrics", "weighted_metrics"):
+            if kwargs.get(name):
+                raise ValueError(
+                    f"`{name}` cannot be used: Keras metrics compare outputs with targets, "
+                    "which contrastive pairs do not have. The logs already hold `loss`, "
+                    "`accuracy` (how often the positive ranks first), `alignment` and "
+                    "`uniformity`; to score the representation during `fit`, pass an "
+                    "evaluator to `aninfonce_tf.EvaluationCallback`."
+                )
         if loss is None:
             loss = AnInfoNCE() if self.scaling is not None else InfoNCE()
         if not isinstance(loss, InfoNCE):
@@ -573,15 +586,26 @@ class ContrastiveModel(keras.Model):
 def export_encoder(
     model: ContrastiveModel, directory: str | Path, input_spec: tf.TensorSpec | None = None
 ) -> Path:
-    """Exports `model.encoder` as a TF SavedModel with a `serve` signature
-    (observations in, float32 features out) and, for AnInfoNCE, Lambda_hat beside
-    it in `concentration.json`.
+    """Exports a trained model as a TF SavedModel whose endpoints take a batch of
+    observations and return float32:
+
+    - `serve`: the encoder's features (the backbone output, what downstream tasks
+      usually take);
+    - `embed`: the embedding that Lambda_hat belongs to and whose identifiability the
+      theory is about: the projector output, on the unit sphere when the model
+      normalises, before the scaling (`model.embed(x, scaled=False)`);
+    - `embed_scaled` (with a Lambda_hat): that embedding times sqrt(Lambda_hat), what
+      the loss compares (`model.embed(x)`).
+
+    With a Lambda_hat, `concentration.json` beside them holds it (`lambda_hat`) and
+    the endpoint whose dimensions it weighs (`space`: `"embed"`).
 
     Load it without this package with `keras.layers.TFSMLayer(directory,
-    call_endpoint="serve")`, or in two lines, `encoder = tf.saved_model.load(directory)`
-    then `encoder.serve(x)`. Keep the loaded object: its functions hold its variables
-    only weakly (TensorFlow's design), so calling `serve` on a loaded object that
-    nothing keeps fails with "variables which have been deleted".
+    call_endpoint="serve")` (or `"embed"`), or in two lines, `encoder =
+    tf.saved_model.load(directory)` then `encoder.serve(x)`. Keep the loaded object:
+    its functions hold its variables only weakly (TensorFlow's design), so calling
+    `serve` on a loaded object that nothing keeps fails with "variables which have
+    been deleted".
 
     Args:
         model: a trained `ContrastiveModel`.
@@ -594,15 +618,16 @@ def export_encoder(
 
     Example:
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
     >>> path = export_encoder(model, tempfile.mkdtemp() + "/encoder")
     >>> loaded = tf.saved_model.load(str(path))
-    >>> tuple(loaded.serve(np.ones((2, 4), "float32")).shape)
-    (2, 3)
-    >>> (path / "concentration.json").exists()
-    True
+    >>> x = np.ones((2, 4), "float32")
+    >>> tuple(loaded.serve(x).shape), np.linalg.norm(loaded.embed(x), axis=1).round(4)
+    ((2, 3), array([1., 1.], dtype=float32))
+    >>> json.loads((path / "concentration.json").read_text())["space"]
+    'embed'
     """
     directory = Path(directory)
     encoder = model.encoder
@@ -614,18 +639,30 @@ def export_encoder(
             )
         input_spec = tf.TensorSpec(encoder.inputs[0].shape, encoder.inputs[0].dtype)
     archive = keras.export.ExportArchive()
-    archive.track(encoder)
+    for layer in (encoder, model.projector, model.scaling):
+        if layer is not None:
+            archive.track(layer)
     spec = tf.TensorSpec([None, *input_spec.shape[1:]], input_spec.dtype, name="observations")
-
-    @tf.function(autograph=False)
-    def serve(observations):
-        return tf.cast(encoder(observations, training=False), tf.float32)
-
-    archive.add_endpoint("serve", serve, input_signature=[spec])
+    endpoints = {
+        "serve": lambda x: tf.cast(encoder(x, training=False), tf.float32),
+        "embed": lambda x: model.embed(x, scaled=False),
+    }
+    if model.scaling is not None:
+        endpoints["embed_scaled"] = lambda x: model.embed(x)
+    for name, function in endpoints.items():
+        archive.add_endpoint(name, tf.function(function, autograph=False), input_signature=[spec])
     archive.write_out(str(directory), verbose=False)
     if model.concentration is not None:
+        embedding = "projector output" if model.projector is not None else "encoder output"
+        sphere = " on the unit sphere" if model.normalize else ""
         concentration = {
-            "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)]
+            "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)],
+            "space": "embed",
+            "description": (
+                "Lambda_hat, one value per dimension of the output of the `embed` endpoint: "
+                f"the {embedding}{sphere}, before the scaling. `embed_scaled` returns it "
+                "times sqrt(Lambda_hat); the features of `serve` are another space."
+            ),
         }
         write_json(directory / "concentration.json", concentration)
     return directory

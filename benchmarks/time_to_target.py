@@ -38,7 +38,7 @@ def run_seed(seed: int, extra: list[str], out: Path) -> dict:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
-    result = json.loads((out / "results.json").read_text())["aninfonce"]
+    result = json.loads((out / "results.json").read_text())["variants"]["aninfonce"]
     reached = result["target_reached"]
     return {
         "seed": seed,

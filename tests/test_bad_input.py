@@ -274,12 +274,13 @@ def _nan_in_json(tmp_path, capsys):
         saved = json.loads(path.read_text(), parse_constant=refuse)
         assert "JSON has no NaN or infinity" in saved["null_values"]["note"]
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["a"]["final_loss"] is None and saved["a"]["lambda_hat"] == [None, 2.0]
+    variant = saved["variants"]["a"]
+    assert variant["final_loss"] is None and variant["lambda_hat"] == [None, 2.0]
     assert saved["null_values"]["values"] == {
-        "/a/final_loss": "NaN",
-        "/a/lambda_hat/0": "Infinity",
+        "/variants/a/final_loss": "NaN",
+        "/variants/a/lambda_hat/0": "Infinity",
     }
-    restored = read_json(tmp_path / "results.json")["a"]
+    restored = read_json(tmp_path / "results.json")["variants"]["a"]
     assert np.isnan(restored["final_loss"]) and restored["lambda_hat"] == [np.inf, 2.0]
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import distribute, experiment
+from aninfonce_tf import distribute, experiment, schema
 from aninfonce_tf.configs import synthetic
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -75,7 +75,8 @@ def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path
         f"x = np.load({str(tmp_path / 'x.npy')!r});"
         f"encoder = tf.saved_model.load({str(encoder_dir)!r});"
         "y = encoder.serve(x).numpy();"
-        f"np.save({str(tmp_path / 'y.npy')!r}, y)"
+        f"np.save({str(tmp_path / 'y.npy')!r}, y);"
+        f"np.save({str(tmp_path / 'e.npy')!r}, encoder.embed(x).numpy())"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     exported = np.load(tmp_path / "y.npy")
@@ -83,8 +84,12 @@ def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path
     np.testing.assert_allclose(exported, features, rtol=1e-5, atol=1e-6)
     layer = keras.layers.TFSMLayer(str(encoder_dir), call_endpoint="serve")
     np.testing.assert_allclose(layer(observations), features, rtol=1e-5, atol=1e-6)
+    # The embedding Lambda_hat belongs to, also without this package.
+    embedding = model.embed(observations, scaled=False)
+    np.testing.assert_allclose(np.load(tmp_path / "e.npy"), embedding, rtol=1e-5, atol=1e-6)
     saved = json.loads((encoder_dir / "concentration.json").read_text())
     np.testing.assert_allclose(saved["lambda_hat"], result["lambda_hat"], rtol=1e-6)
+    assert saved["space"] == "embed"
 
 
 def test_results_are_saved_after_each_variant(tmp_path):
@@ -98,10 +103,10 @@ def test_results_are_saved_after_each_variant(tmp_path):
             SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[FailInSecondVariant()]
         )
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert set(saved) == {"true_concentration", "aninfonce"}
+    assert set(saved) == {"run", "variants"} and set(saved["variants"]) == {"aninfonce"}
     # Rerun: the finished variant is kept as it was, the other one is trained.
     results = experiment.run(SMOKE, synthetic.build, tmp_path, verbose=0)
-    assert results["aninfonce"] == saved["aninfonce"]
+    assert results["aninfonce"] == saved["variants"]["aninfonce"]
     assert results["infonce"]["steps"] == 40
 
 
@@ -325,8 +330,9 @@ def test_a_variant_that_diverges_before_its_first_evaluation_ends_the_run_cleanl
     assert (tmp_path / "per_latent_r2.png").exists() and (tmp_path / "curves.png").exists()
     text = (tmp_path / "results.json").read_text()
     saved = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} in JSON"))
-    assert saved["aninfonce"]["final_loss"] is None
-    assert saved["null_values"]["values"] == {"/aninfonce/final_loss": "NaN"}
+    assert saved["variants"]["aninfonce"]["final_loss"] is None
+    assert saved["null_values"]["values"] == {"/variants/aninfonce/final_loss": "NaN"}
+    schema.validate_results(saved)
     # A diverged variant is finished: a rerun keeps it, NaN included, and trains nothing.
     again = experiment.run(config, synthetic.build, tmp_path, verbose=0)
     assert capsys.readouterr().out.count("not trained again") == 2

@@ -3,7 +3,6 @@ one under MirroredStrategy, the layout of their results, and the published setti
 their presets cite."""
 
 import collections
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from aninfonce_tf.encoders import resnet18_cifar, resnet50
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
+from tests.run_outputs import check_run
 
 ROOT = Path(__file__).parent.parent
 
@@ -42,13 +42,13 @@ def _check_results(results: dict):
 def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
     results = experiment.main(module, ["--smoke", "--out", str(tmp_path)])
     _check_results(results)
-    saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
+    saved = check_run(tmp_path, figures=["curves"])  # its schema, its TensorBoard logs
+    assert saved["variants"]["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
         results["aninfonce"]["backbone"]["augmentation_readout"]
     )
     smoke = module.SMOKE["probe_size"]  # the photos' smoke has fewer training patches
-    assert 0 < sum(saved["probe_train_class_counts"].values()) <= smoke
-    assert sum(saved["probe_test_class_counts"].values()) == smoke
+    assert 0 < sum(saved["run"]["probe_train_class_counts"].values()) <= smoke
+    assert sum(saved["run"]["probe_test_class_counts"].values()) == smoke
     assert (tmp_path / "curves.png").exists() and (tmp_path / "infonce" / "model.keras").exists()
 
 

@@ -1,5 +1,6 @@
 """ContrastiveModel: learning, saving/exporting, distribution and bad input."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from aninfonce_tf import (
     DiagonalScaling,
     InfoNCE,
     distribute,
+    export_encoder,
     projection_head,
 )
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback
@@ -451,7 +453,40 @@ def test_a_loss_that_cannot_use_the_scaling_raises():
         _model().compile("adam", loss=InfoNCE(similarity="cosine"))
     with pytest.raises(ValueError, match="AnInfoNCE needs the model's `scaling`"):
         _model(scaling=False).compile("adam", loss=AnInfoNCE())
-    _model().compile("adam", loss=InfoNCE(similarity="euclidean"))  # AnInfoNCE by hand
+    # AnInfoNCE by hand.
+    _model().compile("adam", loss=InfoNCE(similarity="euclidean", temperature=1.0))
+
+
+def test_compile_refuses_keras_metrics_naming_what_the_logs_hold():
+    model = _model()
+    for name in ("metrics", "weighted_metrics"):
+        with pytest.raises(ValueError, match=f"`{name}` cannot be used.*`alignment`"):
+            model.compile("adam", **{name: ["mae"]})
+    model.compile("adam", metrics=None)  # Keras' default
+
+
+def test_the_export_serves_the_features_and_the_embedding_lambda_hat_weighs(tmp_path):
+    x, _ = _pairs(64)
+    model = ContrastiveModel(
+        _encoder(), projector=projection_head([16], 3), scaling=DiagonalScaling([1.0, 4.0, 9.0])
+    )
+    path = export_encoder(model, tmp_path / "encoder")
+    loaded = tf.saved_model.load(str(path))
+    close = dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded.serve(x), model(x), **close)
+    embedding = np.asarray(loaded.embed(x))
+    np.testing.assert_allclose(embedding, model.embed(x, scaled=False), **close)
+    np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1.0, rtol=1e-5)
+    # The scaled embedding is the embedding times sqrt(Lambda_hat), dimension by dimension.
+    np.testing.assert_allclose(loaded.embed_scaled(x), embedding * [1.0, 2.0, 3.0], **close)
+    saved = json.loads((path / "concentration.json").read_text())
+    np.testing.assert_allclose(saved["lambda_hat"], [1.0, 4.0, 9.0], rtol=1e-6)
+    assert saved["space"] == "embed"
+    assert "projector output on the unit sphere" in saved["description"]
+    # Without Lambda_hat: features and embedding, nothing scaled, no concentration.json.
+    path = export_encoder(_model(scaling=False), tmp_path / "infonce")
+    assert not hasattr(tf.saved_model.load(str(path)), "embed_scaled")
+    assert not (path / "concentration.json").exists()
 
 
 def test_uniformity_is_estimated_on_the_first_rows_of_view_one():

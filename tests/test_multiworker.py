@@ -71,7 +71,7 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
         assert candidates == [127.0] * 20
     run = tmp_path / "run"
     assert (run / "results.json").exists() and (run / "aninfonce" / "model.keras").exists()
-    results = json.loads((run / "results.json").read_text())
+    results = json.loads((run / "results.json").read_text())["variants"]
     assert results["aninfonce"]["steps"] == 20
     assert not (run / "workers" / "worker-1" / "aninfonce" / "model.keras").exists()
     # The same training as on one device with the whole global batch.
@@ -93,6 +93,6 @@ def test_two_workers_train_the_photos_recipe_each_reading_its_own_shard(tmp_path
         # 16 rows per worker, 32 in the global batch: 2 * 32 - 1 candidates.
         candidates = json.loads((tmp_path / f"worker-{index}.json").read_text())
         assert candidates == [63.0] * 20
-    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    results = json.loads((tmp_path / "run" / "results.json").read_text())["variants"]
     assert results["aninfonce"]["steps"] == 20
     assert 0 <= results["aninfonce"]["backbone"]["class_accuracy"] <= 1

@@ -144,7 +144,7 @@ class CrashInTheSecondInfoNCE(keras.callbacks.Callback):
 
 def _scores(results: dict, variant: str) -> dict:
     return scalar_items(
-        {k: v for k, v in results[variant].items() if k not in experiment.RUN_ENTRIES}
+        {k: v for k, v in results["variants"][variant].items() if k not in experiment.RUN_ENTRIES}
     )
 
 

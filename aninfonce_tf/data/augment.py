@@ -231,16 +231,46 @@ def _views(images, image_sizes, params, image_size: int, random_order: bool, blu
     return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
 
+def stateless_seed(seed) -> tf.Tensor:
+    """The `[2]` int64 seed of TensorFlow's stateless random ops from an int `s`
+    (`[s, 0]`), a pair of ints, or None: a fresh seed from the stateful RNG (which
+    `tf.random.set_seed` makes repeatable).
+
+    Example:
+
+    >>> stateless_seed(7).numpy().tolist(), stateless_seed([1, 2]).numpy().tolist()
+    ([7, 0], [1, 2])
+    """
+    if seed is None:
+        return tf.random.uniform([2], 0, tf.int64.max, dtype=tf.int64)
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"`seed` must be an int, a pair of ints or None; got {seed!r}.")
+    if isinstance(seed, (int, np.integer)):
+        return tf.constant([seed, 0], tf.int64)
+    seed = tf.convert_to_tensor(seed)
+    if not seed.dtype.is_integer or seed.shape.rank != 1 or seed.shape[0] not in (2, None):
+        raise ValueError(
+            f"`seed` must be an int, a pair of ints or None; got {seed.dtype.name} of "
+            f"shape {seed.shape}."
+        )
+    return tf.cast(seed, tf.int64)
+
+
 @dataclasses.dataclass(frozen=True)
 class SimCLRAugment:
     """The SimCLR view: random resized crop, flip, colour jitter, grayscale, blur,
     solarisation, each per image with its own probability.
 
-    Call it on `[B, H, W, 3]` or `[H, W, 3]` images (uint8 in [0, 255] or floats
-    in [0, 1]) with a stateless seed of shape `[2]`, and optionally `image_sizes`
-    (`[B, 2]`: each image's height and width at the top left of a padded batch, so
-    that images of different shapes batch together and every crop can reach their
-    sides). It returns float32 views of `image_size` in [0, 1] and a dict of float32
+    Call it on `[B, H, W, C]` or `[H, W, C]` images with C = 3 (colour) or 1
+    (grayscale; the views keep one channel, and saturation, hue and grayscale
+    change nothing, though their parameters are drawn and returned), uint8 in
+    [0, 255] or floats in [0, 1]; with a `seed`: an int, a stateless seed of shape
+    `[2]` (the same seed, the same views; an int `s` is `[s, 0]`), or None for fresh
+    randomness (from TensorFlow's global seed, `tf.random.set_seed`); and optionally
+    `image_sizes` (`[B, 2]`: each image's height and width at the top left of a
+    padded batch, so that images of different shapes batch together and every crop
+    can reach their sides). It returns float32 views of `image_size` in [0, 1] and a
+    dict of float32
     parameters, `[B]` each except the crop box `[B, 4]`: `y1, x1, y2, x2` as
     fractions of the image's height and width, edge to edge; and `jitter_order`
     `[B, 4]`: the jitter's operations (0 brightness, 1 contrast, 2 saturation,
@@ -273,6 +303,9 @@ class SimCLRAugment:
     >>> views, params = augment(np.ones((8, 8, 3), "float32") / 2, seed=[0, 0])
     >>> tuple(views.shape), float(params["blur"]), params["jitter_order"].shape
     ((8, 8, 3), 1.0, TensorShape([4]))
+    >>> digits, _ = augment(np.zeros((5, 12, 12, 1), "uint8"), seed=3)  # grayscale
+    >>> tuple(digits.shape)
+    (5, 8, 8, 1)
     """
 
     image_size: int = 32
@@ -333,16 +366,18 @@ class SimCLRAugment:
         """10 % of the image side, odd (SimCLR's kernel)."""
         return 2 * max(1, int(0.1 * self.image_size) // 2) + 1
 
-    def __call__(self, images, seed, image_sizes=None) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def __call__(
+        self, images, seed=None, image_sizes=None
+    ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         images = tf.convert_to_tensor(images)
         unbatched = images.shape.rank == 3
         if unbatched:
             images = images[None]
             image_sizes = None if image_sizes is None else tf.convert_to_tensor(image_sizes)[None]
-        if images.shape.rank != 4 or images.shape[-1] != 3:
+        if images.shape.rank != 4 or images.shape[-1] not in (1, 3):
             raise ValueError(
-                f"`images` must be [batch, height, width, 3] or [height, width, 3]; got "
-                f"shape {images.shape}."
+                "`images` must be [batch, height, width, channels] or [height, width, "
+                f"channels] with 3 or 1 channels; got shape {images.shape}."
             )
         if images.dtype.is_floating:
             images = tf.cast(images, tf.float32)
@@ -358,11 +393,16 @@ class SimCLRAugment:
             sizes = tf.zeros([batch, 2]) + [[images.shape[1], images.shape[2]]]
         else:
             sizes = self._checked_sizes(image_sizes, images.shape)
-        params = self._parameters(batch, sizes, tf.cast(seed, tf.int64))
+        params = self._parameters(batch, sizes, stateless_seed(seed))
         blur_kernel_size = self.blur_kernel_size if self.blur_probability > 0 else 0
+        gray = images.shape[-1] == 1
+        if gray:  # the colour ops on three equal channels, which they keep equal
+            images = tf.image.grayscale_to_rgb(images)
         views = _views(
             images, sizes, params, self.image_size, self.random_jitter_order, blur_kernel_size
         )
+        if gray:
+            views = views[..., :1]
         if unbatched:
             return views[0], {name: value[0] for name, value in params.items()}
         return views, params
@@ -509,4 +549,5 @@ __all__ = [
     "gaussian_blur",
     "grayscale",
     "resized_crop",
+    "stateless_seed",
 ]

@@ -95,13 +95,13 @@ LATENTS = {
 }
 LATENT_NAMES = tuple(LATENTS)
 CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classes)
-# Saturation and value of the object and the background: the object is the more
-# saturated, so it stands out when both hues are the same.
-OBJECT_SATURATION_VALUE = (1.0, 1.0)
-# The object's back half has value 1 - SHADING: a marker of its front that a small CNN
-# reads in a few thousand steps (without it, rotation took one far longer to learn).
-SHADING = 0.6
+# The object has value 1, the background BACKGROUND_SATURATION_VALUE: whatever the
+# hues, the brightest channel tells object from background.
 BACKGROUND_SATURATION_VALUE = (0.6, 0.45)
+# A marker of the object's front: its back half (below the centroid in the object's
+# frame) has saturation 1 - MARKER, its front half 1. With it a small CNN reads rotation
+# in a few thousand steps (rotation is otherwise a different feature of each shape).
+MARKER = 0.6
 # Width of the anti-aliased edge in pixels: coverage ramps linearly from 1 to 0 as the
 # signed distance goes from -EDGE/2 to EDGE/2.
 EDGE = 1.0
@@ -167,7 +167,7 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
 
     Pixel centres sit at `(i + 0.5) / size`; `x` runs along columns and `y` down rows,
     as fractions of the side; `rotation` turns the object counter-clockwise on screen
-    (at 0 every shape points up, its brighter front half above its centroid); `scale`
+    (at 0 every shape points up, its saturated front half above its centroid); `scale`
     is the radius of the disk of the object's area, as a fraction of the side. Wrap in
     `tf.function(jit_compile=True)` for speed (the pair sources do).
 
@@ -203,11 +203,11 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
     background = _colours(
         tf.cast(latents["background_hue"], tf.float32), BACKGROUND_SATURATION_VALUE
     )
-    foreground = _colours(tf.cast(latents["object_hue"], tf.float32), OBJECT_SATURATION_VALUE)
-    # The back half (below the centroid in the object's frame) darker, with an
-    # anti-aliased edge of its own: a marker of the object's front.
+    pure = _colours(tf.cast(latents["object_hue"], tf.float32), (1.0, 1.0))
+    # The marker, with an anti-aliased edge of its own.
     front = tf.clip_by_value(0.5 + v * (scale * size) / EDGE, 0.0, 1.0)
-    foreground *= 1.0 - SHADING * (1.0 - front)
+    saturation = 1.0 - MARKER * (1.0 - front)
+    foreground = 1.0 - saturation * (1.0 - pure)
     return background + coverage * (foreground - background)
 
 

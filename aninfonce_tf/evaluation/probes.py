@@ -83,6 +83,12 @@ KNN_TEMPERATURE = 0.07
 KNN_K = (20, 200)
 # Readout targets that one view cannot determine (see the module docstring).
 SOURCE_FRAME = ("crop_center_x_source", "flip")
+# Parameters that only act when their operation ran: elsewhere they sit at their
+# identity value, which would turn "above the median" into "was the op applied".
+APPLIED_BY = {
+    **{op: "jitter" for op in JITTER_OPS},
+    "blur_sigma": "blur",
+}
 
 
 def stratified_order(labels, seed=0) -> np.ndarray:
@@ -174,7 +180,8 @@ def readout_targets(params: dict) -> dict[str, np.ndarray]:
     the parameters `SimCLRAugment` returns: the crop box `y1, x1, y2, x2` becomes the
     crop's area, aspect, centre y and centre x in the view's frame and in the
     source's; `jitter_order` the step of each jitter operation; `[N]` parameters are
-    targets as they are.
+    targets as they are, undefined (NaN) on views where their operation did not run
+    (the jitter factors without jitter, the blur sigma without blur).
 
     Raises:
         ValueError: for a parameter of another shape.
@@ -198,7 +205,8 @@ def readout_targets(params: dict) -> dict[str, np.ndarray]:
             for op, op_name in enumerate(JITTER_OPS):
                 targets[f"jitter_order_{op_name}"] = step[:, op]
         elif value.ndim == 1:
-            targets[name] = value
+            flag = params.get(APPLIED_BY.get(name))
+            targets[name] = value if flag is None else np.where(flag > 0, value, np.nan)
         else:
             raise ValueError(
                 f"`params[{name!r}]` must be [N] (or a crop box [N, 4], a jitter order "

@@ -352,11 +352,39 @@ def test_uint8_and_float_inputs_batched_or_not_give_the_same_views():
     np.testing.assert_allclose(single, augment(PHOTOS[:1], seed=[2, 2])[0][0], atol=1e-6)
 
 
+def test_a_grayscale_image_gets_the_views_of_its_colour_copy_in_one_channel():
+    augment = SimCLRAugment.preset("simclr_cifar10")
+    gray = np.round(PHOTOS @ LUMA).astype("uint8")[..., None]
+    views, params = augment(gray, seed=[4, 1])
+    colour, colour_params = augment(np.repeat(gray, 3, axis=-1), seed=[4, 1])
+    assert views.shape == (len(PHOTOS), 32, 32, 1)
+    for name, value in params.items():
+        np.testing.assert_array_equal(value, colour_params[name], err_msg=name)
+    # Jitter, grayscale and solarisation keep the three channels of a gray image equal.
+    np.testing.assert_allclose(colour, np.repeat(views, 3, axis=-1), atol=1e-5)
+    assert np.ptp(views) > 0.5
+
+
+def test_an_int_seed_is_a_pair_and_no_seed_draws_fresh_views():
+    augment = SimCLRAugment.preset("simclr_cifar10")
+    np.testing.assert_array_equal(augment(PHOTOS, 5)[0], augment(PHOTOS, seed=[5, 0])[0])
+    assert not np.allclose(augment(PHOTOS)[0], augment(PHOTOS)[0])
+    tf.random.set_seed(1)
+    first = augment(PHOTOS)[0]
+    tf.random.set_seed(1)
+    np.testing.assert_array_equal(augment(PHOTOS)[0], first)
+    fresh = tf.data.Dataset.from_tensors(PHOTOS).repeat(2).map(lambda x: augment(x)[0])
+    assert not np.allclose(*list(fresh))
+    for seed, error in ((True, TypeError), (1.5, ValueError), ([1, 2, 3], ValueError)):
+        with pytest.raises(error, match="`seed` must be an int, a pair of ints or None"):
+            augment(PHOTOS, seed)
+
+
 @pytest.mark.parametrize(
     "images, error, message",
     [
         (np.zeros((4, 4)), ValueError, "images"),
-        (np.zeros((2, 4, 4, 1)), ValueError, "images"),
+        (np.zeros((2, 4, 4, 2)), ValueError, "3 or 1 channels"),
         (np.zeros((2, 4, 4, 3), "int32"), TypeError, "uint8 or float"),
     ],
 )

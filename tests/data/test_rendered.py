@@ -38,16 +38,14 @@ def _rgb(hue, saturation_value):
 
 
 def _coverage(images, latents):
-    """Each pixel's object coverage c, solved from pixel = bg + c (k fg - bg) by least
-    squares in the basis (fg, bg) (k, the two-tone's value factor, is unknown)."""
+    """Each pixel's object coverage c, from the channel in which the object's colour is 1
+    at either saturation: pixel = bg + c (1 - bg) there."""
     background = _rgb(latents["background_hue"], rendered.BACKGROUND_SATURATION_VALUE)
-    foreground = _rgb(latents["object_hue"], rendered.OBJECT_SATURATION_VALUE)
-    coverage = np.empty(images.shape[:3])
-    for i, image in enumerate(np.asarray(images, "float64")):
-        basis = np.stack([foreground[i], -background[i]], 1)  # [3, 2]
-        solved, *_ = np.linalg.lstsq(basis, (image - background[i]).reshape(-1, 3).T, None)
-        coverage[i] = solved[1].reshape(image.shape[:2])
-    return coverage
+    channel = np.argmax(_rgb(latents["object_hue"], (1.0, 1.0)), axis=1)
+    rows = np.arange(len(channel))
+    pixels = np.asarray(images, "float64")[rows, :, :, channel]
+    floor = background[rows, channel][:, None, None]
+    return (pixels - floor) / (1.0 - floor)
 
 
 def _circular_mean(turns, weights):
@@ -119,13 +117,15 @@ def test_the_mean_hues_of_object_and_background_pixels_follow_the_hues():
     coverage = _coverage(images, latents)
     hsv = rgb_to_hsv(images.astype("float64"))
     for i in range(len(images)):
-        inside, outside = coverage[i] > 0.999, coverage[i] < 1e-5
+        inside, outside = coverage[i] > 1 - 1e-6, coverage[i] < 1e-6
         assert inside.sum() > 50 and outside.sum() > 1000
-        # The background's saturation and value are fixed; the object's value is 1 in its
-        # front half and 1 - SHADING in its back half.
+        # The background's saturation and value are fixed; the object's value is 1, its
+        # saturation 1 in its front half and 1 - MARKER in its back half.
         assert np.abs(hsv[i][outside][:, 1:] - [0.6, 0.45]).max() < 1e-4
-        values = np.unique(hsv[i][inside][:, 2].round(4))
-        assert {1.0, round(1 - rendered.SHADING, 4)} <= set(values)
+        np.testing.assert_allclose(hsv[i][inside][:, 2], 1.0, atol=1e-5)
+        saturations = hsv[i][inside][:, 1]
+        assert {1.0, round(1 - rendered.MARKER, 4)} <= set(saturations.round(4))
+        assert saturations.min() > 1 - rendered.MARKER - 1e-4
         object_hue = _circular_mean(hsv[i][inside][:, 0], hsv[i][inside][:, 1])
         background_hue = _circular_mean(hsv[i][outside][:, 0], 1.0)
         assert _turn_distance(object_hue, latents["object_hue"][i]) < 1e-3

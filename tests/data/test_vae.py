@@ -11,6 +11,7 @@ import tensorflow as tf
 from aninfonce_tf import experiment
 from aninfonce_tf.configs import mnist_vae
 from aninfonce_tf.data import vae
+from tests.run_outputs import check_run
 
 
 def test_digits_are_upsampled_to_28_by_28_in_the_unit_range():
@@ -61,10 +62,11 @@ def test_the_image_experiment_runs_end_to_end(tmp_path):
         assert results[name]["steps"] == 20
         assert {"linear_r2", "mcc", "block_r2"} <= set(results[name])
     assert len(results["aninfonce"]["lambda_hat"]) == 4
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert len(saved["true_concentration"]) == 4
-    for png in ("positive_pairs.png", "per_latent_r2.png", "curves.png", "lambda_aninfonce.png"):
-        assert (tmp_path / "run" / png).stat().st_size > 1000
+    figures = ["positive_pairs", "per_latent_r2", "curves", "lambda_aninfonce"]
+    saved = check_run(tmp_path / "run", figures)  # its schema, its TensorBoard logs
+    assert len(saved["run"]["true_concentration"]) == 4
+    for png in figures:
+        assert (tmp_path / "run" / f"{png}.png").stat().st_size > 1000
     assert list((tmp_path / "vae").glob("*/reconstructions.png"))
 
 

@@ -9,11 +9,13 @@ import pytest
 
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
+    TrainingLogger,
     check_targets,
     parse_targets,
     scalar_items,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from tests.run_outputs import event_files
 
 
 class RisingScores:
@@ -125,3 +127,69 @@ def test_targets_a_variant_does_not_produce_fail_before_training():
         check_targets({"lambda_spearman": 0.9}, [evaluator], {"aninfonce": True, "infonce": False})
     with pytest.raises(ValueError, match="r2"):
         check_targets({"r2": 0.9}, [evaluator], {"aninfonce": True})
+
+
+def test_each_evaluation_prints_its_columns_after_the_progress_line(tmp_path, capsys):
+    callback = EvaluationCallback(
+        RisingScores(),
+        str(tmp_path),
+        steps_per_epoch=2,
+        verbose=1,
+        columns=("block_r2/low", "mcc", "absent"),
+        scores_in_logs=False,
+    )
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x = np.zeros((8, 3), "float32")
+    history = model.fit(x, x[:, :1], epochs=2, steps_per_epoch=2, callbacks=[callback], verbose=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" - ")[0] for line in lines[0::3]] == ["Epoch 1/2", "Epoch 2/2"]
+    assert all(line.startswith("2/2 - ") for line in lines[1::3])
+    assert lines[2::3] == [
+        "step 2 evaluation: block_r2/low 0.500, mcc 0.100",
+        "step 4 evaluation: block_r2/low 0.500, mcc 0.200",
+    ]
+    assert "mcc" not in history.history and len(history.history["loss"]) == 2
+    (events,) = event_files(tmp_path).values()
+    assert events == {
+        (f"scores/{name}", "scalars"): [2, 4] for name in ("mcc", "linear_r2", "block_r2/low")
+    }
+
+
+def test_an_evaluation_callback_that_never_evaluates_writes_no_event_file(tmp_path):
+    _fit(EvaluationCallback(RisingScores(), str(tmp_path), every_epochs=5), epochs=2)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 2])
+def test_the_training_logger_writes_the_mean_loss_of_the_steps_since_its_last_write(
+    tmp_path, steps_per_execution
+):
+    # Batches of one row, a model that predicts 0 and never learns: step i's loss is y_i^2.
+    targets = np.arange(1.0, 9.0, dtype="float32")[:, None]
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+    model.compile(keras.optimizers.SGD(0.0), "mse", steps_per_execution=steps_per_execution)
+    logger = TrainingLogger(str(tmp_path), every_steps=3)
+    model.fit(
+        targets, targets, batch_size=1, epochs=2, shuffle=False, callbacks=[logger], verbose=0
+    )
+    losses = np.tile(targets[:, 0] ** 2, 2).astype("float64")  # steps 1..16
+    # A write at the first report at or after each multiple of 3, each the mean since the
+    # previous write or since its epoch began (Keras resets the metrics at each epoch).
+    reports = range(steps_per_execution, 17, steps_per_execution)
+    written, last, starts = [], 0, []
+    for step in reports:
+        if step // 3 > (step - steps_per_execution) // 3:
+            start = max(last, 8 if step > 8 else 0)
+            written.append(step)
+            starts.append(start)
+            last = step
+    expected = [losses[a:b].mean() for a, b in zip(starts, written, strict=True)]
+    assert [p["step"] for p in logger.history] == written
+    np.testing.assert_allclose([p["loss"] for p in logger.history], expected, rtol=1e-6)
+    (events,) = event_files(tmp_path).values()
+    assert (
+        events[("train/loss", "scalars")] == events[("train/learning_rate", "scalars")] == written
+    )
+    with pytest.raises(ValueError, match="every_steps"):
+        TrainingLogger(every_steps=0)

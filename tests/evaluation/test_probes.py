@@ -114,6 +114,25 @@ def test_the_readout_reads_encoded_parameters_and_not_others():
     assert scores["augmentation_readout"] == pytest.approx(expected)
 
 
+def test_factors_of_an_operation_that_did_not_run_are_no_targets():
+    # Jitter off leaves brightness at 1 and blur off leaves sigma at 0: counted as
+    # targets, "above the median" would read "was the op applied", a second copy of
+    # the flag. Only the views where the op ran define them.
+    jitter = np.array([1.0, 0.0, 1.0, 0.0])
+    blur = np.array([0.0, 1.0, 1.0, 0.0])
+    targets = probes.readout_targets(
+        {
+            "jitter": jitter,
+            "brightness": np.array([1.3, 1.0, 0.7, 1.0]),
+            "blur": blur,
+            "blur_sigma": np.array([0.0, 1.5, 0.4, 0.0]),
+        }
+    )
+    np.testing.assert_array_equal(targets["brightness"], [1.3, np.nan, 0.7, np.nan])
+    np.testing.assert_array_equal(targets["blur_sigma"], [np.nan, 1.5, 0.4, np.nan])
+    np.testing.assert_array_equal(targets["jitter"], jitter)
+
+
 def test_the_readout_r2_is_a_ridge_regression_with_a_chosen_penalty():
     # 100 fitting views, 80 noise features: least squares overfits, ridge keeps much
     # of the one informative feature (0.79 of the variance at best).
