@@ -38,14 +38,14 @@ def score_label(key: str) -> str:
     Example:
 
     >>> score_label("block_r2/low"), score_label("backbone/knn_k20_accuracy")
-    ('linear R², low-concentration latents', 'kNN accuracy, k = 20 (backbone)')
+    ('linear R², low-concentration latents', 'backbone: kNN accuracy, k = 20')
     """
     if key in LABELS:
         return LABELS[key]
     *outer, name = key.split("/")
     knn = re.fullmatch(r"knn_k(\d+)_accuracy", name)
     words = f"kNN accuracy, k = {knn.group(1)}" if knn else LABELS.get(name, name.replace("_", " "))
-    return f"{words} ({', '.join(outer)})" if outer else words
+    return f"{'/'.join(outer)}: {words}" if outer else words
 
 
 def variant_label(name: str) -> str:

@@ -100,6 +100,14 @@ def test_the_summary_table_has_a_row_per_score_and_variant_and_pair():
         ["mcc", "aninfonce", "-", "infonce", "+0.300", "0.141", "2", "[-0.971,", "+1.571]"],
         ["lambda_spearman", "aninfonce", "0.400", "-", "1"],
     ]
+    # The columns asked for (an experiment's `table_columns`), in their order.
+    lines = summary_table(summarize(scores), ["lambda_spearman", "absent", "mcc"]).splitlines()
+    assert [line.split()[:2] for line in lines[2:]] == [
+        ["lambda_spearman", "aninfonce"],
+        ["mcc", "aninfonce"],
+        ["mcc", "infonce"],
+        ["mcc", "aninfonce"],
+    ]
 
 
 PRESETS = {"quick": synthetic.PRESETS["quick"]}

@@ -3,7 +3,8 @@ R^2, linear and nonlinear, and class accuracy, on held-out renders.
 
 The renders are split three ways, disjointly: probes fit on the first part, the
 kernel ridge's hyperparameters are chosen on the second, and every score is taken on
-the third. Linear: `RidgeCV` (its penalty by leave-one-out on the first two parts);
+the third. Linear: `features.ridge_r2` (`RidgeCV`, its penalty by leave-one-out on
+the first two parts);
 nonlinear: RBF kernel ridge over a grid of penalty and width, chosen per target on
 the validation part; classes: a logistic regression (`probes.linear_probe_accuracy`).
 A circular latent is scored on (cos, sin) of its angle (the mean of their two R^2),
@@ -26,18 +27,17 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.rendered import LATENTS, Latent
-from aninfonce_tf.evaluation.features import batched_features
+from aninfonce_tf.evaluation.features import batched_features, ridge_r2
 from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
 # score.
 SPLIT = (0.5, 0.25, 0.25)
-RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 KERNEL_ALPHAS = (1.0, 0.1, 0.01, 0.001)
 # RBF widths as multiples of 1 / features: standardised features lie ~sqrt(2 d) apart,
 # so these put a typical pair's kernel value between exp(-0.02) and exp(-20).
@@ -70,21 +70,6 @@ def split_indices(count: int, seed: int = 0, fractions=SPLIT) -> tuple[np.ndarra
     return order[:first], order[first:second], order[second:]
 
 
-def _standardised(features, fit_rows):
-    scaler = StandardScaler().fit(features[fit_rows])
-    return scaler.transform(features)
-
-
-def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
-    """Per-column test R^2 of `RidgeCV` (a penalty per column) fitted on `fit_rows`."""
-    features = _standardised(np.asarray(features, "float64"), fit_rows)
-    ridge = RidgeCV(alphas=RIDGE_ALPHAS, alpha_per_target=True)
-    ridge.fit(features[fit_rows], targets[fit_rows])
-    return r2_score(
-        targets[test_rows], ridge.predict(features[test_rows]), multioutput="raw_values"
-    )
-
-
 def kernel_ridge_r2(
     features,
     targets,
@@ -96,7 +81,8 @@ def kernel_ridge_r2(
 ) -> np.ndarray:
     """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, with the penalty
     `alphas` and width `gammas` / features of the best validation R^2 per column."""
-    features = _standardised(np.asarray(features, "float64"), fit_rows)
+    features = np.asarray(features, "float64")
+    features = StandardScaler().fit(features[fit_rows]).transform(features)
     best = np.full(targets.shape[1], -np.inf)
     scores = np.zeros(targets.shape[1])
     for alpha, gamma in itertools.product(alphas, gammas):
@@ -197,6 +183,8 @@ class LatentEvaluator:
         nonlinear: also fit the kernel ridge.
         batch_size: images per forward pass.
         specs: each latent's range.
+        blas_threads: threads of the linear algebra under the fits (None: every
+            core; see `probes.ImageProbeEvaluator`: one is far faster on a busy CPU).
 
     Example:
 
@@ -225,6 +213,7 @@ class LatentEvaluator:
         nonlinear: bool = True,
         batch_size: int = 512,
         specs: Mapping[str, Latent] = LATENTS,
+        blas_threads: int | None = 1,
     ):
         self.images = np.asarray(images)
         self.latents = {name: np.asarray(value) for name, value in latents.items()}
@@ -236,6 +225,7 @@ class LatentEvaluator:
         self.nonlinear = nonlinear
         self.batch_size = batch_size
         self.specs = specs
+        self.blas_threads = blas_threads
 
     def _features(self, model, images, level: str) -> np.ndarray:
         if level == "backbone":
@@ -266,19 +256,14 @@ class LatentEvaluator:
     def evaluate(self, model) -> dict:
         scores = {}
         for level in self.LEVELS:
-            scores[level] = latent_scores(
-                self._features(model, self.images, level),
-                self.latents,
-                self.blocks,
-                nonlinear=self.nonlinear,
-                specs=self.specs,
-            )
-            if self.views is not None:
-                readout = augmentation_readout(
-                    self._features(model, self.views, level), self.view_params
+            features = self._features(model, self.images, level)
+            views = None if self.views is None else self._features(model, self.views, level)
+            with threadpool_limits(self.blas_threads, user_api="blas"):
+                scores[level] = latent_scores(
+                    features, self.latents, self.blocks, self.nonlinear, specs=self.specs
                 )
-                scores[level]["augmentation_readout"] = readout["augmentation_readout"]
-                scores[level]["readout"] = readout["readout"]
+                if views is not None:
+                    scores[level].update(augmentation_readout(views, self.view_params))
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
         return scores
@@ -289,6 +274,5 @@ __all__ = [
     "kernel_ridge_r2",
     "latent_scores",
     "latent_targets",
-    "ridge_r2",
     "split_indices",
 ]
