@@ -29,7 +29,7 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import h5py
@@ -47,8 +47,10 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Pat
     """Calls `write(temporary)` on a file beside `path`, then renames it to `path`.
 
     A reader, or a run resumed after a kill at any instant, finds the old file or
-    the new one, never part of one. The temporary name keeps `path`'s suffixes
-    (`.keras`, `.weights.h5`), which Keras' writers check.
+    the new one, never part of one; on POSIX the new file and then its directory are
+    flushed to disk (`fsync`), so that a power loss after the call keeps the new one.
+    The temporary name keeps `path`'s suffixes (`.keras`, `.weights.h5`), which
+    Keras' writers check.
     """
     path = Path(path)
     temporary = path.with_name(f".partial-{path.name}")
@@ -56,6 +58,12 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Pat
     with open(temporary, "rb") as file:  # on disk before the rename, against power loss too
         os.fsync(file.fileno())
     os.replace(temporary, path)
+    if os.name == "posix":  # and the rename itself, which lives in the directory
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
     return path
 
 
@@ -135,7 +143,8 @@ class Backup(keras.callbacks.Callback):
     that does not read (a torn file) is skipped for the one before, saying so.
 
     Call `restore()` before `fit` for the step to resume at (the data must start
-    there), then pass `initial_epoch=step // steps_per_epoch` to `fit`.
+    there; on a cluster `restore_on_every_worker`), then pass
+    `initial_epoch=step // steps_per_epoch` to `fit`.
 
     Args:
         directory: where the checkpoints go (one per run of `fit`).
@@ -175,11 +184,14 @@ class Backup(keras.callbacks.Callback):
                 found.append((int(match.group(1)), path))
         return sorted(found, reverse=True)
 
-    def restore(self) -> int:
-        """The step of the newest readable checkpoint (0: none), which `fit` will
-        load; its epoch's logs go to `restored_logs`."""
+    def restore(self, at_most: int | None = None) -> int:
+        """The step of the newest readable checkpoint (at or below `at_most`, if
+        given; 0: none), which `fit` will load; its epoch's logs go to
+        `restored_logs`."""
         self._restore_from, self.restored_logs = None, {}
         for step, path in self.checkpoints():
+            if at_most is not None and step > at_most:
+                continue
             try:
                 logs = _read_checkpoint(path)
             except (OSError, KeyError, ValueError) as error:
@@ -188,6 +200,39 @@ class Backup(keras.callbacks.Callback):
             self._restore_from, self.restored_logs = path, logs
             return step
         return 0
+
+    def restore_on_every_worker(self, gather: Callable[[int], Sequence[int]]) -> int:
+        """`restore()` at one step on every worker of a cluster, each from its own
+        backup: the newest step that every worker's backup holds. Workers resuming
+        at different steps would run different numbers of steps, and hang in the
+        collective ops or mix steps.
+
+        Every worker calls it at once; `gather(step)` returns every worker's `step`
+        (`functools.partial(distribute.gather_from_workers, strategy)`).
+
+        Raises:
+            RuntimeError: on every worker, when one of them has no readable
+                checkpoint at that step (torn on disk): there is no step to resume
+                every worker at but the start, which deleting the backups gives.
+        """
+        steps = gather(self.restore())
+        agreed = min(steps)
+        if max(steps) == agreed:
+            return agreed
+        print(
+            f"   the workers' newest checkpoints are at steps {sorted(set(steps))}: "
+            f"resuming at step {agreed}, the newest that every worker has",
+            flush=True,
+        )
+        steps = gather(self.restore(at_most=agreed))
+        if min(steps) < agreed:
+            raise RuntimeError(
+                f"The workers cannot resume at one step: their newest readable checkpoints "
+                f"at or below step {agreed} are at steps {list(steps)}. Delete the backup "
+                f"({self.directory} on this worker, and its counterpart on every other "
+                "worker) to train this variant again from the start."
+            )
+        return agreed
 
     def on_train_begin(self, logs=None):
         if self._restore_from is None:

@@ -123,6 +123,21 @@ def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
     )
 
 
+def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[int]:
+    """Every replica's `value`, each worker passing its own for its replicas, in the
+    order of the replicas (a collective op: every worker calls it at once).
+
+    Example:
+
+    >>> gather_from_workers(get_strategy("default"), 7)
+    [7]
+    """
+    values = strategy.experimental_distribute_values_from_function(
+        lambda _: tf.constant([value], tf.int64)
+    )
+    return strategy.gather(values, axis=0).numpy().tolist()
+
+
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:
     """False for several replicas on logical CPU devices, where XLA cannot reach the
     other devices' variables (XLA known issue); True everywhere else."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import platform
@@ -264,7 +265,12 @@ def train_variant(
     variant_dir.mkdir(parents=True, exist_ok=True)
     epoch_steps = config.epoch_steps()
     backup = Backup(work_dir / "backup" / variant, epoch_steps)
-    start_step = backup.restore()
+    if distribute.is_multi_worker(strategy):  # each worker has its own backup: one step
+        start_step = backup.restore_on_every_worker(
+            functools.partial(distribute.gather_from_workers, strategy)
+        )
+    else:
+        start_step = backup.restore()
     if start_step % epoch_steps:
         raise UsageError(
             f"The backup of {variant} in {run_dir} is at step {start_step}, which epochs of "

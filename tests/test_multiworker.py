@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -64,7 +65,15 @@ def _train_on_two_workers(tmp_path: Path, kind: str) -> list:
 
 @pytest.mark.slow
 def test_two_workers_train_as_one_global_batch(tmp_path):
+    # A run killed after the chief's first checkpoint, before worker 1's: both workers
+    # start again at step 0, the newest step both have (apart, they would hang).
+    backup = tmp_path / "run" / "backup" / "aninfonce"
+    backup.mkdir(parents=True)
+    with h5py.File(backup / "step-000010.weights.h5", "w") as checkpoint:
+        checkpoint.attrs["logs"] = json.dumps({"loss": 1.0})
     _train_on_two_workers(tmp_path, "synthetic")
+    chief_log = (tmp_path / "worker-0.log").read_text()
+    assert "checkpoints are at steps [0, 10]: resuming at step 0" in chief_log
     for index in range(2):
         # 32 rows per worker, 64 in the global batch: NT-Xent has 2 * 64 - 1 candidates.
         candidates = json.loads((tmp_path / f"worker-{index}.json").read_text())

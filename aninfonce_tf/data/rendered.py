@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -173,7 +173,8 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
 
     Args:
         latents: `{name: [N] tensor}` with every name of `LATENTS` (others are ignored).
-        size: side of the square images in pixels.
+        size: side of the square images in pixels (from 19 on, the object and its
+            anti-aliased edge lie inside the image at every latent).
 
     Returns:
         `[N, size, size, 3]` float32 in [0, 1].
@@ -266,8 +267,8 @@ class RenderedPairs:
       concentration per continuous latent (`shape` kept), each rendered (the
       theory's setting).
     - `"spike-slab"`: as `"latent"`, but each continuous latent changes only with
-      its `change_probability` (else z+ keeps it exactly), as colour jitter leaves
-      hue alone in a fifth of SimCLR's views.
+      its `change_probability` (else z+ keeps it exactly), as SimCLR's colour
+      jitter, applied to 80 % of views, leaves the hue of the rest alone.
 
     The conditional acts in units where each continuous latent's range is 2 wide
     ([-1, 1]): interval latents reflect at their ends, circular ones wrap, so the
@@ -295,7 +296,7 @@ class RenderedPairs:
     mode: str = "augment"
     size: int = 64
     augment: SimCLRAugment | None = None
-    concentration: Mapping[str, float] | tuple[float, ...] = dataclasses.field(
+    concentration: Mapping[str, float] | Sequence[float] | float = dataclasses.field(
         default_factory=lambda: dict(DEFAULT_CONCENTRATION)
     )
     conditional: str = "normal"

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.checkpoints import replace_atomically, write_json
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.plots import plot_image_grid
 
@@ -177,7 +178,8 @@ def trained_decoder(
 ) -> tuple[keras.Model, Path]:
     """The frozen decoder of a VAE trained with these settings: loaded from
     `cache_dir` when trained before, otherwise trained (batch 128, Adam 1e-3) and
-    saved there with a grid of reconstructions (`reconstructions.png`).
+    saved there with a grid of reconstructions (`reconstructions.png`), the decoder
+    last and atomically: a process killed while saving leaves no cache to load.
 
     Returns:
         `(decoder, directory)`; the decoder is not trainable.
@@ -204,14 +206,16 @@ def trained_decoder(
         vae.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
         directory.mkdir(parents=True, exist_ok=True)
         decoder = vae.decoder
-        decoder.save(path)
-        (directory / "settings.json").write_text(json.dumps(settings, indent=2))
+        write_json(directory / "settings.json", settings)
         shown = images[:16]
         plot_image_grid(
             [shown, vae.predict(shown, verbose=0)],
             directory / "reconstructions.png",
             row_titles=["digit", "reconstruction"],
         )
+        # Last and atomically: a decoder.keras in the cache is a whole one, and a
+        # process killed before leaves none, so that the next call trains again.
+        replace_atomically(path, decoder.save)
     decoder.trainable = False
     return decoder, directory
 

@@ -323,7 +323,7 @@ class TrainingLogger(keras.callbacks.Callback):
         self._written: dict[str, float] = {}
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_start = self._reported = int(self.model.optimizer.iterations)
+        self._epoch_start = self._reported = int(self.model.optimizer.iterations.numpy())
         self._written_count, self._written = 0, {}
 
     def on_train_batch_end(self, batch, logs=None):

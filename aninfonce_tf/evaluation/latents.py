@@ -1,14 +1,14 @@
 """How much of every true latent of rendered images the features keep: per-latent
 R^2, linear and nonlinear, and class accuracy, on held-out renders.
 
-The renders are split three ways, disjointly: probes fit on the first part, the
-kernel ridge's hyperparameters are chosen on the second, and every score is taken on
-the third. Linear: `features.ridge_r2` (`RidgeCV`, its penalty by leave-one-out on
-the first two parts);
-nonlinear: RBF kernel ridge over a grid of penalty and width, chosen per target on
-the validation part; classes: a logistic regression (`probes.linear_probe_accuracy`).
-A circular latent is scored on (cos, sin) of its angle (the mean of their two R^2),
-so that its wrap-around costs nothing.
+The renders are split three ways, disjointly, and every score is taken on the third
+part, which no fit and no hyperparameter choice has seen. Linear: `ridge_r2` of
+`features` (`RidgeCV`, its penalty by leave-one-out on the first two parts).
+Nonlinear: RBF kernel ridge fitted on the first part, its penalty and width chosen
+per target on the second. Classes: `probes.linear_probe_accuracy` (a logistic
+regression, its penalty by cross-validation on the first two parts). A circular
+latent is scored on (cos, sin) of its angle (the mean of their two R^2), so that its
+wrap-around costs nothing.
 
 Example:
 

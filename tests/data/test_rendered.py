@@ -368,7 +368,9 @@ def _targets(latents) -> tf.Tensor:
 @pytest.mark.slow
 def test_a_supervised_cnn_reads_every_latent_from_the_images():
     """Fresh renders every step at 32 px: held-out R^2 >= 0.9 on every continuous latent
-    (circular on (cos, sin)) and >= 0.98 accuracy on `shape` (~70 s of CPU)."""
+    (circular on (cos, sin)) and >= 0.98 accuracy on `shape`. Rotation is the hardest:
+    0.93, 0.94, 0.92 with Keras seeds 0, 1, 2; shape 0.997-0.999 (56 s on the busy
+    2-core CPU, 49 s of CPU time; 2026-11-27)."""
     size, batch_size, steps = 32, 64, 2000
 
     def batch(index):
@@ -399,5 +401,5 @@ def test_a_supervised_cnn_reads_every_latent_from_the_images():
 
 def test_replace_gives_views_of_the_new_size():
     pairs = dataclasses.replace(RenderedPairs(mode="augment", size=64), size=32)
-    assert pairs.view_size == 32
-    assert pairs.sample_pairs(2, seed=0)["view1"].shape == (2, 32, 32, 3)
+    assert pairs.view_size == pairs.augmentation.image_size == 32
+    assert pairs.evaluation_set(2)[0].shape == (2, 32, 32, 3)

@@ -3,7 +3,9 @@ whole image experiment at tiny size."""
 
 import json
 import time
+from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -52,6 +54,19 @@ def test_the_vae_learns_and_is_cached(tmp_path, capsys):
     decoded, untrained = np.asarray(decoder(z)), np.asarray(vae.vae_decoder(6)(z))
     assert abs(decoded.mean() - vae.digit_images("digits").mean()) < 0.1
     assert decoded.std(axis=0).mean() > 0.05 > 10 * untrained.std(axis=0).mean()
+
+
+def test_a_decoder_save_cut_short_leaves_no_cache_to_load(tmp_path, monkeypatch):
+    def killed_while_saving(model, path, *args, **kwargs):
+        Path(path).write_bytes(b"PK\x03\x04 the first bytes of a .keras zip")
+        raise OSError("killed while saving")
+
+    monkeypatch.setattr(keras.Model, "save", killed_while_saving)
+    with pytest.raises(OSError, match="killed while saving"):
+        vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+    # The next call trains again instead of failing to load a torn decoder.keras.
+    assert list(tmp_path.glob("*/decoder.keras")) == []
+    assert json.loads(next(tmp_path.glob("*/settings.json")).read_text())["steps"] == 1
 
 
 @pytest.mark.slow

@@ -1,0 +1,147 @@
+"""Backups that workers resume at one step, and files replaced atomically down to the
+directory entry."""
+
+import os
+import shutil
+import stat
+import threading
+
+import keras
+import numpy as np
+import pytest
+
+from aninfonce_tf import checkpoints, distribute
+from aninfonce_tf.checkpoints import Backup, replace_atomically
+
+
+class _Weights(keras.callbacks.Callback):
+    """The model's weights at the end of each epoch, by step."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_step = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.by_step[epoch + 1] = self.model.get_weights()
+
+
+def _model():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    return model
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A backup with checkpoints at steps 1, 2 and 3 (an epoch of one step each) and
+    the weights of each."""
+    directory = tmp_path_factory.mktemp("backup")
+    weights = _Weights()
+    x = np.arange(8, dtype="float32").reshape(4, 2)
+    _model().fit(
+        x,
+        x[:, :1],
+        batch_size=4,
+        epochs=3,
+        callbacks=[Backup(directory, 1, keep=3), weights],
+        verbose=0,
+    )
+    return directory, weights.by_step
+
+
+def _worker_backup(trained, path, steps, torn=()):
+    """A worker's backup holding the checkpoints of `steps`, those of `torn` torn."""
+    directory, _ = trained
+    path.mkdir()
+    for step in steps:
+        name = f"step-{step:06d}.weights.h5"
+        shutil.copy(directory / name, path / name)
+        if step in torn:
+            (path / name).write_bytes((path / name).read_bytes()[:1000])
+    return Backup(path, 1)
+
+
+def _on_workers(backups):
+    """`restore_on_every_worker` on each backup, each in its own thread as on its own
+    worker, `gather` exchanging their steps; each worker's step or error."""
+    barrier, steps, outcomes = threading.Barrier(len(backups), timeout=30), {}, {}
+
+    def work(index):
+        def gather(step):
+            steps[index] = step
+            barrier.wait()  # every worker's step is in
+            gathered = [steps[i] for i in range(len(backups))]
+            barrier.wait()  # every worker has read them
+            return gathered
+
+        try:
+            outcomes[index] = backups[index].restore_on_every_worker(gather)
+        except RuntimeError as error:
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(backups))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [outcomes[i] for i in range(len(backups))]
+
+
+def _loaded(backup):
+    model = _model()
+    backup.set_model(model)
+    backup.on_train_begin()
+    return model.get_weights()
+
+
+def test_workers_resume_at_the_newest_step_every_one_of_them_has(trained, tmp_path, capsys):
+    # A kill before worker 1 wrote its step 3; worker 2 tore its step 3 on disk.
+    backups = [
+        _worker_backup(trained, tmp_path / "chief", [2, 3]),
+        _worker_backup(trained, tmp_path / "worker-1", [1, 2]),
+        _worker_backup(trained, tmp_path / "worker-2", [2, 3], torn=[3]),
+    ]
+    assert [backup.restore() for backup in backups] == [3, 2, 2]  # each on its own: apart
+    assert _on_workers(backups) == [2, 2, 2]
+    assert "resuming at step 2, the newest that every worker has" in capsys.readouterr().out
+    for backup in backups:  # each loads its own step 2
+        for loaded, saved in zip(_loaded(backup), trained[1][2], strict=True):
+            np.testing.assert_array_equal(loaded, saved)
+    # Workers that agree exchange their steps once.
+    same = [_worker_backup(trained, tmp_path / f"same-{i}", [1, 2]) for i in range(2)]
+    assert _on_workers(same) == [2, 2]
+
+
+def test_workers_refuse_to_resume_when_one_lacks_the_step_they_all_reached(trained, tmp_path):
+    backups = [
+        _worker_backup(trained, tmp_path / "chief", [1, 2, 3], torn=[2]),
+        _worker_backup(trained, tmp_path / "worker-1", [1, 2]),
+    ]
+    outcomes = _on_workers(backups)
+    for outcome in outcomes:  # both workers, so that neither waits for the other
+        assert isinstance(outcome, RuntimeError)
+        assert "checkpoints at or below step 2 are at steps [1, 2]" in str(outcome)
+    assert str(backups[0].directory) in str(outcomes[0])
+
+
+def test_every_replica_sends_its_value_to_every_worker():
+    assert distribute.gather_from_workers(distribute.get_strategy("mirrored"), 7) == [7, 7]
+
+
+def test_a_replaced_file_and_then_its_directory_reach_the_disk(tmp_path, monkeypatch):
+    synced = []
+    fsync, replace = os.fsync, os.replace
+
+    def recording_fsync(descriptor):
+        synced.append(("fsync", stat.S_ISDIR(os.fstat(descriptor).st_mode)))
+        fsync(descriptor)
+
+    def recording_replace(*args, **kwargs):
+        synced.append(("replace", None))
+        replace(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoints.os, "fsync", recording_fsync)
+    monkeypatch.setattr(checkpoints.os, "replace", recording_replace)
+    path = replace_atomically(tmp_path / "a.json", lambda temporary: temporary.write_text("1"))
+    assert path.read_text() == "1"
+    assert synced == [("fsync", False), ("replace", None), ("fsync", True)]
