@@ -172,6 +172,11 @@ CASES = {
         ValueError,
         "'infonce' does not produce",
     ),
+    "a NaN or infinite --stop-at target": (
+        lambda p: _run(p, stop_at="linear_r2=0.9,mcc=nan"),
+        ValueError,
+        "`stop_at` targets must be finite numbers; got 'mcc=nan'",
+    ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
     "a dataset missing offline (MNIST for `--vae-source mnist`)": (
         lambda p: digit_images("mnist", data_dir=str(p)),

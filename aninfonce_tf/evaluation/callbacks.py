@@ -41,7 +41,12 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
 
 
 def parse_targets(text: str) -> dict[str, float]:
-    """`"mcc=0.95,linear_r2=0.99"` -> `{"mcc": 0.95, "linear_r2": 0.99}` ("" -> {})."""
+    """`"mcc=0.95,linear_r2=0.99"` -> `{"mcc": 0.95, "linear_r2": 0.99}` ("" -> {}).
+
+    Raises:
+        ValueError: for text of another form, or a target that is not a finite
+            number (`mcc=nan` or `mcc=inf` would never stop, `mcc=-inf` at once).
+    """
     targets = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, _, value = item.partition("=")
@@ -51,6 +56,8 @@ def parse_targets(text: str) -> dict[str, float]:
             raise ValueError(
                 f"`stop_at` must look like 'mcc=0.95,linear_r2=0.99'; got {text!r}."
             ) from None
+        if not math.isfinite(targets[name.strip()]):
+            raise ValueError(f"`stop_at` targets must be finite numbers; got {item!r}.")
     return targets
 
 
