@@ -69,7 +69,8 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Pat
 
 def replace_directory_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
     """`replace_atomically` for a directory (a SavedModel): written beside `path`,
-    then renamed to it; a kill leaves the old directory, the new one, or neither."""
+    then renamed to it; a kill leaves the old directory, the new one, or neither
+    (nothing is flushed to disk: a power loss may leave less)."""
     path = Path(path)
     temporary, old = path.with_name(f".partial-{path.name}"), path.with_name(f".old-{path.name}")
     for stale in (temporary, old):
@@ -154,6 +155,7 @@ class Backup(keras.callbacks.Callback):
     Example:
 
     >>> import tempfile
+    >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile("sgd", "mse")
     >>> backup = Backup(tempfile.mkdtemp(), steps_per_epoch=2)
@@ -228,9 +230,9 @@ class Backup(keras.callbacks.Callback):
         if min(steps) < agreed:
             raise RuntimeError(
                 f"The workers cannot resume at one step: their newest readable checkpoints "
-                f"at or below step {agreed} are at steps {list(steps)}. Delete the backup "
-                f"({self.directory} on this worker, and its counterpart on every other "
-                "worker) to train this variant again from the start."
+                f"at or below step {agreed} are at steps {list(steps)} (one per replica). "
+                f"Delete the backup ({self.directory} on this worker, and its counterpart "
+                "on every other worker) to train this variant again from the start."
             )
         return agreed
 

@@ -24,6 +24,7 @@ Example (the synthetic experiment, tiny):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -280,6 +281,8 @@ def train_variant(
     history_path = variant_dir / "history.json"
     loss_path = variant_dir / "loss_curve.json"
     history, loss_curve, reached = [], [], None
+    if chief:  # also at step 0: a run killed before its first checkpoint logged too
+        _drop_events_after(run_dir / "tensorboard" / variant, start_step)
     if start_step:
         history = _points_until(history_path, start_step)
         loss_curve = _points_until(loss_path, start_step)
@@ -342,7 +345,8 @@ def train_variant(
     losses = fit_history.history.get("loss") or [backup.restored_logs["loss"]]
     result = {
         **{k: v for k, v in final.items() if k not in ("step", "seconds")},
-        "steps": int(model.optimizer.iterations.numpy()),
+        # Counted from the batches, as the callbacks count them (none ran: resumed at the end).
+        "steps": max(training.step, start_step),
         "wall_seconds": round(seconds, 1),
         "final_loss": float(losses[-1]),
         "curve": curve,
@@ -358,6 +362,30 @@ def train_variant(
 def _points_until(path: Path, step: int) -> list[dict]:
     """The points of a history file up to `step` (none when there is no file)."""
     return [p for p in json.loads(path.read_text()) if p["step"] <= step] if path.exists() else []
+
+
+def _drop_events_after(log_dir: Path, step: int) -> None:
+    """Removes from the TensorBoard event files in `log_dir` the summaries after `step`,
+    which the run resumed there writes again (a file left without any is deleted)."""
+    for path in sorted(log_dir.glob("events.out.tfevents.*")):
+        records = []
+        try:
+            for record in tf.data.TFRecordDataset(str(path)):
+                records.append(record.numpy())
+        except tf.errors.DataLossError:
+            pass  # a record torn by the kill: the ones before it stay
+        events = [tf.compat.v1.Event.FromString(record) for record in records]
+        kept = [r for r, e in zip(records, events, strict=True) if e.step <= step]
+        if not any(e.summary.value and e.step <= step for e in events):
+            path.unlink()
+        elif len(kept) < len(records):
+
+            def write(temporary: Path, kept=kept) -> None:
+                with tf.io.TFRecordWriter(str(temporary)) as writer:
+                    for record in kept:
+                        writer.write(record)
+
+            replace_atomically(path, write)
 
 
 def _task_name(strategy) -> str:
@@ -391,8 +419,11 @@ def run(
     already finished and resumes an interrupted one from its last backup
     checkpoint (every `save_every` steps and at each evaluation), evaluation
     history included, to the result an uninterrupted run gives; with another
-    config it refuses. Every file is replaced atomically, so a kill at any
-    instant leaves a run that resumes.
+    config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu` and
+    `export` may change). Every file a resume reads, and the saved models, is
+    replaced atomically, so a kill at any instant leaves a run that resumes; the
+    figures are written again by every rerun, and TensorBoard's event files are
+    appended to.
 
     Args:
         config: the experiment's config (a `RunConfig`).
@@ -410,8 +441,9 @@ def run(
         beside the `run` record (`run_record`; the layout: `aninfonce_tf.schema`).
 
     Raises:
-        UsageError: (a `ValueError`) for a setting that cannot run, before any
-            training and before anything is written.
+        UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that
+            cannot run, before any training and before anything is written. Other
+            errors (of `build`, say) are raised as they are.
     """
     return _run(config, build, run_dir, verbose, callbacks, preset, smoke)[0]
 
@@ -420,19 +452,16 @@ def _run(config, build, run_dir, verbose, callbacks, preset, smoke) -> tuple[dic
     """`run`, returning the experiment too."""
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
-    try:
+    with _as_usage_errors():
         config.validate()
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
-        strategy = distribute.get_strategy(config.strategy, config.tpu)
         saved = claim_run_directory(run_dir, config)
-        experiment = build(config)
+    strategy = distribute.get_strategy(config.strategy, config.tpu)
+    experiment = build(config)
+    with _as_usage_errors():
         anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
         check_targets(stop_at, experiment.evaluators, anisotropic)
-    except UsageError:
-        raise
-    except ValueError as error:
-        raise UsageError(str(error)) from error
     chief = distribute.is_chief(strategy)
     results = {name: saved[name] for name in names if _finished(run_dir, saved, name)}
     record = run_record(config, experiment, preset, smoke)
@@ -464,6 +493,19 @@ def _run(config, build, run_dir, verbose, callbacks, preset, smoke) -> tuple[dic
     print(f"results: {run_dir / 'results.json'}")
     print(f"TensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
     return results, experiment
+
+
+@contextlib.contextmanager
+def _as_usage_errors():
+    """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
+    the run directory) as `UsageError`s, which the recipes print as one line; every
+    other error keeps its traceback."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except ValueError as error:
+        raise UsageError(str(error)) from error
 
 
 def _finished(run_dir: Path, saved: dict, name: str) -> bool:

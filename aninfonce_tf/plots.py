@@ -228,3 +228,89 @@ def _save(figure, path) -> Path:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def plot_latent_r2_levels(
+    scores: dict[str, dict[str, dict[str, float]]],
+    latents: Sequence[str],
+    path: str | Path,
+    concentration=None,
+    accuracy: dict[str, dict[str, float]] | None = None,
+    title: str = "",
+) -> Path:
+    """One panel per level of the features (e.g. backbone and projector), grouped
+    bars: a group per latent, a bar per loss variant, its held-out R^2.
+
+    Args:
+        scores: `{level: {variant: {latent: R^2}}}`.
+        latents: the latents, in the order of the groups.
+        path: the PNG to write.
+        concentration: the true Lambda of each latent (same order), shown under its
+            name; None when the pairs have none (augmentations).
+        accuracy: `{level: {variant: accuracy}}` of the class latent, in the legend.
+        title: what the run is (preset, seed).
+    """
+    levels = list(scores)
+    variants = list(dict.fromkeys(v for level in levels for v in scores[level]))
+    width = 0.8 / max(len(variants), 1)
+    figure, axes = plt.subplots(
+        1,
+        len(levels),
+        figsize=(max(4.5, 0.35 * len(latents) * len(variants) + 1.5) * len(levels), 3.9),
+        squeeze=False,
+        sharey=True,
+    )
+    names = [name.replace("_", " ") for name in latents]
+    if concentration is not None:
+        names = [f"{name}\nΛ = {c:.3g}" for name, c in zip(names, concentration, strict=True)]
+    lowest = 0.0
+    for axis, level in zip(axes[0], levels, strict=True):
+        for index, variant in enumerate(variants):
+            per_latent = scores[level].get(variant, {})
+            values = np.array([per_latent.get(name, np.nan) for name in latents], "float64")
+            lowest = min(lowest, np.nanmin(values, initial=0.0))
+            label = variant_label(variant)
+            if accuracy and variant in accuracy.get(level, {}):
+                label += f" (shape accuracy {accuracy[level][variant]:.2f})"
+            axis.bar(np.arange(len(latents)) + index * width, values, width, label=label)
+        axis.set_xticks(np.arange(len(latents)) + 0.4 - width / 2)
+        axis.set_xticklabels(names, fontsize=8)
+        axis.axhline(0, color="k", lw=0.8)
+        axis.set(title=f"{level} features", xlabel="true latent")
+        axis.legend(loc="upper center", fontsize=7, ncol=1)
+        axis.grid(alpha=0.3, axis="y")
+    axes[0][0].set(ylabel="held-out linear R² of the latent", ylim=(max(lowest * 1.05, -0.5), 1.3))
+    figure.suptitle(_title("How much of each true latent the features keep", title))
+    return _save(figure, path)
+
+
+def plot_lambda_hat_dimensions(
+    lambda_hats: dict[str, Sequence[float]],
+    path: str | Path,
+    true_concentration=None,
+    title: str = "",
+) -> Path:
+    """Each variant's learned Lambda_hat per output dimension, sorted from the
+    largest, on a log axis, with the true Lambda of the latents as dashed lines
+    (when the pairs have one). A NaN, infinite or non-positive value is left out."""
+    figure, axis = plt.subplots(figsize=(5.6, 3.9))
+    for name, values in lambda_hats.items():
+        values = np.sort(np.asarray(values, "float64"))[::-1]
+        kept = np.isfinite(values) & (values > 0)
+        axis.plot(np.flatnonzero(kept) + 1, values[kept], "o-", label=variant_label(name))
+    if true_concentration is not None:
+        for index, value in enumerate(sorted(set(np.asarray(true_concentration, "float64")))):
+            label = "true Λ of the latents" if index == 0 else None
+            axis.axhline(value, color="gray", ls="--", lw=1, label=label)
+    axis.set(
+        yscale="log",
+        xlabel="output dimension, by its learned concentration",
+        ylabel=LEARNED,
+        title=_title("Learned concentration per output dimension", title),
+    )
+    for formatter in (axis.yaxis.set_major_formatter, axis.yaxis.set_minor_formatter):
+        formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    return _save(figure, path)

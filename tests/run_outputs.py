@@ -35,18 +35,21 @@ def event_files(log_dir: Path) -> dict[Path, dict[tuple[str, str], list[int]]]:
 
 
 def check_tensorboard(log_dir: Path, variants: dict, figures=()) -> None:
-    """Every event file holds summaries; a tag is written by one file of its run
-    (directory) only; the scalars are against the training step: `scores/<score>` at
-    the evaluations' steps (each score once, none also under `train/`),
-    `train/loss` at the loss curve's, `lambda_hat/<i>` per dimension of Lambda_hat;
-    the figures are images."""
-    files = event_files(log_dir)
-    runs = collections.defaultdict(dict)
+    """Every event file holds summaries; within a run (directory), the files in the
+    order written hold each tag at rising steps (a resumed run's files continue its
+    killed run's, no point twice); the scalars are against the training step:
+    `scores/<score>` at the evaluations' steps (each score once, none also under
+    `train/`), `train/loss` at the loss curve's, `lambda_hat/<i>` per dimension of
+    Lambda_hat; the figures are images."""
+    files = event_files(log_dir)  # by name: by the time each was created
+    runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for path, tags in files.items():
         assert tags, f"{path} is empty"
         for tag, steps in tags.items():
-            assert tag not in runs[path.parent], f"{tag} in two files of {path.parent}"
-            runs[path.parent][tag] = steps
+            runs[path.parent][tag] += steps
+    for run, tags in runs.items():
+        for tag, steps in tags.items():
+            assert steps == sorted(set(steps)), (run, tag, steps)
     expected = {log_dir / name for name in variants} | ({log_dir / "figures"} if figures else set())
     assert set(runs) == expected, sorted(runs)
     for name, result in variants.items():

@@ -7,13 +7,17 @@ import re
 import subprocess
 import sys
 import time
+import types
 
+import h5py
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from aninfonce_tf import distribute, experiment, schema
+from aninfonce_tf.checkpoints import write_json
+from aninfonce_tf.config import UsageError
 from aninfonce_tf.configs import synthetic
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -124,6 +128,29 @@ def test_a_run_into_the_same_out_with_other_flags_refuses_before_training(tmp_pa
     again = experiment.main(synthetic, [*argv, "--export", "false"])
     assert "not trained again" in capsys.readouterr().out
     assert again == first
+
+
+def test_a_resume_whose_backup_period_misses_the_backup_names_the_flag_to_pass(tmp_path):
+    # --steps-per-execution may change on resume, and with it the default backup period.
+    trained = dataclasses.replace(SMOKE, losses="aninfonce", steps=2000, eval_every=2000)
+    config = dataclasses.replace(trained, steps_per_execution=16)
+    assert (trained.epoch_steps(), config.epoch_steps()) == (1000, 400)
+    write_json(tmp_path / "config.json", dataclasses.asdict(trained))
+    (tmp_path / "backup" / "aninfonce").mkdir(parents=True)
+    with h5py.File(tmp_path / "backup" / "aninfonce" / "step-001000.weights.h5", "w") as file:
+        file.attrs["logs"] = json.dumps({"loss": 1.0})
+    with pytest.raises(UsageError, match="at step 1000, which epochs of 400 steps .* pass the"):
+        experiment.run(config, synthetic.build, tmp_path, verbose=0)
+
+
+def test_an_error_that_is_not_the_users_input_keeps_its_traceback(tmp_path):
+    def build(config):
+        raise ValueError("a defect while building the experiment")
+
+    recipe = types.SimpleNamespace(PRESETS=synthetic.PRESETS, SMOKE=synthetic.SMOKE, build=build)
+    with pytest.raises(ValueError, match="a defect") as raised:  # no SystemExit(2)
+        experiment.main(recipe, ["--smoke", "--out", str(tmp_path)])
+    assert not isinstance(raised.value, UsageError)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
 """The Keras loss wrappers: values, configuration and serialisation."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,9 @@ def test_each_loss_variant_is_built_from_the_config_fields(
     assert unnormalized.similarity == "euclidean"
     with pytest.raises(ValueError, match="simclr"):
         loss_variant("simclr")
+
+
+def test_infonce_defaults_to_simclrs_temperature_as_the_api_docs_say():
+    assert InfoNCE().temperature == 0.1 and AnInfoNCE().temperature == 1.0
+    api = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    assert "`InfoNCE()` uses temperature 0.1, SimCLR's; pass `temperature=1.0`" in api

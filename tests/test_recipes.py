@@ -144,7 +144,7 @@ def test_run_config_errors_name_the_field(overrides, field, tmp_path):
 
 
 def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
-    for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae"):
+    for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae", "rendered"):
         module = importlib.import_module(f"aninfonce_tf.configs.{name}")
         for preset in module.PRESETS.values():
             for config in (preset, dataclasses.replace(preset, **module.SMOKE)):
@@ -198,7 +198,7 @@ def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_la
     assert set(np.round(result["lambda_hat_matched"], 6)) <= set(np.round(result["lambda_hat"], 6))
     assert len(set(np.round(result["lambda_hat_matched"], 6))) == 4
     with pytest.raises(ValueError, match="embedding_dim"):
-        synthetic.build(dataclasses.replace(TINY, embedding_dim=3))
+        dataclasses.replace(TINY, embedding_dim=3).validate()
 
 
 @pytest.mark.slow

@@ -93,6 +93,21 @@ class SyntheticConfig(RunConfig):
         """Lambda from a preset name or a comma-separated list of `dim` values."""
         return concentration_from_spec(self.concentration, self.dim, self.high, self.low)
 
+    def validate(self) -> None:
+        """`RunConfig.validate`, then this experiment's own fields."""
+        super().validate()
+        self.true_concentration()  # raises naming `concentration`
+        if self.generator_draws < 1:
+            raise ValueError(
+                f"`generator_draws` must be at least 1 (candidate matrices per layer of the "
+                f"generator); got {self.generator_draws}."
+            )
+        if self.embedding_dim and self.embedding_dim < self.dim:
+            raise ValueError(
+                f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "
+                f"latent can be matched to a feature; got {self.embedding_dim}."
+            )
+
 
 def build_setup(config: SyntheticConfig) -> SyntheticSetup:
     """The data of the experiment: latents, positives and the generator of `config`."""
@@ -121,12 +136,8 @@ def identifiability_evaluator(
 
 
 def build(config: SyntheticConfig) -> Experiment:
-    """Pairs from the DGP, the MLP encoder and the identifiability evaluator."""
-    if config.embedding_dim and config.embedding_dim < config.dim:
-        raise ValueError(
-            f"`embedding_dim` must be 0 (= dim) or at least dim={config.dim}, so that every "
-            f"latent can be matched to a feature; got {config.embedding_dim}."
-        )
+    """Pairs from the DGP, the MLP encoder and the identifiability evaluator (of a
+    config that `validate` accepts)."""
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     evaluator = identifiability_evaluator(setup, observations, latents, config.nonlinear_r2)

@@ -245,11 +245,33 @@ def format_score(value: float) -> str:
     return f"{value:.3f}" if not math.isfinite(value) or abs(value) < 1000 else f"{value:.3g}"
 
 
-class StopOnNonFiniteLoss(keras.callbacks.Callback):
+class _StepCounter(keras.callbacks.Callback):
+    """A callback that counts the training steps as `EvaluationCallback` and
+    `checkpoints.Backup` do, from the batches of `fit`: `step` is the steps trained by
+    the end of the last batch, the epochs before the current one (`initial_epoch`
+    included) times the steps per epoch, plus its batches. `optimizer.iterations`
+    would lag: a `LossScaleOptimizer` does not advance it on a step it skips for
+    overflow. (When `fit` does not know the length of its epochs, the epochs before
+    this `fit` are not counted.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.step = self._epoch_start = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        steps_per_epoch = (self.params or {}).get("steps")
+        self._epoch_start = self.step = epoch * steps_per_epoch if steps_per_epoch else self.step
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step = self._epoch_start + batch + 1  # the last step of the compiled call
+
+
+class StopOnNonFiniteLoss(_StepCounter):
     """Stops training at the first step whose loss is NaN or infinite and says which
     step it was (`stopped_at`, also printed). With `steps_per_execution` k, Keras
     reports every k steps: `stopped_at` is then the last step of the call in which
-    the loss turned non-finite.
+    the loss turned non-finite. Steps are counted from the batches of `fit`, skipped
+    ones (loss-scale overflow) included.
 
     Example:
 
@@ -268,15 +290,16 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         self.stopped_at: int | None = None
 
     def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
         loss = (logs or {}).get("loss")
         if loss is None or np.isfinite(float(loss)):
             return
-        self.stopped_at = int(self.model.optimizer.iterations.numpy())
+        self.stopped_at = self.step
         print(f"Non-finite loss ({float(loss)}) by step {self.stopped_at}: training stopped.")
         self.model.stop_training = True
 
 
-class TrainingLogger(keras.callbacks.Callback):
+class TrainingLogger(_StepCounter):
     """Writes the training metrics to TensorBoard every `every_steps` steps, against
     the training step, and keeps the loss of each write in `history`.
 
@@ -285,7 +308,8 @@ class TrainingLogger(keras.callbacks.Callback):
     mean over the steps since the last write, for the other metrics (Lambda_hat's
     minimum and maximum) their latest value, and the learning rate; for a model with
     a Lambda_hat (`ContrastiveModel.concentration`), each dimension of it
-    (`lambda_hat/0`, `lambda_hat/1`, ...) and their histogram (`lambda_hat`).
+    (`lambda_hat/0`, `lambda_hat/1`, ...) and their histogram (`lambda_hat`). Steps
+    are counted from the batches of `fit`, as `EvaluationCallback` counts them.
 
     Keras reports the metrics once per call of the compiled step: with
     `steps_per_execution` k, a write falls on the first report at or after each
@@ -326,18 +350,18 @@ class TrainingLogger(keras.callbacks.Callback):
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
         self._writer = None
-        self._epoch_start = self._reported = self._written_count = 0
+        self._written_count = 0
         self._written: dict[str, float] = {}
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_start = self._reported = int(self.model.optimizer.iterations.numpy())
+        super().on_epoch_begin(epoch, logs)
         self._written_count, self._written = 0, {}
 
     def on_train_batch_end(self, batch, logs=None):
-        count = batch + 1  # steps into the epoch (the last of the call)
-        step = self._epoch_start + count
-        crossed = step // self.every_steps > self._reported // self.every_steps
-        self._reported = step
+        reported = self.step
+        super().on_train_batch_end(batch, logs)
+        count, step = batch + 1, self.step  # steps into the epoch and in all
+        crossed = step // self.every_steps > reported // self.every_steps
         if not crossed or not logs:
             return
         latest = {name: float(np.asarray(value).reshape(-1)[0]) for name, value in logs.items()}

@@ -6,9 +6,11 @@ import json
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
+    StopOnNonFiniteLoss,
     TrainingLogger,
     check_targets,
     parse_targets,
@@ -41,6 +43,9 @@ def test_parse_targets():
     assert parse_targets("") == {}
     with pytest.raises(ValueError, match="stop_at"):
         parse_targets("mcc>0.9")
+    for target in ("mcc=nan", "mcc=inf", "mcc=-inf"):  # never reached, or at once
+        with pytest.raises(ValueError, match=f"finite numbers; got '{target}'"):
+            parse_targets(f"linear_r2=0.9,{target}")
 
 
 def test_training_stops_at_the_first_evaluation_reaching_every_target():
@@ -193,3 +198,25 @@ def test_the_training_logger_writes_the_mean_loss_of_the_steps_since_its_last_wr
     )
     with pytest.raises(ValueError, match="every_steps"):
         TrainingLogger(every_steps=0)
+
+
+def test_the_callbacks_count_the_steps_a_loss_scale_optimizer_skips():
+    # A loss scale that overflows at every step: the LossScaleOptimizer skips them all
+    # and its `iterations` stays 0, but each is a step of the run, as Backup counts it.
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1), 2.0**127)
+    model.compile(optimizer, "mse")
+    rows = np.full((8, 2), 100.0, "float32")
+    rows[3] = np.nan  # the 4th batch: step 6 of a fit resumed at epoch 1 of 2 steps
+    data = tf.data.Dataset.from_tensor_slices((rows, rows[:, :1])).batch(1).repeat()
+    callbacks = [
+        StopOnNonFiniteLoss(),
+        TrainingLogger(every_steps=1),
+        EvaluationCallback(RisingScores(), steps_per_epoch=2),
+    ]
+    model.fit(data, steps_per_epoch=2, epochs=4, initial_epoch=1, callbacks=callbacks, verbose=0)
+    assert int(model.optimizer.iterations) == 0
+    stop, logger, evaluation = callbacks
+    assert stop.stopped_at == logger.step == 6
+    assert [point["step"] for point in logger.history] == [3, 4, 5, 6]
+    assert [point["step"] for point in evaluation.history] == [4]

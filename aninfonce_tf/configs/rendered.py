@@ -1,0 +1,261 @@
+"""Rendered images with known latents (`aninfonce_tf.data.rendered`): pairs made by
+SimCLR's augmentations of one render, by the anisotropic conditional on the latents,
+or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
+accuracy at the backbone and at the projector (`evaluation.latents`).
+
+The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
+8 %: the object covers 2.5-6.2 % of it, so a crop of 8-100 % left it wholly out of
+7.5 % of views and kept 90 % of it in both views of only 48 % of pairs; at 40 % no
+view lost it, and both views kept 90 % of it in 86 % of pairs (4,000 32-pixel views
+of `SimCLRAugment` crop boxes against the object's area-equivalent disk,
+2026-11-27). A pair without the object teaches only the background.
+
+Example:
+
+>>> config = dataclasses.replace(PRESETS["latent"], concentration="100,100,100,5,5,5")
+>>> pairs(config).concentration_values.tolist()
+[100.0, 100.0, 100.0, 5.0, 5.0, 5.0]
+>>> pairs(PRESETS["quick"]).augmentation.crop_scale
+(0.4, 1.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from aninfonce_tf import plots
+from aninfonce_tf.config import RunConfig, option, split_list
+from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.rendered import (
+    CONTINUOUS,
+    DEFAULT_CONCENTRATION,
+    LATENT_NAMES,
+    PAIR_CONDITIONALS,
+    PAIR_MODES,
+    RenderedPairs,
+)
+from aninfonce_tf.encoders import small_cnn
+from aninfonce_tf.evaluation.latents import LatentEvaluator
+from aninfonce_tf.experiment import Experiment
+from aninfonce_tf.layers import projection_head
+
+# The smallest crop area of the augment presets (see the module's docstring).
+AUGMENT_CROP_SCALE = 0.4
+
+
+@dataclasses.dataclass
+class RenderedConfig(RunConfig):
+    """Every hyperparameter of the rendered-images experiment (see `RunConfig` for the
+    shared ones)."""
+
+    mode: str = option("augment", "how a positive pair is made (RenderedPairs)", PAIR_MODES)
+    size: int = option(32, "side of the renders and of the views, in pixels (at least 19)")
+    concentration: str = option(
+        "",
+        "latent, spike-slab: Lambda of the conditional per continuous latent, "
+        f"{len(CONTINUOUS)} comma-separated values in the order {','.join(CONTINUOUS)}, in "
+        "units where each latent's range is 2 wide (empty: "
+        + ",".join(f"{DEFAULT_CONCENTRATION[name]:g}" for name in CONTINUOUS)
+        + ")",
+    )
+    conditional: str = option(
+        "normal", "latent, spike-slab: the conditional z+ | z", PAIR_CONDITIONALS
+    )
+    change_probability: str = option(
+        "0.5",
+        "spike-slab: probability that a latent changes in a pair, one value or "
+        f"{len(CONTINUOUS)} comma-separated in the order of --concentration",
+    )
+    crop_min_scale: float = option(
+        AUGMENT_CROP_SCALE, "augment: smallest crop area, a fraction of the image (SimCLR: 0.08)"
+    )
+    jitter_strength: float = option(
+        0.5,
+        "augment: colour jitter strength s (brightness, contrast, saturation 0.8 s, hue "
+        "0.2 s; SimCLR's CIFAR10 views: 0.5)",
+    )
+    encoder_filters: str = option("32,64", "the CNN's stride-2 convolution widths")
+    features: int = option(128, "backbone features")
+    projector_units: str = option("256,16", "projection head widths, the last its output")
+    eval_size: int = option(
+        2000, "held-out renders: the probes fit on half, tune on a quarter, are scored on a quarter"
+    )
+    readout_size: int = option(1000, "augment: augmented views the augmentation readout reads")
+    nonlinear: bool = option(True, "also the kernel-ridge R^2 of every latent")
+
+    def validate(self) -> None:
+        """`RunConfig.validate`, then the fields of the pairs (`pairs`)."""
+        super().validate()
+        pairs(self)
+
+
+def _numbers(config: RenderedConfig, field: str) -> list[float]:
+    try:
+        return split_list(getattr(config, field), float)
+    except ValueError:
+        raise ValueError(
+            f"`{field}` must be comma-separated numbers; got {getattr(config, field)!r}."
+        ) from None
+
+
+def pairs(config: RenderedConfig) -> RenderedPairs:
+    """The pair source of `config`.
+
+    Raises:
+        ValueError: naming the field whose value it cannot take.
+    """
+    concentration = _numbers(config, "concentration") or dict(DEFAULT_CONCENTRATION)
+    change = _numbers(config, "change_probability")
+    strength = config.jitter_strength
+    if not 0 <= strength <= 1.25:
+        raise ValueError(f"`jitter_strength` must lie in [0, 1.25]; got {strength}.")
+    if not 0 < config.crop_min_scale <= 1:
+        raise ValueError(f"`crop_min_scale` must lie in (0, 1]; got {config.crop_min_scale}.")
+    augment = SimCLRAugment(
+        image_size=config.size,
+        crop_scale=(config.crop_min_scale, 1.0),
+        brightness=0.8 * strength,
+        contrast=0.8 * strength,
+        saturation=0.8 * strength,
+        hue=0.2 * strength,
+    )
+    return RenderedPairs(
+        mode=config.mode,
+        size=config.size,
+        augment=augment,
+        concentration=concentration,
+        conditional=config.conditional,
+        change_probability=change,
+    )
+
+
+def table_columns(source: RenderedPairs) -> tuple[str, ...]:
+    """At each level: the linear R^2 of each block, the shape accuracy and, of
+    augmented pairs, the augmentation readout."""
+    scores = [f"block_linear_r2/{b}" for b, members in source.blocks().items() if members]
+    scores.append("shape_accuracy")
+    if source.mode == "augment":
+        scores.append("augmentation_readout")
+    return tuple(f"{level}/{score}" for level in LatentEvaluator.LEVELS for score in scores)
+
+
+def build(config: RenderedConfig) -> Experiment:
+    """Rendered pairs, the small CNN with its projector, and the latent evaluator (of a
+    config that `validate` accepts)."""
+    source = pairs(config)
+    images, latents = source.evaluation_set(config.eval_size, seed=config.seed + 10_000)
+    views, view_params = (
+        source.readout_set(config.readout_size, seed=config.seed + 20_000)
+        if config.mode == "augment"
+        else (None, None)
+    )
+    evaluator = LatentEvaluator(
+        images, latents, source.blocks(), views, view_params, nonlinear=config.nonlinear
+    )
+    # The conditional's Lambda, of the pairs drawn from it.
+    concentration = None if config.mode == "augment" else source.concentration_values
+    units = split_list(config.projector_units, int)
+    filters = split_list(config.encoder_filters, int)
+    shape = (source.view_size, source.view_size, 3)
+    columns = table_columns(source)
+
+    def train_data(start: int):
+        return source.dataset(config.batch_size, seed=config.seed, start=start)
+
+    def figures(results: dict, run_dir: Path, title: str = "") -> list[Path]:
+        batch = source.sample_pairs(12, seed=[config.seed, 0])
+        paths = [
+            plots.plot_image_grid(
+                [batch["view1"], batch["view2"]],
+                Path(run_dir) / "positive_pairs.png",
+                row_titles=[f"positive pairs ({config.mode}): first view", "second view"],
+            )
+        ]
+        scored = {name: r for name, r in results.items() if "backbone" in r}
+        if scored:
+            levels = LatentEvaluator.LEVELS
+            paths.append(
+                plots.plot_latent_r2_levels(
+                    {lvl: {n: r[lvl]["linear_r2"] for n, r in scored.items()} for lvl in levels},
+                    CONTINUOUS,
+                    Path(run_dir) / "latent_r2.png",
+                    concentration=concentration,
+                    accuracy={
+                        lvl: {n: r[lvl]["shape_accuracy"] for n, r in scored.items()}
+                        for lvl in levels
+                    },
+                    title=title,
+                )
+            )
+        learned = {name: r["lambda_hat"] for name, r in results.items() if "lambda_hat" in r}
+        if learned:
+            paths.append(
+                plots.plot_lambda_hat_dimensions(
+                    learned, Path(run_dir) / "lambda_hat.png", concentration, title=title
+                )
+            )
+        return paths
+
+    metadata = {
+        "mode": config.mode,
+        "latents": list(LATENT_NAMES),
+        "continuous_latents": list(CONTINUOUS),
+        "blocks": {block: list(members) for block, members in source.blocks().items()},
+    }
+    if config.mode == "augment":
+        metadata["augmentation"] = dataclasses.asdict(source.augmentation)
+    else:
+        metadata["true_concentration"] = concentration.tolist()
+        if config.mode == "spike-slab":
+            metadata["change_probability"] = source.change_values.tolist()
+    return Experiment(
+        train_data=train_data,
+        encoder=lambda: small_cnn(shape, config.features, filters),
+        projector=lambda: projection_head(units[:-1], units[-1]),
+        evaluators=[evaluator],
+        curve_keys=columns,
+        table_columns=columns,
+        metadata=metadata,
+        plots=figures,
+    )
+
+
+QUICK = RenderedConfig(
+    mode="augment",
+    batch_size=256,
+    steps=2000,
+    eval_every=500,
+    learning_rate=1e-3,
+)
+PRESETS = {
+    # SimCLR's views of one render (crops of 40-100 %, flips, jitter s 0.5 with p 0.8,
+    # grayscale p 0.2) on 32-pixel renders.
+    "quick": QUICK,
+    # The theory's setting: x, y and scale move little (Lambda 100), rotation and both
+    # hues a lot (Lambda 5), shape is kept.
+    "latent": dataclasses.replace(QUICK, mode="latent"),
+    # As `latent`, but each latent changes only in half of the pairs.
+    "spike-slab": dataclasses.replace(QUICK, mode="spike-slab"),
+}
+SMOKE = dict(
+    size=24,
+    steps=20,
+    eval_every=10,
+    batch_size=32,
+    encoder_filters="8,16",
+    features=32,
+    projector_units="32,8",
+    eval_size=240,
+    readout_size=96,
+)
+
+__all__ = [
+    "AUGMENT_CROP_SCALE",
+    "PRESETS",
+    "SMOKE",
+    "RenderedConfig",
+    "build",
+    "pairs",
+    "table_columns",
+]
