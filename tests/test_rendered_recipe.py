@@ -86,7 +86,10 @@ def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
         (dict(conditional="cauchy"), "conditional"),
         (dict(crop_min_scale=0.0), "crop_min_scale"),
         (dict(jitter_strength=2.0), "jitter_strength"),
-        (dict(size=4), "size"),
+        (dict(size=16), "size"),
+        (dict(encoder_filters="8,x"), "encoder_filters"),
+        (dict(projector_units=""), "projector_units"),
+        (dict(eval_size=50), "eval_size"),
     ],
 )
 def test_bad_fields_stop_the_run_naming_them_before_anything_is_written(overrides, field, tmp_path):

@@ -85,14 +85,25 @@ class RenderedConfig(RunConfig):
     nonlinear: bool = option(True, "also the kernel-ridge R^2 of every latent")
 
     def validate(self) -> None:
-        """`RunConfig.validate`, then the fields of the pairs (`pairs`)."""
+        """`RunConfig.validate`, then this experiment's own fields."""
         super().validate()
         pairs(self)
+        for field in ("encoder_filters", "projector_units"):
+            widths = _numbers(self, field, int)
+            if not widths or min(widths) < 1:
+                raise ValueError(
+                    f"`{field}` must be positive widths; got {getattr(self, field)!r}."
+                )
+        if self.eval_size < 100:
+            raise ValueError(
+                f"`eval_size` must be at least 100 (a quarter scores the probes); got "
+                f"{self.eval_size}."
+            )
 
 
-def _numbers(config: RenderedConfig, field: str) -> list[float]:
+def _numbers(config: RenderedConfig, field: str, kind: type = float) -> list:
     try:
-        return split_list(getattr(config, field), float)
+        return split_list(getattr(config, field), kind)
     except ValueError:
         raise ValueError(
             f"`{field}` must be comma-separated numbers; got {getattr(config, field)!r}."
@@ -107,6 +118,10 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
     """
     concentration = _numbers(config, "concentration") or dict(DEFAULT_CONCENTRATION)
     change = _numbers(config, "change_probability")
+    if config.size < 19:
+        raise ValueError(
+            f"`size` must be at least 19 (the object then stays inside); got {config.size}."
+        )
     strength = config.jitter_strength
     if not 0 <= strength <= 1.25:
         raise ValueError(f"`jitter_strength` must lie in [0, 1.25]; got {strength}.")
