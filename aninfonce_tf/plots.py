@@ -302,14 +302,25 @@ def plot_lambda_hat_dimensions(
         for index, value in enumerate(sorted(set(np.asarray(true_concentration, "float64")))):
             label = "true Λ of the latents" if index == 0 else None
             axis.axhline(value, color="gray", ls="--", lw=1, label=label)
+            axis.annotate(
+                f"Λ = {value:g}",
+                (0.99, value),
+                xycoords=("axes fraction", "data"),
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color="gray",
+            )
     axis.set(
         yscale="log",
         xlabel="output dimension, by its learned concentration",
         ylabel=LEARNED,
         title=_title("Learned concentration per output dimension", title),
     )
-    for formatter in (axis.yaxis.set_major_formatter, axis.yaxis.set_minor_formatter):
-        formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    # Plain numbers; the minor ticks labelled over less than about a decade.
+    labels = matplotlib.ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5))
+    axis.yaxis.set_major_formatter(labels)
+    axis.yaxis.set_minor_formatter(labels)
     axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)

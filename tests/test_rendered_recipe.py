@@ -148,7 +148,7 @@ def test_in_the_theorys_setting_aninfonce_keeps_the_style_latents_that_infonce_d
     """Pairs from the conditional (x, y, scale at Lambda 100; rotation and both hues at
     5), 300 steps at 24 pixels. Style block R^2 (AnInfoNCE / InfoNCE), seeds 0 and 1:
     projector 0.42 / 0.01 and 0.30 / -0.01, backbone 0.54 / 0.35 and 0.43 / 0.23
-    (50-55 s each on the busy 2-core CPU, 30 s of CPU time; 2026-11-27)."""
+    (26-55 s each on the busy 2-core CPU, 30 s of CPU time; 2026-11-27)."""
     config = dataclasses.replace(
         rendered.PRESETS["latent"],
         size=24,
