@@ -61,4 +61,13 @@ def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
     return r2_score(targets[test_rows], predicted, multioutput="raw_values")
 
 
-__all__ = ["RIDGE_ALPHAS", "batched_features", "ridge_r2"]
+def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
+    """Features of `images` at the backbone output (`level` "backbone") or at the
+    projector output before Lambda_hat (any other level), in batches."""
+    if level == "backbone":
+        return batched_features(model, images, batch_size)
+    return batched_features(lambda batch: model.embed(batch, scaled=False), images, batch_size)
+
+
+__all__ = ["RIDGE_ALPHAS", "batched_features", "level_features", "ridge_r2"]
+

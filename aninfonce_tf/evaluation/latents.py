@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.rendered import LATENTS, Latent
-from aninfonce_tf.evaluation.features import batched_features, ridge_r2
+from aninfonce_tf.evaluation.features import level_features, ridge_r2
 from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
@@ -228,11 +228,7 @@ class LatentEvaluator:
         self.blas_threads = blas_threads
 
     def _features(self, model, images, level: str) -> np.ndarray:
-        if level == "backbone":
-            return batched_features(model, images, self.batch_size)
-        return batched_features(
-            lambda batch: model.embed(batch, scaled=False), images, self.batch_size
-        )
+        return level_features(model, images, level, self.batch_size)
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,

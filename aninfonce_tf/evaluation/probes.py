@@ -66,7 +66,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.augment import JITTER_OPS
-from aninfonce_tf.evaluation.features import batched_features, ridge_r2
+from aninfonce_tf.evaluation.features import level_features, ridge_r2
 
 # The logistic probes' inverse L2 penalties, chosen by FOLDS-fold cross-validation.
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -318,11 +318,7 @@ class ImageProbeEvaluator:
         self.blas_threads = blas_threads
 
     def _features(self, model, images, level: str) -> np.ndarray:
-        if level == "backbone":
-            return batched_features(model, images, self.batch_size)
-        return batched_features(
-            lambda batch: model.embed(batch, scaled=False), images, self.batch_size
-        )
+        return level_features(model, images, level, self.batch_size)
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """`<level>/<score>` for each of `SCORES` (the per-target readouts are
