@@ -70,4 +70,3 @@ def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
 
 
 __all__ = ["RIDGE_ALPHAS", "batched_features", "level_features", "ridge_r2"]
-
