@@ -307,6 +307,7 @@ def parse_config(
     argv=None,
     description: str = "",
     smoke: dict | None = None,
+    parents: typing.Sequence[argparse.ArgumentParser] = (),
 ) -> tuple[RunConfig, argparse.Namespace]:
     """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
     `--seeds 0,1,2` and a `--field value` override of every field of the presets'
@@ -322,6 +323,8 @@ def parse_config(
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description.
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
+        parents: parsers (made with `add_help=False`) of a recipe's own flags,
+            shown by `--help` and parsed into `options`.
 
     Returns:
         `(config, options)`; `options` has `preset`, `out`, `seeds` (a list of
@@ -342,7 +345,7 @@ def parse_config(
         preset = dataclasses.replace(preset, **smoke)
     parser = argparse.ArgumentParser(
         description=description,
-        parents=[choice],
+        parents=[choice, *parents],
         formatter_class=_DefaultsHelpFormatter,
         allow_abbrev=False,
     )

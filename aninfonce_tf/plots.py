@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.lines  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -28,6 +29,9 @@ LABELS = {
     "lambda_relative_error": "mean relative error of the learned Λ",
     "class_accuracy": "class accuracy (linear probe)",
     "augmentation_readout": "augmentation readout (chance 0.5)",
+    "block_linear_r2/style": "linear R², style latents",
+    "block_linear_r2/content": "linear R², content latents",
+    "shape_accuracy": "shape accuracy (linear probe)",
 }
 LEARNED = r"learned concentration $\hat{\Lambda}$"
 
@@ -39,10 +43,15 @@ def score_label(key: str) -> str:
 
     >>> score_label("block_r2/low"), score_label("backbone/knn_k20_accuracy")
     ('linear R², low-concentration latents', 'backbone: kNN accuracy, k = 20')
+    >>> score_label("projector/block_linear_r2/style")
+    'projector: linear R², style latents'
     """
-    if key in LABELS:
-        return LABELS[key]
-    *outer, name = key.split("/")
+    parts = key.split("/")
+    # The longest listed ending names the score; the parts before it its level.
+    start = next(
+        (i for i in range(len(parts)) if "/".join(parts[i:]) in LABELS), len(parts) - 1
+    )
+    outer, name = parts[:start], "/".join(parts[start:])
     knn = re.fullmatch(r"knn_k(\d+)_accuracy", name)
     words = f"kNN accuracy, k = {knn.group(1)}" if knn else LABELS.get(name, name.replace("_", " "))
     return f"{'/'.join(outer)}: {words}" if outer else words
@@ -324,4 +333,60 @@ def plot_lambda_hat_dimensions(
     axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axis.grid(alpha=0.3, which="both")
     axis.legend(fontsize=8)
+    return _save(figure, path)
+
+
+def plot_tradeoff(
+    cells: Sequence[dict],
+    panels: Sequence[tuple[str, str]],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """A sweep's trade-off (`aninfonce_tf.sweep.run_grid`): one panel per
+    `(x score, y score)` pair, a point per cell and loss variant at the scores' means
+    over its seeds, with +- 1 sd bars where there are several, labelled by the cell's
+    values, points of one cell joined by a thin line.
+
+    Args:
+        cells: `run_grid`'s list of `{"values", "summary"}`.
+        panels: `(x score, y score)` per panel.
+        path: the PNG to write.
+        title: what the sweep is (preset, steps).
+    """
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
+    variants = list(dict.fromkeys(v for cell in cells for v in cell["summary"]["variants"]))
+    colours = {v: f"C{i}" for i, v in enumerate(variants)}
+    for axis, (x_score, y_score) in zip(axes[0], panels, strict=True):
+        for cell in cells:
+            points = []
+            for variant, entries in cell["summary"]["variants"].items():
+                x, y = entries.get(x_score), entries.get(y_score)
+                if not x or not y or x["mean"] is None or y["mean"] is None:
+                    continue
+                points.append((x["mean"], y["mean"]))
+                axis.errorbar(
+                    x["mean"],
+                    y["mean"],
+                    xerr=x["sd"] or 0,
+                    yerr=y["sd"] or 0,
+                    fmt="o",
+                    color=colours[variant],
+                    ms=5 if x["n"] > 1 else 3,
+                    capsize=2,
+                )
+            if points:
+                axis.plot(*np.transpose(points), color="gray", lw=0.5, alpha=0.6)
+                label = ", ".join(f"{value:g}" for value in cell["values"].values())
+                axis.annotate(
+                    label, points[0], fontsize=6, xytext=(3, 3), textcoords="offset points"
+                )
+        axis.set(xlabel=score_label(x_score), ylabel=score_label(y_score))
+        axis.grid(alpha=0.3)
+    handles = [
+        matplotlib.lines.Line2D([], [], marker="o", ls="", color=colours[v], label=variant_label(v))
+        for v in variants
+    ]
+    fields = ", ".join(cells[0]["values"]) if cells else ""
+    axes[0][0].legend(handles=handles, fontsize=8, title=f"points: ({fields})", title_fontsize=7)
+    figure.suptitle(_title("Trade-off across augmentation strengths (mean ± sd over seeds)", title))
     return _save(figure, path)

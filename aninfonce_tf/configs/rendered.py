@@ -254,6 +254,10 @@ PRESETS = {
     # As `latent`, but each latent changes only in half of the pairs.
     "spike-slab": dataclasses.replace(QUICK, mode="spike-slab"),
 }
+# The trade-off map (recipes/rendered_sweep.py): SimCLR's views from weak to strong,
+# the smallest crop area by the colour-jitter strength s, each cell a shorter `quick`.
+SWEEP_GRID = {"crop_min_scale": [0.9, 0.5, 0.2], "jitter_strength": [0.0, 0.5, 1.0]}
+SWEEP = dataclasses.replace(QUICK, steps=500, eval_every=500, nonlinear=False)
 SMOKE = dict(
     size=24,
     steps=20,
@@ -270,6 +274,8 @@ __all__ = [
     "AUGMENT_CROP_SCALE",
     "PRESETS",
     "SMOKE",
+    "SWEEP",
+    "SWEEP_GRID",
     "RenderedConfig",
     "build",
     "pairs",

@@ -1,0 +1,143 @@
+"""A grid of runs: two or more config fields swept over their values, several seeds
+per cell (more at the grid's corners, where an interval matters most), each cell a
+`run_seeds` that resumes like any run, and the trade-off between two scores across
+the grid as a table.
+
+Example:
+
+>>> cells = grid_cells({"crop_min_scale": [0.2, 0.5, 0.9], "jitter_strength": [0.0, 1.0]},
+...                    seeds=[0], corner_seeds=[0, 1, 2])
+>>> [(cell_name(values), seeds) for values, seeds in cells][:3]
+[('crop_min_scale=0.2,jitter_strength=0', [0, 1, 2]), \
+('crop_min_scale=0.2,jitter_strength=1', [0, 1, 2]), \
+('crop_min_scale=0.5,jitter_strength=0', [0])]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from aninfonce_tf import distribute
+from aninfonce_tf.checkpoints import write_json
+from aninfonce_tf.config import RunConfig
+from aninfonce_tf.experiment import Experiment, run_seeds
+from aninfonce_tf.plots import variant_label
+
+
+def grid_cells(
+    grid: Mapping[str, Sequence], seeds: Sequence[int], corner_seeds: Sequence[int]
+) -> list[tuple[dict, list[int]]]:
+    """Every combination of the `grid`'s values (the first field varying slowest),
+    each with its seeds: `corner_seeds` where every field sits at its first or last
+    value, `seeds` elsewhere.
+
+    Raises:
+        ValueError: for an empty grid, a field without values, or no seeds.
+    """
+    if not grid or any(len(values) == 0 for values in grid.values()):
+        raise ValueError(f"`grid` must give each field at least one value; got {dict(grid)!r}.")
+    if not seeds or not corner_seeds:
+        raise ValueError("`seeds` and `corner_seeds` must each name at least one seed.")
+    cells = []
+    for combination in itertools.product(*grid.values()):
+        values = dict(zip(grid, combination, strict=True))
+        corner = all(
+            value in (options[0], options[-1])
+            for value, options in zip(combination, grid.values(), strict=True)
+        )
+        cells.append((values, list(corner_seeds if corner else seeds)))
+    return cells
+
+
+def cell_name(values: Mapping[str, object]) -> str:
+    """The directory name of a cell: `field=value,...` (numbers in `%g`)."""
+    return ",".join(f"{field}={_text(value)}" for field, value in values.items())
+
+
+def _text(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def run_grid(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    grid: Mapping[str, Sequence],
+    seeds: Sequence[int] = (0,),
+    corner_seeds: Sequence[int] = (0, 1, 2),
+    **labels,
+) -> list[dict]:
+    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
+    then `run_dir/grid.json`: a list of `{"cell", "values", "summary"}`.
+
+    Rerun, every finished seed and variant is skipped and an interrupted one
+    resumes, so a killed sweep continues where it stopped.
+
+    Args:
+        config: the config every cell starts from.
+        build: `config -> Experiment`.
+        run_dir: the sweep's directory.
+        grid: `{field: values}` of `config`'s fields.
+        seeds: the seeds of the inner cells.
+        corner_seeds: the seeds of the corner cells.
+        **labels: `preset` and `smoke`, as for `run_seeds`.
+
+    Raises:
+        ValueError: for a field `config` does not have, or a grid `grid_cells` refuses.
+    """
+    known = {field.name for field in dataclasses.fields(config)}
+    unknown = sorted(set(grid) - known)
+    if unknown:
+        raise ValueError(f"`grid` names fields the config does not have: {unknown}.")
+    cells = []
+    for values, cell_seeds in grid_cells(grid, seeds, corner_seeds):
+        name = cell_name(values)
+        print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
+        cell_config = dataclasses.replace(config, **values)
+        summary = run_seeds(cell_config, build, run_dir / name, cell_seeds, **labels)
+        cells.append({"cell": name, "values": values, "summary": summary})
+    if distribute.is_chief(distribute.get_strategy(config.strategy, config.tpu)):
+        write_json(run_dir / "grid.json", cells)
+    return cells
+
+
+def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
+    """A Markdown table of a `run_grid` result: a row per cell and variant, the
+    mean +- sd (n seeds) of each of `scores`.
+
+    Example:
+
+    >>> entry = lambda mean, sd: {"mean": mean, "sd": sd, "n": 3}
+    >>> cells = [{"values": {"s": 0.5}, "summary": {"variants": {"aninfonce": {
+    ...     "acc": entry(0.8, 0.01), "r2": entry(0.4, None)}}}}]
+    >>> print(tradeoff_table(cells, ["acc", "r2"]))
+    | s | loss | acc | r2 | seeds |
+    |---|---|---|---|---|
+    | 0.5 | AnInfoNCE | 0.800 ± 0.010 | 0.400 | 3 |
+    """
+    fields = list(cells[0]["values"]) if cells else []
+    lines = [
+        "| " + " | ".join([*fields, "loss", *scores, "seeds"]) + " |",
+        "|" + "---|" * (len(fields) + len(scores) + 2),
+    ]
+    for cell in cells:
+        for variant, entries in cell["summary"]["variants"].items():
+            row = [_text(cell["values"][field]) for field in fields]
+            row.append(variant_label(variant))
+            n = 0
+            for score in scores:
+                entry = entries.get(score)
+                if entry is None or entry["mean"] is None:
+                    row.append("-")
+                    continue
+                n = max(n, entry["n"])
+                sd = f" ± {entry['sd']:.3f}" if entry["sd"] is not None else ""
+                row.append(f"{entry['mean']:.3f}{sd}")
+            lines.append("| " + " | ".join([*row, str(n)]) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["cell_name", "grid_cells", "run_grid", "tradeoff_table"]
