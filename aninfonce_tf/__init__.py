@@ -31,6 +31,7 @@ Evaluation during `fit`:
     IdentifiabilityEvaluator: R^2, MCC and Lambda_hat against known latents.
     ImageProbeEvaluator: class probes and augmentation readout on frozen features.
     StopOnNonFiniteLoss: stops at the first NaN or infinite loss, naming the step.
+    TrainingLogger: the training metrics and Lambda_hat to TensorBoard every N steps.
 
 Submodules: `ops` (pure functions), `losses`, `layers`, `models`, `encoders`, `data`
 (synthetic latents, augmentations, datasets), `evaluation` (metrics, probes, callbacks),
@@ -46,7 +47,11 @@ Example:
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import mlp_encoder, resnet18_cifar, resnet50, small_cnn
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    StopOnNonFiniteLoss,
+    TrainingLogger,
+)
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
@@ -69,6 +74,7 @@ __all__ = [
     "SimCLRAugment",
     "SphereNormalization",
     "StopOnNonFiniteLoss",
+    "TrainingLogger",
     "augment_pairs",
     "export_encoder",
     "mlp_encoder",

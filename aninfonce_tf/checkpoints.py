@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -262,6 +263,29 @@ class Backup(keras.callbacks.Callback):
             old.unlink()
 
 
+def remove_backup(backups: str | Path, name: str) -> None:
+    """Deletes the backup `backups/name` (a `Backup`'s directory), and `backups` too once
+    it holds no other, so that a finished run leaves no empty directory.
+
+    Example:
+
+    >>> import tempfile
+    >>> backups = Path(tempfile.mkdtemp()) / "backup"
+    >>> for name in ("a", "b"):
+    ...     (backups / name).mkdir(parents=True)
+    >>> remove_backup(backups, "a")
+    >>> sorted(path.name for path in backups.iterdir())
+    ['b']
+    >>> remove_backup(backups, "b")
+    >>> backups.exists()
+    False
+    """
+    backups = Path(backups)
+    shutil.rmtree(backups / name, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another variant's backup is left, or there was none
+        backups.rmdir()
+
+
 def _read_checkpoint(path: Path) -> dict:
     """The logs stored in a checkpoint, after reading every array in it."""
     with h5py.File(path, "r") as file:
@@ -277,4 +301,4 @@ def _is_number(value) -> bool:
     return True
 
 
-__all__ = ["Backup", "read_json", "replace_atomically", "write_json"]
+__all__ = ["Backup", "read_json", "remove_backup", "replace_atomically", "write_json"]

@@ -230,6 +230,11 @@ class RunConfig:
                 f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
                 f"({self.eval_every})."
             )
+        if not 0 <= self.warmup_steps < self.steps:
+            raise ValueError(
+                f"`warmup_steps` ({self.warmup_steps}) must be 0 or fewer than `steps` "
+                f"({self.steps}): the learning rate would never reach its peak nor decay."
+            )
         if self.log_every < 1:
             raise ValueError(f"`log_every` must be positive; got {self.log_every}.")
         if self.steps_per_execution < 1 or self.eval_every % self.steps_per_execution:
@@ -292,6 +297,16 @@ class RunConfig:
             except ValueError as error:
                 raise ValueError(f"The loss variant {name!r} cannot be built: {error}") from None
 
+    def resolved(self) -> RunConfig:
+        """This config with the fields that other fields set filled in: none here; a
+        subclass may have rules (the image configs set `steps` from `epochs` and the
+        batch size, ...). `run` and `parse_config` (after the command line) resolve.
+
+        Raises:
+            ValueError: for a field given a value that contradicts its rule.
+        """
+        return self
+
     def resume_key(self) -> dict:
         """The fields a resumed run must share with the run it continues."""
         values = dataclasses.asdict(self)
@@ -327,7 +342,8 @@ def parse_config(
             shown by `--help` and parsed into `options`.
 
     Returns:
-        `(config, options)`; `options` has `preset`, `out`, `seeds` (a list of
+        `(config, options)`: the config `resolved()` (the fields other fields set
+        follow the values given); `options` has `preset`, `out`, `seeds` (a list of
         seeds, or None) and `smoke` (False when no smoke overrides are given).
     """
     choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -378,7 +394,10 @@ def parse_config(
         parser.error("--seed and --seeds exclude each other: --seeds sets each run's seed")
     options.smoke = smoke_run
     values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
-    return dataclasses.replace(preset, **values), options
+    try:  # the fields other fields set follow the values given
+        return dataclasses.replace(preset, **values).resolved(), options
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def _scalar_type(hint) -> type:

@@ -31,7 +31,6 @@ import functools
 import json
 import math
 import platform
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from aninfonce_tf import distribute, optimizers, plots
 from aninfonce_tf.checkpoints import (
     Backup,
     read_json,
+    remove_backup,
     replace_atomically,
     replace_directory_atomically,
     write_json,
@@ -453,6 +453,7 @@ def _run(config, build, run_dir, verbose, callbacks, preset, smoke) -> tuple[dic
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     with _as_usage_errors():
+        config = config.resolved()
         config.validate()
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
@@ -481,7 +482,7 @@ def _run(config, build, run_dir, verbose, callbacks, preset, smoke) -> tuple[dic
                     save_variant(model, run_dir / name, input_spec, config.export)
                 _write_results(run_dir, record, results)
         # Kept until the variant's outputs are written: a kill before resumes from it.
-        shutil.rmtree(_work_dir(run_dir, strategy) / "backup" / name, ignore_errors=True)
+        remove_backup(_work_dir(run_dir, strategy) / "backup", name)
     if chief:
         figures = write_plots(results, experiment, run_dir, figure_title(config, preset, smoke))
         steps = max(result["steps"] for result in results.values())

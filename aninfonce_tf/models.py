@@ -133,7 +133,8 @@ def split_views(data):
     if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
         raise ValueError(
             f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
-            f"and {tuple(view2.shape)}."
+            f"and {tuple(view2.shape)} (`fit(x, y)` and `(x, y)` batches are read as the two "
+            "views, not as inputs and targets)."
         )
     return view1, view2
 
@@ -271,6 +272,12 @@ class ContrastiveModel(keras.Model):
             if not self.projector.built:
                 self.projector.build(shape)
             shape = self.projector.compute_output_shape(shape)
+        if len(shape) != 2:
+            source = "encoder" if self.projector is None else "encoder and projector"
+            raise ValueError(
+                f"The embeddings must be [batch, features]; got shape {tuple(shape)} from the "
+                f"{source}: end the encoder with a Flatten or GlobalAveragePooling2D."
+            )
         if self.scaling is not None and not self.scaling.built:
             self.scaling.build(shape)
         self.built = True
@@ -454,6 +461,14 @@ class ContrastiveModel(keras.Model):
 
     def _losses_and_logs(self, data, training):
         view1, view2 = split_views(data)
+        inputs = getattr(self.encoder, "inputs", None)  # known for functional encoders
+        rank = view1.shape.rank
+        if inputs and rank is not None and view1.shape.is_compatible_with(inputs[0].shape[1:]):
+            raise ValueError(
+                f"The views have shape {tuple(view1.shape)} and the encoder takes "
+                f"{tuple(inputs[0].shape)}: each element of the data must be a batch of "
+                "views; batch the dataset (`dataset.batch(batch_size)`)."
+            )
         batch = tf.shape(view1)[0]
         u = self.embed(ops.concatenate([view1, view2], axis=0), training=training, scaled=False)
         z = u if self.scaling is None else self.scaling(u)

@@ -24,7 +24,8 @@ from keras import ops
 
 class _CoupledWeightDecay(keras.optimizers.Optimizer):
     """Momentum with an L2 weight decay added to the gradient, skipped for the
-    variables that `exclude_vectors` and `exclude_names` pick out."""
+    variables that `exclude_vectors`, `exclude_names` and Keras'
+    `exclude_from_weight_decay` pick out."""
 
     def __init__(
         self,
@@ -53,9 +54,13 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
     def excluded(self, variable) -> bool:
         """Whether `variable` (a Keras variable) goes without decay (and, in LARS,
         without layer adaptation): a vector (biases, batch-norm scales and offsets)
-        when `exclude_vectors`, or a variable whose path contains one of `exclude_names`."""
-        return (self.exclude_vectors and len(variable.shape) <= 1) or any(
-            name in variable.path for name in self.exclude_names
+        when `exclude_vectors`, a variable whose path contains one of `exclude_names`,
+        or one that Keras' `exclude_from_weight_decay(var_list, var_names)` names
+        (called before `build`; `var_names` are searched in the variable's name)."""
+        return (
+            (self.exclude_vectors and len(variable.shape) <= 1)
+            or any(name in variable.path for name in self.exclude_names)
+            or not self._use_weight_decay(variable)
         )
 
     def build(self, variables):
@@ -70,13 +75,16 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
     def _apply_weight_decay(self, variables):
         """No decoupled decay: `update_step` adds the L2 term to the gradient."""
 
-    def _decayed_gradient(self, gradient, variable):
-        """`(gradient + weight_decay * variable, whether the variable is excluded)`."""
+    def _step_inputs(self, gradient, variable, learning_rate):
+        """What both updates start from: `(learning_rate, gradient + weight_decay *
+        variable (the gradient alone where excluded), whether the variable is
+        excluded, its momentum buffer)`, in the variable's dtype."""
+        index = self._get_variable_index(variable)
+        excluded = self._exclusions[index]
         gradient = ops.cast(gradient, variable.dtype)
-        excluded = self._exclusions[self._get_variable_index(variable)]
         if self.weight_decay and not excluded:
             gradient = gradient + self.weight_decay * variable
-        return gradient, excluded
+        return ops.cast(learning_rate, variable.dtype), gradient, excluded, self.momentums[index]
 
     def get_config(self):
         config = super().get_config()
@@ -102,8 +110,9 @@ class LARS(_CoupledWeightDecay):
 
     with norms over the whole variable. Excluded variables (vectors: biases and
     batch-norm parameters, by default, as SimCLR's `bias` / `batch_normalization`
-    names and MoCo v3 / MAE's "1-D parameters") get neither the decay nor the
-    ratio: `v <- m * v + lr * g`.
+    names and MoCo v3 / MAE's "1-D parameters"; also those given to Keras'
+    `exclude_from_weight_decay`, which SimCLR's LARS likewise excludes from the
+    adaptation) get neither the decay nor the ratio: `v <- m * v + lr * g`.
 
     Args:
         learning_rate: float or `LearningRateSchedule` (SimCLR: 0.3 x B / 256).
@@ -155,8 +164,9 @@ class LARS(_CoupledWeightDecay):
         self.trust_coefficient = float(trust_coefficient)
 
     def update_step(self, gradient, variable, learning_rate):
-        learning_rate = ops.cast(learning_rate, variable.dtype)
-        gradient, excluded = self._decayed_gradient(gradient, variable)
+        learning_rate, gradient, excluded, velocity = self._step_inputs(
+            gradient, variable, learning_rate
+        )
         if not excluded:
             weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
             gradient_norm = ops.sqrt(ops.sum(ops.square(gradient)))
@@ -167,7 +177,6 @@ class LARS(_CoupledWeightDecay):
                 1.0,
             )
             learning_rate = learning_rate * ops.cast(ratio, variable.dtype)
-        velocity = self.momentums[self._get_variable_index(variable)]
         self.assign(velocity, self.momentum * velocity + learning_rate * gradient)
         self.assign_sub(variable, velocity)
 
@@ -196,7 +205,8 @@ class CoupledSGD(_CoupledWeightDecay):
         weight_decay: coefficient of the L2 term.
         exclude_vectors: no decay on variables of rank <= 1 (PyTorch's default,
             False, decays every parameter).
-        exclude_names: no decay on variables whose path contains one of these.
+        exclude_names: no decay on variables whose path contains one of these
+            (as on those given to Keras' `exclude_from_weight_decay`).
         **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, `name`, ...).
 
     Example (a weight under zero gradient, PyTorch's decay):
@@ -230,9 +240,7 @@ class CoupledSGD(_CoupledWeightDecay):
         )
 
     def update_step(self, gradient, variable, learning_rate):
-        learning_rate = ops.cast(learning_rate, variable.dtype)
-        gradient, _ = self._decayed_gradient(gradient, variable)
-        buffer = self.momentums[self._get_variable_index(variable)]
+        learning_rate, gradient, _, buffer = self._step_inputs(gradient, variable, learning_rate)
         self.assign(buffer, self.momentum * buffer + gradient)
         self.assign_sub(variable, learning_rate * buffer)
 

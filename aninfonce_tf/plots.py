@@ -48,9 +48,7 @@ def score_label(key: str) -> str:
     """
     parts = key.split("/")
     # The longest listed ending names the score; the parts before it its level.
-    start = next(
-        (i for i in range(len(parts)) if "/".join(parts[i:]) in LABELS), len(parts) - 1
-    )
+    start = next((i for i in range(len(parts)) if "/".join(parts[i:]) in LABELS), len(parts) - 1)
     outer, name = parts[:start], "/".join(parts[start:])
     knn = re.fullmatch(r"knn_k(\d+)_accuracy", name)
     words = f"kNN accuracy, k = {knn.group(1)}" if knn else LABELS.get(name, name.replace("_", " "))

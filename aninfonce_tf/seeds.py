@@ -134,11 +134,11 @@ def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
     ...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
     ...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
     ... })))
-    score  variant               mean     sd  n  95% interval
+    score  variant                mean     sd  n  95% interval
     -----  -------------------  ------  -----  -  ----------------
-      mcc  aninfonce             0.850  0.071  2
-      mcc  infonce               0.550  0.071  2
-      mcc  aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]
+    mcc    aninfonce             0.850  0.071  2
+    mcc    infonce               0.550  0.071  2
+    mcc    aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]
     """
     rows = []
     known = dict.fromkeys(s for entries in summary["variants"].values() for s in entries)

@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import AnInfoNCE, ContrastiveModel, DiagonalScaling, InfoNCE, experiment, ops
+from aninfonce_tf import (
+    AnInfoNCE,
+    ContrastiveModel,
+    DiagonalScaling,
+    InfoNCE,
+    SimCLRAugment,
+    augment_pairs,
+    experiment,
+    ops,
+)
 from aninfonce_tf.checkpoints import Backup, read_json
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
@@ -75,6 +84,28 @@ CASES = {
         ValueError,
         "must have rank 2",
     ),
+    "an encoder whose output is not flat": (
+        lambda _: ContrastiveModel(
+            keras.Sequential([keras.Input((6,)), keras.layers.Reshape((2, 3))])
+        ),
+        ValueError,
+        "must be \\[batch, features\\]; got shape \\(None, 2, 3\\) from the encoder: end",
+    ),
+    "a dataset of single views, not batched": (
+        lambda _: _fit_dataset(tf.data.Dataset.from_tensor_slices((X, X))),
+        ValueError,
+        "the encoder takes \\(None, 6\\): each element of the data must be a batch of views",
+    ),
+    "`fit(x, y)` with labels as y": (
+        lambda _: _fit(X, np.arange(8.0)),
+        ValueError,
+        "`fit\\(x, y\\)` and `\\(x, y\\)` batches are read as the two views",
+    ),
+    "float images outside [0, 1] for SimCLRAugment": (
+        lambda _: SimCLRAugment(image_size=4)(np.full((2, 6, 6, 3), 255.0), seed=0),
+        ValueError,
+        "float `images` must lie in \\[0, 1\\] \\(for \\[0, 255\\] pass uint8",
+    ),
     "observations the encoder does not take": (
         lambda _: _fit(X[:, :5], X[:, :5]),
         ValueError,
@@ -113,6 +144,11 @@ CASES = {
         lambda _: _model(scaling=False).compile("adam", loss=AnInfoNCE()),
         ValueError,
         "AnInfoNCE needs",
+    ),
+    "`compile(metrics=[...])` on a ContrastiveModel": (
+        lambda _: _model().compile("adam", metrics=["accuracy"]),
+        ValueError,
+        "`metrics` cannot be used: Keras metrics compare outputs with targets",
     ),
     "a non-positive temperature": (lambda _: InfoNCE(temperature=0.0), ValueError, "temperature"),
     "a NaN or infinite temperature": (
@@ -305,17 +341,61 @@ def _hard_negatives_at_a_temperature(tmp_path, capsys):
     test_ops.test_hard_negatives_weight_beta_times_the_logit_at_any_temperature("cosine", 0.5)
 
 
-def _usage_error(tmp_path, capsys):
-    for flags, message in (
-        (["--generator-draws", "0"], "`generator_draws` must be at least 1"),
-        (["--stop-at", "mcc>0.9"], "`stop_at` must look like"),
-        (["--infonce-temperature", "nan"], "`infonce_temperature` must be a finite number"),
-    ):
+def _augment_seeds(tmp_path, capsys):
+    augment, images = SimCLRAugment(image_size=4), np.zeros((2, 6, 6, 3), "uint8")
+    for seed in (1.5, "7"):
+        with pytest.raises(TypeError, match="`seed` must be an int, a pair of ints or None"):
+            augment(images, seed=seed)
+    for seed in (7, np.int64(7), [7, 0], None):
+        assert augment(images, seed=seed)[0].shape == (2, 4, 4, 3)
+
+
+def _augment_channels(tmp_path, capsys):
+    augment = SimCLRAugment(image_size=4)
+    for channels in (2, 4):
+        with pytest.raises(ValueError, match="`images` must be .* with 3 or 1 channels"):
+            augment(np.zeros((2, 6, 6, channels), "uint8"), seed=0)
+    for channels in (1, 3):
+        assert augment(np.zeros((2, 6, 6, channels), "uint8"), seed=0)[0].shape[-1] == channels
+
+
+def _supervised_pairs(tmp_path, capsys):
+    images = np.zeros((4, 6, 6, 3), "uint8")
+    data = tf.data.Dataset.from_tensor_slices((images, np.arange(4))).batch(2)
+    batch = next(iter(augment_pairs(data, SimCLRAugment(image_size=4))))
+    assert batch["view1"].shape == (2, 4, 4, 3) and batch["label"].numpy().tolist() == [0, 1]
+
+
+def _usage_errors(tmp_path, capsys, cases):
+    for flags, message in cases:
         with pytest.raises(SystemExit) as stop:
             experiment.main(synthetic, ["--smoke", *flags, "--out", str(tmp_path)])
         assert stop.value.code == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error and "Traceback" not in error, error
+
+
+def _usage_error(tmp_path, capsys):
+    _usage_errors(
+        tmp_path,
+        capsys,
+        [
+            (["--generator-draws", "0"], "`generator_draws` must be at least 1"),
+            (["--stop-at", "mcc>0.9"], "`stop_at` must look like"),
+            (["--infonce-temperature", "nan"], "`infonce_temperature` must be a finite number"),
+        ],
+    )
+
+
+def _log_every(tmp_path, capsys):
+    _usage_errors(
+        tmp_path,
+        capsys,
+        [
+            (["--log-every", every], f"`log_every` must be positive; got {every}")
+            for every in ["0", "-5"]
+        ],
+    )
 
 
 # Inputs the package handles without an error, or whose defence is not one exception.
@@ -331,6 +411,10 @@ BEHAVIOURS = {
     "tf.saved_model.load(dir).serve(x) in one line": _saved_model_one_liner,
     "hard negatives at a temperature other than 1": _hard_negatives_at_a_temperature,
     "a usage error on a recipe's command line": _usage_error,
+    "--log-every 0 or negative": _log_every,
+    "a SimCLRAugment seed that is a float or a string": _augment_seeds,
+    "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
+    "`(images, labels)` batches for augment_pairs": _supervised_pairs,
 }
 
 

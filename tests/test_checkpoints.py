@@ -10,8 +10,25 @@ import keras
 import numpy as np
 import pytest
 
-from aninfonce_tf import checkpoints, distribute
+from aninfonce_tf import checkpoints, distribute, experiment
 from aninfonce_tf.checkpoints import Backup, replace_atomically
+from aninfonce_tf.configs import synthetic
+
+# Two variants of 10 steps, a checkpoint every 5, no XLA to compile and no export.
+TINY = synthetic.SyntheticConfig(
+    dim=4,
+    steps=10,
+    eval_every=10,
+    save_every=5,
+    batch_size=32,
+    hidden_units="16",
+    eval_size=128,
+    generator_draws=20,
+    losses="aninfonce,infonce",
+    jit_compile=False,
+    steps_per_execution=1,
+    export=False,
+)
 
 
 class _Weights(keras.callbacks.Callback):
@@ -145,3 +162,41 @@ def test_a_replaced_file_and_then_its_directory_reach_the_disk(tmp_path, monkeyp
     path = replace_atomically(tmp_path / "a.json", lambda temporary: temporary.write_text("1"))
     assert path.read_text() == "1"
     assert synced == [("fsync", False), ("replace", None), ("fsync", True)]
+
+
+class _Interrupt(keras.callbacks.Callback):
+    """Stops the run, as a kill would, at step 7 of the variant `infonce`."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.model.name == "infonce" and int(self.model.optimizer.iterations) == 7:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.slow
+def test_a_finished_run_leaves_no_backup_and_an_interrupted_one_resumes(tmp_path, capsys):
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run(TINY, synthetic.build, tmp_path, verbose=0, callbacks=[_Interrupt()])
+    # The finished variant's backup is gone; the interrupted one's is kept for the rerun.
+    backups = tmp_path / "backup"
+    assert [path.name for path in backups.iterdir()] == ["infonce"]
+    assert [path.name for path in (backups / "infonce").iterdir()] == ["step-000005.weights.h5"]
+    capsys.readouterr()
+    results = experiment.run(TINY, synthetic.build, tmp_path, verbose=0)
+    output = capsys.readouterr().out
+    assert "== aninfonce: finished" in output and "resuming infonce at step 5" in output
+    assert results["infonce"]["steps"] == 10
+    assert not backups.exists()
+    assert [path for path in tmp_path.rglob("*") if path.is_dir() and not any(path.iterdir())] == []
+
+
+def test_removing_a_backup_keeps_the_others_and_any_directory_that_is_not_empty(tmp_path):
+    backups = tmp_path / "backup"
+    for name in ("a", "b"):
+        (backups / name).mkdir(parents=True)
+        (backups / name / "step-000001.weights.h5").write_text("")
+    checkpoints.remove_backup(backups, "a")
+    assert [path.name for path in backups.iterdir()] == ["b"]
+    checkpoints.remove_backup(backups, "a")  # gone already: nothing to do
+    checkpoints.remove_backup(backups, "b")
+    assert list(tmp_path.iterdir()) == []
+    checkpoints.remove_backup(tmp_path / "never", "a")  # no backup was ever made

@@ -3,6 +3,8 @@ one under MirroredStrategy, the layout of their results, and the published setti
 their presets cite."""
 
 import collections
+import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +15,11 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import experiment
+from aninfonce_tf.config import parse_config
 from aninfonce_tf.configs import cifar10, imagenet, images, photos
 from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
+from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
@@ -163,7 +167,7 @@ def _jitter(views):
 
 
 def test_the_cifar10_preset_holds_simsiams_cifar10_setting():
-    preset = cifar10.PRESETS["cifar10"]
+    preset = cifar10.PRESETS["cifar10"].resolved()
     assert (preset.optimizer, preset.momentum, preset.learning_rate_schedule) == (
         "sgd",
         0.9,
@@ -182,7 +186,7 @@ def test_the_cifar10_preset_holds_simsiams_cifar10_setting():
 
 
 def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
-    preset = imagenet.PRESETS["imagenet"]
+    preset = imagenet.PRESETS["imagenet"].resolved()
     assert (preset.encoder, preset.infonce_temperature) == ("resnet50", 0.1)
     assert preset.projector_batch_norm and preset.synchronized_batch_norm
     optimizer = experiment.encoder_optimizer(preset)
@@ -203,6 +207,83 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
     assert views.crop_scale == (0.08, 1.0) and views.image_size == 224
     mocov2 = AUGMENTATIONS[imagenet.PRESETS["mocov2"].augmentation]
     assert _jitter(mocov2) == (0.4, 0.4, 0.4, 0.1) and mocov2.crop_scale == (0.2, 1.0)
+
+
+@pytest.mark.parametrize("batch_size", [512, 1024, 4096])
+def test_the_presets_schedule_follows_the_batch_size_used(batch_size):
+    # ImageNet (SimCLR): 100 epochs, 10 of warm-up, evaluations every 10, 0.3 x B / 256.
+    epoch = 1_281_167 // batch_size
+    argv = ["--batch-size", str(batch_size)]
+    config, _ = parse_config(imagenet.PRESETS, argv)
+    assert (config.steps, config.warmup_steps, config.eval_every) == (
+        100 * epoch,
+        10 * epoch,
+        10 * epoch,
+    )
+    assert config.learning_rate == pytest.approx(0.3 * batch_size / 256)
+    resolved = dataclasses.replace(imagenet.PRESETS["imagenet"], batch_size=batch_size).resolved()
+    assert resolved == config
+    # CIFAR10 (SimSiam): 800 epochs, evaluations every 100, 0.03 x B / 256.
+    config, _ = parse_config(cifar10.PRESETS, argv)
+    epoch = 50_000 // batch_size
+    assert (config.steps, config.eval_every) == (800 * epoch, 100 * epoch)
+    assert config.learning_rate == pytest.approx(0.03 * batch_size / 256)
+    config.validate()
+
+
+def test_a_preset_schedule_refuses_a_contradicting_step_count_and_help_shows_it(capsys):
+    preset = imagenet.PRESETS["imagenet"]
+    with pytest.raises(ValueError, match=r"`steps` \(1000\) contradicts `epochs` \(100\)"):
+        dataclasses.replace(preset, steps=1000).resolved()
+    with pytest.raises(ValueError, match="`learning_rate`"):
+        dataclasses.replace(preset, learning_rate=4.8).validate()
+    with pytest.raises(SystemExit):
+        parse_config(imagenet.PRESETS, ["--steps", "1000"])
+    assert "contradicts `epochs`" in capsys.readouterr().err
+    # Steps given instead of epochs: the warm-up and evaluations stay in epochs.
+    config, _ = parse_config(imagenet.PRESETS, ["--epochs", "0", "--steps", "25020"])
+    assert (config.steps, config.warmup_steps, config.eval_every) == (25020, 12510, 12510)
+    # Fewer epochs than the warm-up: the learning rate would never peak nor decay.
+    config, _ = parse_config(imagenet.PRESETS, ["--epochs", "5", "--eval-epochs", "1"])
+    with pytest.raises(ValueError, match=r"`warmup_steps` \(12510\).*`steps` \(6255\)"):
+        config.validate()
+    # --help shows SimCLR's settings in its terms.
+    with pytest.raises(SystemExit):
+        parse_config(imagenet.PRESETS, ["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag, value in [("epochs", 100), ("warmup-epochs", 10), ("base-learning-rate", 0.3)]:
+        assert re.search(rf"--{flag} \S+ (?:(?!--).)*\(default: {value}\)", shown)
+
+
+def test_imagenet_readout_views_are_drawn_as_its_training_views(monkeypatch):
+    # Non-square images of unknown shape whose blue is 255 (their padding would show as
+    # 0) and whose red and green rise left to right and top to bottom: the readout's
+    # views, like the training views, are crops of the whole image, never its padding.
+    y, x = np.mgrid[:24, :40]
+    image = np.stack([x * 6, y * 10, np.full_like(x, 255)], axis=-1).astype(np.uint8)
+    examples = tf.data.Dataset.from_tensors(image).repeat(600).enumerate()
+    examples = examples.map(
+        lambda i, image: {"image": tf.ensure_shape(image, [None, None, 3]), "label": i % 4}
+    )
+    monkeypatch.setattr(images, "_examples", lambda config, split: examples)
+    crops_only = SimCLRAugment(
+        image_size=8,
+        crop_scale=(0.02, 0.05),
+        jitter_probability=0.0,
+        grayscale_probability=0.0,
+        flip_probability=0.0,
+    )
+    monkeypatch.setitem(AUGMENTATIONS, "simclr_cifar10", crops_only)
+    config = images.ImageConfig(dataset="imagenet2012", probe_size=8, readout_size=120)
+    (evaluator,) = images.build(config).evaluators
+    views, boxes = evaluator.views, evaluator.view_params["crop_box"]
+    assert views.shape == (120, 8, 8, 3)
+    assert views[..., 2].min() > 1 - 1e-5
+    assert boxes[:, :2].min() < 0.05 and boxes[:, 2:].max() > 0.95
+    # Centre squares (24 x 24 of the 40 columns) would never show red below 48 / 255
+    # or above 186 / 255.
+    assert views[..., 0].min() < 0.1 and views[..., 0].max() > 0.8
+    assert views[..., 1].min() < 0.1 and views[..., 1].max() > 0.8
 
 
 def test_resnet50_is_v1_5_with_simclrs_batch_norm():

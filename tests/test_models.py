@@ -204,6 +204,19 @@ def test_bad_batches_raise(data, error, message):
         model.fit(dataset, verbose=0)
 
 
+def test_keras_style_inputs_and_targets_are_read_as_views_and_say_so():
+    model = _model()
+    model.compile()
+    with pytest.raises(ValueError, match="same shape.*read as the two views, not as inputs"):
+        model.fit(np.zeros((8, 6)), np.arange(8), batch_size=4, verbose=0)
+
+
+def test_an_encoder_without_a_flat_output_is_refused_naming_its_shape():
+    encoder = keras.Sequential([keras.Input((6,)), keras.layers.Reshape((2, 3))])
+    with pytest.raises(ValueError, match="\\[batch, features\\].*\\(None, 2, 3\\).*Flatten"):
+        ContrastiveModel(encoder)
+
+
 def test_bad_model_arguments_raise():
     with pytest.raises(TypeError, match="scaling"):
         ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))

@@ -96,6 +96,29 @@ def test_lars_excludes_vectors_and_named_variables_from_decay_and_adaptation():
         LARS(0.1, trust_coefficient=0.0)
 
 
+@pytest.mark.parametrize("kind", [LARS, CoupledSGD])
+def test_keras_exclude_from_weight_decay_exempts_variables_from_decay_and_adaptation(kind):
+    # Without its own exclusions, the optimizer still honours Keras' (by variable and by
+    # name): those variables take a plain momentum step, a weight under zero gradient
+    # keeps its value, where the others decay.
+    variables = [keras.Variable(np.ones((2, 2)), name=n) for n in ("kernel", "w", "gamma")]
+    listed, kept, named = variables
+    optimizer = kind(0.5, momentum=0.9, weight_decay=0.1, exclude_vectors=False)
+    optimizer.exclude_from_weight_decay(var_list=[listed], var_names=["gamma"])
+    optimizer.build(variables)
+    assert [optimizer.excluded(v) for v in variables] == [True, False, True]
+    zero = np.zeros((2, 2), "float32")
+    optimizer.apply([zero] * 3, variables)
+    np.testing.assert_array_equal(listed.numpy(), 1.0)
+    np.testing.assert_array_equal(named.numpy(), 1.0)
+    # LARS: ratio = eta ||w|| / ||wd w|| = eta / wd, so the step is lr * eta * w.
+    decayed = 1 - 0.5 * (0.001 if kind is LARS else 0.1)
+    np.testing.assert_allclose(kept.numpy(), decayed, rtol=1e-6)
+    # An excluded variable's step is not adapted: lr * g, not lr * eta ||w|| / ||g|| * g.
+    optimizer.apply([np.full((2, 2), 2.0, "float32"), zero, zero], variables)
+    np.testing.assert_allclose(listed.numpy(), 1.0 - 0.5 * 2.0, rtol=1e-6)
+
+
 def test_lars_round_trips_through_a_keras_file(tmp_path):
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((32, 5)), rng.standard_normal((32, 1))

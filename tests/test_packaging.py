@@ -45,6 +45,7 @@ PUBLIC = {
     "InfoNCE",
     "SimCLRAugment",
     "StopOnNonFiniteLoss",
+    "TrainingLogger",
     "augment_pairs",
     "export_encoder",
     "mlp_encoder",

@@ -8,18 +8,25 @@ The probes' images are drawn stratified by class in a seeded random order, from 
 first `PROBE_POOL` times as many examples of a split as they need (all of the
 photos, of CIFAR10 and of ImageNet's validation split): the class probes fit on
 `probe_size` training images and are scored on `probe_size` test images, the
-readout takes views of `readout_size` test images. `results.json` holds each set's
+readout takes views of `readout_size` test images, drawn as the training views are
+(ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while the class
+probes see the centre square of each image. `results.json` holds each set's
 images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
 (the validation images exactly, the training images about).
 
 Each recipe's config module holds its `PRESETS` and `SMOKE` over `ImageConfig`.
+The CIFAR10 and ImageNet presets give their length, warm-up, evaluation period and
+learning rate in the papers' terms (`epochs`, `warmup_epochs`, `eval_epochs`,
+`base_learning_rate` per 256 pairs), so that another `--batch-size` keeps the
+schedule: `ImageConfig.resolved` sets the steps and the learning rate from them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -28,7 +35,14 @@ import tensorflow as tf
 from aninfonce_tf.config import RunConfig, option, split_list
 from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, photo_patches, tfds_images
+from aninfonce_tf.data.datasets import (
+    PHOTO_NAMES,
+    on_canvas,
+    pair_batches,
+    photo_patches,
+    tfds_image_decoder,
+    tfds_images,
+)
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator, stratified_order
 from aninfonce_tf.experiment import Experiment
@@ -46,10 +60,19 @@ SUMMARY = tuple(
 # as they need: tfds writes a split's examples in a random order, so that this part
 # of ImageNet's training split holds its classes in proportion.
 PROBE_POOL = 5
+# Training examples of the tfds datasets (the photos': patches_per_photo per photo).
+TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
+# ImageNet's views are crops of the image at its full resolution, as SimCLR's, on a
+# canvas of this side per 224 pixels of view: ImageNet's photos (typically 500 x 375
+# or 500 x 333) fit in it whole; only larger ones are shrunk to fit.
+CANVAS_PER_224 = 512
 
 
 # The optimisation and probe sizes of the CIFAR10 preset (SimSiam's), and the sizes
 # of every image recipe's --smoke.
+# The fields that `epochs`, `eval_epochs` and `base_learning_rate` set, left to them
+# (see `ImageConfig.resolved`).
+FROM_EPOCHS = dict(steps=0, eval_every=0, learning_rate=0.0)
 SGD_COSINE = dict(
     optimizer="sgd",
     momentum=0.9,
@@ -67,13 +90,32 @@ SMOKE = dict(
     batch_size=32,
     probe_size=64,
     readout_size=64,
+    epochs=0,
+    eval_epochs=0,
+    warmup_epochs=0,
 )
 
 
 @dataclasses.dataclass
 class ImageConfig(RunConfig):
     """Every hyperparameter of the real-image experiment (see `RunConfig` for the
-    shared ones)."""
+    shared ones).
+
+    The schedule may be given in epochs: each of `epochs`, `warmup_epochs` and
+    `eval_epochs`, when positive, sets `steps`, `warmup_steps` and `eval_every` to
+    itself times `steps_per_epoch()` (training examples // `batch_size`), and
+    `base_learning_rate`, when positive, sets `learning_rate` to itself x
+    `batch_size` / 256, the linear scaling of SimCLR and SimSiam (Goyal et al.,
+    2017). `resolved()` sets them, after the command line's overrides; a field so
+    set must be 0 or that value, else it raises ValueError naming both.
+
+    Example:
+
+    >>> config = ImageConfig(dataset="cifar10", batch_size=500, epochs=800,
+    ...     eval_epochs=100, base_learning_rate=0.03, **FROM_EPOCHS).resolved()
+    >>> config.steps, config.eval_every, round(config.learning_rate, 6)
+    (80000, 10000, 0.058594)
+    """
 
     dataset: str = option("photos", "images to learn from", DATASETS)
     data_dir: str = option("", "tfds data directory (cifar10, imagenet2012)")
@@ -91,11 +133,64 @@ class ImageConfig(RunConfig):
     probe_size: int = option(2000, "images the class probes fit on (and as many scored)")
     readout_size: int = option(2000, "augmented views the readout probes use")
     mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
+    epochs: int = option(
+        0, "training epochs; when positive, sets steps = epochs x (training examples // batch)"
+    )
+    warmup_epochs: int = option(0, "learning-rate warm-up epochs; when positive, sets warmup_steps")
+    eval_epochs: int = option(0, "epochs between evaluations; when positive, sets eval_every")
+    base_learning_rate: float = option(
+        0.0,
+        "learning rate per 256 pairs; when positive, sets learning_rate = base_learning_rate "
+        "x batch_size / 256",
+    )
 
     @property
     def test_size(self) -> int:
         """Test images the probes need: the class probe's and the readout's."""
         return max(self.probe_size, self.readout_size)
+
+    def steps_per_epoch(self) -> int:
+        """Full batches in the training split (at least 1)."""
+        if self.dataset == "photos":
+            examples = self.patches_per_photo * len(PHOTO_NAMES)
+        else:
+            examples = TRAIN_EXAMPLES.get(self.dataset, 0)
+        return max(1, examples // max(1, self.batch_size))
+
+    def resolved(self) -> ImageConfig:
+        """This config with `steps`, `warmup_steps`, `eval_every` and `learning_rate`
+        set by the epoch fields and `base_learning_rate` that are positive.
+
+        Raises:
+            ValueError: for a field given a value other than 0 or the one its rule sets.
+        """
+        per_epoch = self.steps_per_epoch()
+        rules = {
+            "steps": ("epochs", self.epochs * per_epoch),
+            "warmup_steps": ("warmup_epochs", self.warmup_epochs * per_epoch),
+            "eval_every": ("eval_epochs", self.eval_epochs * per_epoch),
+            "learning_rate": (
+                "base_learning_rate",
+                self.base_learning_rate * self.batch_size / 256,
+            ),
+        }
+        values = {}
+        for name, (source, value) in rules.items():
+            if getattr(self, source) <= 0:
+                continue
+            given = getattr(self, name)
+            if given and not math.isclose(given, value, rel_tol=1e-9):
+                raise ValueError(
+                    f"`{name}` ({given}) contradicts `{source}` ({getattr(self, source)}), "
+                    f"which sets it to {value:g} at batch_size {self.batch_size} ({per_epoch} "
+                    f"steps per epoch): give one of the two, the other 0."
+                )
+            values[name] = value
+        return dataclasses.replace(self, **values)
+
+    def validate(self) -> None:
+        """`RunConfig.validate` of the `resolved()` config."""
+        RunConfig.validate(self.resolved())
 
 
 @contextlib.contextmanager
@@ -119,15 +214,15 @@ def _examples(config: ImageConfig, split: str) -> tf.data.Dataset:
     return tfds_images(config.dataset, tfds_split[split], config.data_dir or None)
 
 
-def _stratified_arrays(dataset: tf.data.Dataset, count: int, sizes, seed):
+def _stratified_arrays(dataset: tf.data.Dataset, count: int, seed, prepare):
     """`count` examples of the first `PROBE_POOL * count` of `dataset` in the order
-    of `stratified_order` (each prefix holds the classes in proportion), each resized
-    to every side in `sizes` (a centre square first): two passes, the first over the
-    labels alone.
+    of `stratified_order` (each prefix holds the classes in proportion), each made
+    into a structure of tensors by `prepare(example, index)` (`index`: its place in
+    the pool): two passes, the first over the labels alone.
 
     Returns:
-        `{size: [n, size, size, 3] float32 images in [0, 1]}`, their `[n]` labels and
-        the pool's labels.
+        `prepare`'s structure of `[n, ...]` arrays, their `[n]` labels and the pool's
+        labels.
     """
     pool = dataset.take(PROBE_POOL * count)
     pool_labels = np.concatenate(
@@ -136,27 +231,34 @@ def _stratified_arrays(dataset: tf.data.Dataset, count: int, sizes, seed):
     drawn = stratified_order(pool_labels, seed)[:count]
     wanted = np.zeros(len(pool_labels), bool)
     wanted[drawn] = True
-
-    def squares(example):
-        image = tf.cast(example["image"], tf.float32) / 255.0
-        shorter = tf.reduce_min(tf.shape(image)[:2])
-        image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
-        resized = [tf.image.resize(image, [side, side], antialias=True) for side in sizes]
-        return example["label"], tuple(resized)
-
     kept = pool.enumerate().filter(lambda index, _: tf.gather(wanted, index))
+    prepared = kept.map(
+        lambda index, example: (example["label"], prepare(example, index)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
     # The k-th example kept (in the pool's order) is the destination[k]-th drawn.
     destination = np.argsort(drawn)
-    images = {side: np.empty((len(drawn), side, side, 3), "float32") for side in sizes}
     labels = np.empty(len(drawn), pool_labels.dtype)
+    arrays = tf.nest.map_structure(
+        lambda spec: np.empty((len(drawn), *spec.shape), spec.dtype.as_numpy_dtype),
+        prepared.element_spec[1],
+    )
     start = 0
-    for batch_labels, resized in kept.map(lambda _, example: squares(example)).batch(256):
+    for batch_labels, values in prepared.batch(256):
         rows = destination[start : start + len(batch_labels)]
         labels[rows] = batch_labels.numpy()
-        for side, batch in zip(sizes, resized, strict=True):
-            images[side][rows] = batch.numpy()
+        for array, value in zip(tf.nest.flatten(arrays), tf.nest.flatten(values), strict=True):
+            array[rows] = value.numpy()
         start += len(rows)
-    return images, labels, pool_labels
+    return arrays, labels, pool_labels
+
+
+def _centre_square(image, size: int):
+    """The centre square of a uint8 image, resized to `size` (antialiased), in [0, 1]."""
+    image = tf.cast(image, tf.float32) / 255.0
+    shorter = tf.reduce_min(tf.shape(image)[:2])
+    image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
+    return tf.image.resize(image, [size, size], antialias=True)
 
 
 def _class_counts(labels, pool_labels) -> dict[int, int]:
@@ -168,17 +270,27 @@ def build(config: ImageConfig) -> Experiment:
     """Pairs of SimCLR views, the encoder and projector, and the probes."""
     augment: SimCLRAugment = AUGMENTATIONS[config.augmentation]
     size = augment.image_size
-    crop_to = int(size * 256 / 224) if config.dataset == "imagenet2012" else None
+    canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
+    readout_seed = tf.constant([config.seed, 123], tf.int64)
+
+    def square(example, index):
+        return {"image": _centre_square(example["image"], size)}
+
+    def square_and_view(example, index):
+        # The readout's view of an image is drawn as a training view of it.
+        placed = on_canvas(example, canvas) if canvas else example
+        seed = tf.random.experimental.stateless_fold_in(readout_seed, index)
+        view, params = augment(placed["image"], seed, placed.get("image_size"))
+        return {**square(example, index), "view": view, "params": params}
+
+    data_dir = config.data_dir or None
     with _data_source(config):
-        train = _examples(config, "train")
-        test = _examples(config, "test")
-        train_images, train_labels, train_pool = _stratified_arrays(
-            train, config.probe_size, [size], [config.seed, 0]
+        train_arrays, train_labels, train_pool = _stratified_arrays(
+            _examples(config, "train"), config.probe_size, [config.seed, 0], square
         )
-        # The readout's views crop the larger image (ImageNet).
-        sides = sorted({size, crop_to or size})
-        test_images, test_labels, test_pool = _stratified_arrays(
-            test, config.test_size, sides, [config.seed, 1]
+        test = _examples(config, "test")
+        test_arrays, test_labels, test_pool = _stratified_arrays(
+            test, config.test_size, [config.seed, 1], square_and_view
         )
         if len(test_labels) < config.test_size:
             warnings.warn(
@@ -187,18 +299,24 @@ def build(config: ImageConfig) -> Experiment:
                 "probes use all of them.",
                 stacklevel=2,
             )
-        probe_test = test_images[size][: config.probe_size], test_labels[: config.probe_size]
-        readout_images = test_images[crop_to or size][: config.readout_size]
-        views, params = augment(readout_images, seed=[config.seed, 123])
+        # The training images of tfds stay encoded until `pair_batches` has skipped and
+        # shuffled them.
+        if config.dataset == "photos":
+            train, decode = _examples(config, "train"), None
+        else:
+            train = tfds_images(config.dataset, "train", data_dir, decode=False)
+            decode = tfds_image_decoder(config.dataset, data_dir)
         if config.mock_data:  # materialise while the mock is active
             train = train.take(max(64, config.batch_size)).cache()
             list(train)
+    readout = slice(config.readout_size)
+    probe_test = test_arrays["image"][: config.probe_size], test_labels[: config.probe_size]
     evaluator = ImageProbeEvaluator(
-        train_images[size],
+        train_arrays["image"],
         train_labels,
         *probe_test,
-        views.numpy(),
-        {k: v.numpy() for k, v in params.items()},
+        test_arrays["view"][readout],
+        {name: values[readout] for name, values in test_arrays["params"].items()},
         # ImageNet's probes (10,000 images, 1,000 classes) want every core of an
         # accelerator host; on a few CPU cores one BLAS thread is much faster.
         blas_threads=None if config.dataset == "imagenet2012" else 1,
@@ -206,7 +324,7 @@ def build(config: ImageConfig) -> Experiment:
     class_counts = {
         "probe_train_class_counts": _class_counts(train_labels, train_pool),
         "probe_test_class_counts": _class_counts(probe_test[1], test_pool),
-        "readout_class_counts": _class_counts(test_labels[: config.readout_size], test_pool),
+        "readout_class_counts": _class_counts(test_labels[readout], test_pool),
     }
     units = split_list(config.projector_units, int)
     shape = (size, size, 3)
@@ -223,21 +341,28 @@ def build(config: ImageConfig) -> Experiment:
         if config.dataset == "photos" or config.mock_data:
             shard = train.shard(count, index)
         else:
-            shard = tfds_images(config.dataset, "train", config.data_dir or None, (index, count))
+            shard = tfds_images(config.dataset, "train", data_dir, (index, count), decode=False)
         local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
         return pair_batches(
             shard,
             augment,
             context.get_per_replica_batch_size(config.batch_size),
             seed=config.seed,
-            crop_to=crop_to,
+            canvas=canvas,
             start=start * local_replicas,
             stream=context.input_pipeline_id,
+            decode=decode,
         )
 
     return Experiment(
         train_data=lambda start: pair_batches(
-            train, augment, config.batch_size, seed=config.seed, crop_to=crop_to, start=start
+            train,
+            augment,
+            config.batch_size,
+            seed=config.seed,
+            canvas=canvas,
+            start=start,
+            decode=decode,
         ),
         worker_train_data=worker_train_data,
         encoder=encoders[config.encoder],
@@ -256,11 +381,14 @@ def build(config: ImageConfig) -> Experiment:
 
 __all__ = [
     "DATASETS",
+    "CANVAS_PER_224",
     "ENCODERS",
+    "FROM_EPOCHS",
     "PROBE_POOL",
     "SGD_COSINE",
     "SMOKE",
     "ImageConfig",
     "SUMMARY",
+    "TRAIN_EXAMPLES",
     "build",
 ]

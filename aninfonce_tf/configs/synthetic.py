@@ -216,6 +216,7 @@ PRESETS = {
 SMOKE = dict(
     steps=40,
     eval_every=20,
+    warmup_steps=0,
     batch_size=128,
     hidden_units="32,32",
     eval_size=512,

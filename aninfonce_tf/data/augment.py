@@ -46,6 +46,9 @@ PARAMETERS = (
 )
 # The colour jitter's operations, as `jitter_order` numbers them.
 JITTER_OPS = ("brightness", "contrast", "saturation", "hue")
+# How far outside [0, 1] float images may reach (as resizing leaves them; clipped on
+# the way): images in [0, 255] or [-1, 1] would give views clipped to white or black.
+FLOAT_SLACK = 0.25
 
 
 def grayscale(images):
@@ -231,6 +234,22 @@ def _views(images, image_sizes, params, image_size: int, random_order: bool, blu
     return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
 
+def _checked_range(images):
+    """Float `images`, checked to lie in [0, 1] up to `FLOAT_SLACK`: a `ValueError`
+    eagerly, an assertion in a graph (`Dataset.map`)."""
+    inside = tf.reduce_all((images >= -FLOAT_SLACK) & (images <= 1.0 + FLOAT_SLACK))
+    message = "float `images` must lie in [0, 1] (for [0, 255] pass uint8, or divide by 255)"
+    if tf.executing_eagerly():
+        if not inside:
+            low, high = float(tf.reduce_min(images)), float(tf.reduce_max(images))
+            raise ValueError(f"{message}; got values in [{low:.4g}, {high:.4g}].")
+        return images
+    low, high = tf.reduce_min(images), tf.reduce_max(images)
+    check = tf.debugging.Assert(inside, [f"{message}; got values in", low, high])
+    with tf.control_dependencies([check]):
+        return tf.identity(images)
+
+
 def stateless_seed(seed) -> tf.Tensor:
     """The `[2]` int64 seed of TensorFlow's stateless random ops from an int `s`
     (`[s, 0]`), a pair of ints, or None: a fresh seed from the stateful RNG (which
@@ -243,17 +262,20 @@ def stateless_seed(seed) -> tf.Tensor:
     """
     if seed is None:
         return tf.random.uniform([2], 0, tf.int64.max, dtype=tf.int64)
+    expected = "`seed` must be an int, a pair of ints or None; got"
     if isinstance(seed, (bool, np.bool_)):
-        raise TypeError(f"`seed` must be an int, a pair of ints or None; got {seed!r}.")
+        raise TypeError(f"{expected} {seed!r}.")
     if isinstance(seed, (int, np.integer)):
         return tf.constant([seed, 0], tf.int64)
-    seed = tf.convert_to_tensor(seed)
-    if not seed.dtype.is_integer or seed.shape.rank != 1 or seed.shape[0] not in (2, None):
-        raise ValueError(
-            f"`seed` must be an int, a pair of ints or None; got {seed.dtype.name} of "
-            f"shape {seed.shape}."
-        )
-    return tf.cast(seed, tf.int64)
+    try:
+        tensor = tf.convert_to_tensor(seed)
+    except (TypeError, ValueError):
+        raise TypeError(f"{expected} {seed!r}.") from None
+    if not tensor.dtype.is_integer:
+        raise TypeError(f"{expected} {seed!r} ({tensor.dtype.name}).")
+    if tensor.shape.rank != 1 or tensor.shape[0] not in (2, None):
+        raise ValueError(f"{expected} shape {tensor.shape}.")
+    return tf.cast(tensor, tf.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +286,9 @@ class SimCLRAugment:
     Call it on `[B, H, W, C]` or `[H, W, C]` images with C = 3 (colour) or 1
     (grayscale; the views keep one channel, and saturation, hue and grayscale
     change nothing, though their parameters are drawn and returned), uint8 in
-    [0, 255] or floats in [0, 1]; with a `seed`: an int, a stateless seed of shape
+    [0, 255] or floats in [0, 1] (floats further than `FLOAT_SLACK` outside are
+    refused: images in [0, 255] or [-1, 1] would give views clipped to white or
+    black); with a `seed`: an int, a stateless seed of shape
     `[2]` (the same seed, the same views; an int `s` is `[s, 0]`), or None for fresh
     randomness (from TensorFlow's global seed, `tf.random.set_seed`); and optionally
     `image_sizes` (`[B, 2]`: each image's height and width at the top left of a
@@ -279,6 +303,17 @@ class SimCLRAugment:
     The crop's area and aspect ratio (width / height, log-uniform) are drawn in
     pixels, as torchvision's `RandomResizedCrop` does, also on non-square images;
     the crop is resized with antialiasing.
+
+    The colour jitter follows torchvision's `ColorJitter` formulas (see
+    `color_jitter`: brightness, contrast and saturation blend with black, the
+    image's mean luma and each pixel's luma; hue shifts the HSV hue), in a random
+    order as SimCLR's `color_jitter_rand` and torchvision. SimCLR's TF code agrees
+    on brightness (its default `simclrv2` form, multiplicative) and hue; its
+    contrast (`tf.image.adjust_contrast`) blends with each channel's mean, and its
+    saturation (`tf.image.adjust_saturation`) scales the HSV saturation. The blur
+    pads by reflection (as torchvision's `GaussianBlur`) where SimCLR's TF code
+    pads with zeros (`depthwise_conv2d` with `SAME` padding), which darkens its
+    views' borders.
 
     Args:
         image_size: side of the square output views.
@@ -370,17 +405,23 @@ class SimCLRAugment:
         self, images, seed=None, image_sizes=None
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         images = tf.convert_to_tensor(images)
-        unbatched = images.shape.rank == 3
+        shape = images.shape
+        if shape.rank not in (3, 4) or shape[-1] not in (1, 3):
+            hint = ""
+            if shape.rank == 3:
+                hint = " (a batch of grayscale images needs a channel axis: `images[..., None]`)"
+            elif shape.rank == 4 and shape[-1] == 4:
+                hint = " (RGBA? drop the alpha channel: `images[..., :3]`)"
+            raise ValueError(
+                "`images` must be [batch, height, width, channels] or [height, width, "
+                f"channels] with 3 or 1 channels; got shape {shape}{hint}."
+            )
+        unbatched = shape.rank == 3
         if unbatched:
             images = images[None]
             image_sizes = None if image_sizes is None else tf.convert_to_tensor(image_sizes)[None]
-        if images.shape.rank != 4 or images.shape[-1] not in (1, 3):
-            raise ValueError(
-                "`images` must be [batch, height, width, channels] or [height, width, "
-                f"channels] with 3 or 1 channels; got shape {images.shape}."
-            )
         if images.dtype.is_floating:
-            images = tf.cast(images, tf.float32)
+            images = _checked_range(tf.cast(images, tf.float32))
         elif images.dtype != tf.uint8:
             raise TypeError(f"`images` must be uint8 or float; got {images.dtype.name}.")
         if images.shape[1] is None or images.shape[2] is None:
@@ -510,11 +551,15 @@ def augment_pairs(
     start: int = 0,
     stream: int = 0,
 ):
-    """Two views of each batch of `{"image", ...}` (or images): batch i is augmented
-    with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. An
+    """Two views of each batch of `{"image", ...}`, of images, or of `(images, labels)`
+    (as tfds' `as_supervised=True` gives, read as `{"image", "label"}`): batch i is
+    augmented with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. An
     `"image_size"` entry (`[B, 2]`) gives each image's height and width in a
     padded batch (see `SimCLRAugment`). Yields `{view1, view2, params1, params2}`
     and the batch's other keys (e.g. `label`).
+
+    Raises:
+        TypeError: for a dataset of any other structure.
 
     Example:
 
@@ -525,7 +570,20 @@ def augment_pairs(
     ((2, 8, 8, 3), ['params1', 'params2', 'view1', 'view2'])
     """
 
+    spec = dataset.element_spec
+    if not (
+        isinstance(spec, tf.TensorSpec)
+        or (isinstance(spec, dict) and "image" in spec)
+        or (isinstance(spec, tuple) and len(spec) == 2)
+    ):
+        raise TypeError(
+            "`dataset` must yield images, `(images, labels)` or dicts with an 'image' key; "
+            f"got {spec}."
+        )
+
     def pair(index, batch):
+        if isinstance(batch, tuple):
+            batch = dict(zip(("image", "label"), batch, strict=True))
         batch = dict(batch) if isinstance(batch, dict) else {"image": batch}
         images = batch.pop("image")
         sizes = batch.pop("image_size", None)

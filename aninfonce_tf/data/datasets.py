@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import tensorflow as tf
 
@@ -84,11 +86,15 @@ def tfds_images(
     split: str,
     data_dir: str | None = None,
     shard: tuple[int, int] | None = None,
+    decode: bool = True,
 ) -> tf.data.Dataset:
     """`{image, label}` examples of a prepared tfds dataset; never downloads.
 
     With `shard=(index, count)` only that even part of the split is read
     (`tfds.even_splits`, which works for any count, also more workers than files).
+    With `decode=False` each image stays encoded, a string (tfds' `SkipDecoding`), for
+    `pair_batches(..., decode=tfds_image_decoder(name))` to decode after its skip and
+    shuffle.
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -103,7 +109,8 @@ def tfds_images(
         # Reads prepared files only (tfds' mock_data patches this in tests).
         if shard is not None:
             split = tfds.even_splits(split, n=shard[1])[shard[0]]
-        dataset = builder.as_dataset(split=split, shuffle_files=False)
+        decoders = None if decode else {"image": tfds.decode.SkipDecoding()}
+        dataset = builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except AssertionError as missing:  # tfds' "could not find data in ..."
         root = builder.data_dir_root
         if name == "imagenet2012":
@@ -126,52 +133,110 @@ def tfds_images(
     return dataset.map(lambda example: {"image": example["image"], "label": example["label"]})
 
 
+def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict], dict]:
+    """Decodes the image of an example of `tfds_images(name, ..., decode=False)` as
+    tfds would have: uint8 with 3 channels, of the dataset's static shape (CIFAR10's
+    `[32, 32, 3]`, ImageNet's `[None, None, 3]`).
+
+    Example:
+
+    >>> import tensorflow_datasets as tfds
+    >>> with tfds.testing.mock_data(num_examples=2):
+    ...     example = next(iter(tfds_images("cifar10", "test", decode=False)))
+    ...     image = tfds_image_decoder("cifar10")(example)["image"]
+    >>> example["image"].dtype.name, image.dtype.name, image.shape
+    ('string', 'uint8', TensorShape([32, 32, 3]))
+    """
+    import tensorflow_datasets as tfds
+
+    feature = tfds.builder(name, data_dir=data_dir).info.features["image"]
+    return lambda example: {**example, "image": feature.decode_example(example["image"])}
+
+
+def on_canvas(example: dict, canvas: int) -> dict:
+    """`example` with its image placed at the top left of a `canvas x canvas` one
+    (zeros elsewhere) and its height and width under `"image_size"`, so that images
+    of any shape batch together (static shapes) and `SimCLRAugment` crops within
+    each image, never its padding, reaching all four of its sides.
+
+    An image within the canvas keeps its pixels (its full resolution, as SimCLR
+    crops it); a larger one is shrunk (antialiased) until its longer side fits.
+
+    Example:
+
+    >>> image = np.full((20, 30, 3), 7, "uint8")
+    >>> placed = on_canvas({"image": image, "label": 1}, 40)
+    >>> placed["image"].shape, placed["image_size"].numpy().tolist()
+    (TensorShape([40, 40, 3]), [20, 30])
+    >>> on_canvas({"image": image}, 15)["image_size"].numpy().tolist()
+    [10, 15]
+    """
+    image = tf.convert_to_tensor(example["image"])
+    shape = tf.shape(image)[:2]
+    scale = tf.minimum(1.0, canvas / tf.cast(tf.reduce_max(shape), tf.float32))
+    size = tf.clip_by_value(
+        tf.cast(tf.round(tf.cast(shape, tf.float32) * scale), tf.int32), 1, canvas
+    )
+
+    def shrunk():
+        resized = tf.image.resize(image, size, antialias=True)
+        if image.dtype == tf.uint8:
+            resized = tf.clip_by_value(tf.round(resized), 0, 255)
+        return tf.cast(resized, image.dtype)
+
+    image = tf.cond(scale < 1.0, shrunk, lambda: image)
+    image = tf.image.pad_to_bounding_box(image, 0, 0, canvas, canvas)
+    return {**example, "image": image, "image_size": size}
+
+
 def pair_batches(
     examples: tf.data.Dataset,
     augment: SimCLRAugment,
     batch_size: int,
     seed: int = 0,
     shuffle: int = 10_000,
-    crop_to: int | None = None,
+    canvas: int | None = None,
     start: int = 0,
     stream: int = 0,
+    decode: Callable[[dict], dict] | None = None,
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
     label}` examples, shuffled with `seed` (reshuffled each pass).
 
     `start` skips the first batches: a run resumed at step k sees the batches it
     would have seen had it never stopped. Skipped batches are read and shuffled,
-    never augmented. `stream` picks one of independent augmentation streams (one
+    never decoded (with `decode`) nor augmented. `stream` picks one of independent augmentation streams (one
     per worker reading its own shard).
 
     Args:
-        examples: images of one size (or give `crop_to`).
+        examples: images of one size (or give `canvas`).
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the shuffle and the augmentations.
-        shuffle: shuffle buffer (0: none).
-        crop_to: resize each image's longer side to this (antialiased) and pad it at
-            the top left to a `crop_to` square, its size in `image_size`, so that
-            images of any shape batch together and every crop can reach their sides
-            (ImageNet).
+        shuffle: shuffle buffer (0: none), of the examples as they come.
+        canvas: put each image on a `canvas x canvas` one (`on_canvas`: at full
+            resolution, shrunk only if larger), so that images of any shape batch
+            together and every view is a crop of the image alone, as SimCLR's crop
+            of the full-resolution image (ImageNet).
+        decode: applied to each example after the shuffle and the skip, e.g.
+            `tfds_image_decoder` to the examples of `tfds_images(..., decode=False)`:
+            the shuffle buffer then holds encoded images (ImageNet's 10,000: ~1 GB
+            instead of ~6 GB) and a resumed run decodes none of those it skips.
     """
-    if crop_to:
-
-        def square(example):
-            image = example["image"]
-            shape = tf.cast(tf.shape(image)[:2], tf.float32)
-            size = tf.cast(tf.round(shape * (crop_to / tf.reduce_max(shape))), tf.int32)
-            size = tf.clip_by_value(size, 1, crop_to)
-            resized = tf.image.resize(image, size, antialias=True)
-            padded = tf.image.pad_to_bounding_box(resized, 0, 0, crop_to, crop_to)
-            image = tf.cast(tf.clip_by_value(tf.round(padded), 0, 255), tf.uint8)
-            return {**example, "image": image, "image_size": size}
-
-        examples = examples.map(square, num_parallel_calls=tf.data.AUTOTUNE)
     examples = examples.repeat()
     if shuffle:
         examples = examples.shuffle(shuffle, seed=seed)
-    batches = examples.batch(batch_size, drop_remainder=True).skip(start)
+    # Skipping examples, not batches, skips them before they are decoded and put on
+    # the canvas.
+    examples = examples.skip(start * batch_size)
+
+    def prepare(example):
+        example = decode(example) if decode else example
+        return on_canvas(example, canvas) if canvas else example
+
+    if decode or canvas:
+        examples = examples.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+    batches = examples.batch(batch_size, drop_remainder=True)
     pairs = augment_pairs(batches, augment, seed=seed, start=start, stream=stream)
     return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
 
@@ -179,8 +244,10 @@ def pair_batches(
 __all__ = [
     "PHOTO_NAMES",
     "TFDS_DATASETS",
+    "on_canvas",
     "packaged_photos",
     "pair_batches",
     "photo_patches",
+    "tfds_image_decoder",
     "tfds_images",
 ]

@@ -28,8 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.options import without_autotune
-from aninfonce_tf.data.synthetic import PARALLEL_BATCHES, concentration_blocks, sample_positive
+from aninfonce_tf.data.synthetic import concentration_blocks, indexed_batches, sample_positive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,17 +403,9 @@ class RenderedPairs:
         self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
     ) -> tf.data.Dataset:
         """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i),
-        with static shapes. `start` skips the first batches without drawing them."""
-        if batch_size < 2:
-            raise ValueError(f"`batch_size` must be at least 2; got {batch_size}.")
-        stop = start + steps if steps is not None else 2**62
-        indices = tf.data.Dataset.range(start, stop)
-
-        def batch_at(index):
-            return self.sample_pairs(batch_size, tf.stack([tf.constant(seed, tf.int64), index]))
-
-        batches = indices.map(batch_at, num_parallel_calls=PARALLEL_BATCHES)
-        return without_autotune(batches.prefetch(PARALLEL_BATCHES))
+        with static shapes (`synthetic.indexed_batches`: `start` skips the first
+        batches without drawing them)."""
+        return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:
         """`(images, latents)`: `count` un-augmented renders of fresh latents at

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,41 @@ CONCENTRATION_PRESETS = ("linear", "geometric", "two_valued", "content_style")
 # Training batches drawn at once: the sampler makes a batch of 1000 pairs in ~1 ms, so
 # two keep ahead of any step (tf.data's autotuning is off: `without_autotune`).
 PARALLEL_BATCHES = 2
+
+
+def indexed_batches(
+    sample_pairs: Callable[[int, tf.Tensor], dict[str, tf.Tensor]],
+    batch_size: int,
+    seed: int = 0,
+    steps: int | None = None,
+    start: int = 0,
+) -> tf.data.Dataset:
+    """Endless (or `steps`-long) dataset of pair batches: batch i is
+    `sample_pairs(batch_size, [seed, i])` for i from `start`, `PARALLEL_BATCHES` drawn
+    at once, without tf.data's autotuning.
+
+    `start` skips the first batches without drawing them: a run resumed at step k
+    sees the batches it would have seen had it never stopped. Batch i depends on its
+    index alone, so the batches are the same under any parallelism.
+
+    Example:
+
+    >>> def seeds(batch_size, seed):
+    ...     return {"seed": tf.repeat(seed[None], batch_size, axis=0)}
+    >>> batches = indexed_batches(seeds, batch_size=2, seed=7, steps=2, start=3)
+    >>> [batch["seed"][0].numpy().tolist() for batch in batches]
+    [[7, 3], [7, 4]]
+    """
+    if batch_size < 2:
+        raise ValueError(f"`batch_size` must be at least 2; got {batch_size}.")
+    stop = start + steps if steps is not None else 2**62
+    indices = tf.data.Dataset.range(start, stop)
+
+    def batch_at(index):
+        return sample_pairs(batch_size, tf.stack([tf.constant(seed, tf.int64), index]))
+
+    batches = indices.map(batch_at, num_parallel_calls=PARALLEL_BATCHES)
+    return without_autotune(batches.prefetch(PARALLEL_BATCHES))
 
 
 def concentration_preset(
@@ -461,21 +497,9 @@ class SyntheticSetup:
     def dataset(
         self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
     ) -> tf.data.Dataset:
-        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i).
-
-        `start` skips the first batches without drawing them: a run resumed at
-        step k sees the batches it would have seen had it never stopped.
-        """
-        if batch_size < 2:
-            raise ValueError(f"`batch_size` must be at least 2; got {batch_size}.")
-        stop = start + steps if steps is not None else 2**62
-        indices = tf.data.Dataset.range(start, stop)
-
-        def batch_at(index):
-            return self.sample_pairs(batch_size, tf.stack([tf.constant(seed, tf.int64), index]))
-
-        batches = indices.map(batch_at, num_parallel_calls=PARALLEL_BATCHES)
-        return without_autotune(batches.prefetch(PARALLEL_BATCHES))
+        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i)
+        (`indexed_batches`: `start` skips the first batches without drawing them)."""
+        return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, size: int, seed: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
         """`(observations, latents)` of `size` fresh samples, as NumPy arrays."""

@@ -375,7 +375,14 @@ def test_an_int_seed_is_a_pair_and_no_seed_draws_fresh_views():
     np.testing.assert_array_equal(augment(PHOTOS)[0], first)
     fresh = tf.data.Dataset.from_tensors(PHOTOS).repeat(2).map(lambda x: augment(x)[0])
     assert not np.allclose(*list(fresh))
-    for seed, error in ((True, TypeError), (1.5, ValueError), ([1, 2, 3], ValueError)):
+    for seed, error in (
+        (True, TypeError),
+        (1.5, TypeError),
+        ("7", TypeError),
+        ([1.0, 2.0], TypeError),
+        ({"seed": 1}, TypeError),
+        ([1, 2, 3], ValueError),
+    ):
         with pytest.raises(error, match="`seed` must be an int, a pair of ints or None"):
             augment(PHOTOS, seed)
 
@@ -384,7 +391,9 @@ def test_an_int_seed_is_a_pair_and_no_seed_draws_fresh_views():
     "images, error, message",
     [
         (np.zeros((4, 4)), ValueError, "images"),
-        (np.zeros((2, 4, 4, 2)), ValueError, "3 or 1 channels"),
+        (np.zeros((2, 4, 4, 2)), ValueError, "3 or 1 channels; got shape \\(2, 4, 4, 2\\)\\.$"),
+        (np.zeros((2, 4, 4, 4)), ValueError, "drop the alpha channel"),
+        (np.zeros((5, 4, 4), "uint8"), ValueError, "got shape \\(5, 4, 4\\) .*a channel axis"),
         (np.zeros((2, 4, 4, 3), "int32"), TypeError, "uint8 or float"),
     ],
 )
@@ -422,3 +431,32 @@ def test_bad_image_sizes_raise():
         augment(images, seed=[0, 0], image_sizes=[16, 16])
     with pytest.raises(tf.errors.InvalidArgumentError, match="image_sizes"):
         augment(images, seed=[0, 0], image_sizes=[[16, 16], [16, 17]])
+
+
+def test_float_images_outside_0_1_are_refused_eagerly_and_in_a_dataset_map():
+    augment = SimCLRAugment(image_size=8)
+    for images, values in ((PHOTOS.astype("float32"), "0, 255"), (PHOTOS / 127.5 - 1, "-1, 1")):
+        with pytest.raises(
+            ValueError, match=f"float `images` must lie in .*got values in \\[{values}\\]"
+        ):
+            augment(images, seed=0)
+    mapped = tf.data.Dataset.from_tensors(PHOTOS.astype("float32")).map(lambda x: augment(x, 0)[0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="float `images` must lie in"):
+        next(iter(mapped))
+    # Overshoot within the slack, as a bicubic resize leaves, is accepted.
+    overshoot = np.clip(PHOTOS / 255.0 * 1.2 - 0.1, -0.2, 1.2).astype("float32")
+    assert np.ptp(augment(overshoot, seed=0)[0]) > 0.5
+
+
+def test_pairs_of_images_and_labels_read_as_a_dict_and_other_structures_are_refused():
+    labels = np.array([3, 7])
+    supervised = tf.data.Dataset.from_tensor_slices((PHOTOS, labels)).batch(2)
+    as_dict = tf.data.Dataset.from_tensor_slices({"image": PHOTOS, "label": labels}).batch(2)
+    augment = SimCLRAugment(image_size=8)
+    got, expected = (next(iter(augment_pairs(data, augment))) for data in (supervised, as_dict))
+    assert sorted(got) == sorted(expected) == ["label", "params1", "params2", "view1", "view2"]
+    for key in ("label", "view1", "view2"):
+        np.testing.assert_array_equal(got[key], expected[key])
+    for bad in ({"images": PHOTOS}, (PHOTOS, labels, labels)):
+        with pytest.raises(TypeError, match="`dataset` must yield images, `\\(images, labels\\)`"):
+            augment_pairs(tf.data.Dataset.from_tensor_slices(bad), augment)

@@ -9,7 +9,13 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from aninfonce_tf.data.augment import PARAMETERS, SimCLRAugment
-from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, photo_patches, tfds_images
+from aninfonce_tf.data.datasets import (
+    PHOTO_NAMES,
+    on_canvas,
+    pair_batches,
+    photo_patches,
+    tfds_images,
+)
 
 
 def test_cifar10_pairs_have_static_shapes_labels_and_parameters():
@@ -26,35 +32,75 @@ def test_cifar10_pairs_have_static_shapes_labels_and_parameters():
     assert batches.options().autotune.enabled is False  # see `without_autotune`
 
 
-def test_imagenet_images_of_any_size_are_squared_before_batching():
+def test_imagenet_images_of_any_size_batch_on_a_canvas_with_static_shapes():
     with tfds.testing.mock_data(num_examples=8):
         examples = tfds_images("imagenet2012", "validation")
+        assert examples.element_spec["image"].shape.as_list() == [None, None, 3]
         augment = SimCLRAugment(image_size=64, blur_probability=0.5)
-        batch = next(iter(pair_batches(examples, augment, 4, crop_to=72)))
+        batches = pair_batches(examples, augment, 4, canvas=72)
+        batch = next(iter(batches))
+    assert batches.element_spec["view1"].shape == (4, 64, 64, 3)
     assert batch["view1"].shape == (4, 64, 64, 3)
 
 
-def test_crops_of_a_non_square_image_reach_all_four_of_its_sides():
-    # A 40 x 80 image whose left half is black and right half white: padded at the top
-    # left to 32 x 32 (not centre-cropped), every crop covers only the image, and over
-    # many crops some views are all black and some all white (the sides are reached).
-    image = np.zeros((40, 80, 3), np.uint8)
-    image[:, 40:] = 255
-    examples = tf.data.Dataset.from_tensors({"image": image, "label": 0}).repeat(64)
-    augment = SimCLRAugment(
-        image_size=8,
-        crop_scale=(0.05, 0.1),
-        flip_probability=0.0,
-        jitter_probability=0.0,
-        grayscale_probability=0.0,
-        blur_probability=0.0,
-        solarize_probability=0.0,
+# Views of a 24 x 40 image whose only operation is the crop.
+ONLY_CROPS = dict(
+    image_size=8,
+    flip_probability=0.0,
+    jitter_probability=0.0,
+    grayscale_probability=0.0,
+    blur_probability=0.0,
+    solarize_probability=0.0,
+)
+
+
+def _ramps(height=24, width=40):
+    """Red rises from left to right, green from top to bottom, blue is 255: a pixel
+    of a view says where in the image it comes from, and padding (0) shows in blue."""
+    y, x = np.mgrid[:height, :width]
+    blue = np.full((height, width), 255)
+    return np.stack([x * 6, y * 10, blue], axis=-1).astype(np.uint8)
+
+
+def _views(image, augment, canvas, batch=128):
+    examples = tf.data.Dataset.from_tensors({"image": image, "label": 0}).repeat(batch)
+    # The image's shape unknown, as tfds' ImageNet gives it.
+    examples = examples.map(
+        lambda e: {**e, "image": tf.ensure_shape(tf.identity(e["image"]), [None, None, 3])}
     )
-    batch = next(iter(pair_batches(examples, augment, 64, shuffle=0, crop_to=32)))
-    means = batch["view1"].numpy().mean(axis=(1, 2, 3))
-    boxes = batch["params1"]["crop_box"].numpy()
-    assert means.min() < 0.02 and means.max() > 0.98
-    assert boxes[:, [1, 3]].min() < 0.25 and boxes[:, [1, 3]].max() > 0.75
+    batches = pair_batches(examples, augment, batch, shuffle=0, canvas=canvas)
+    assert batches.element_spec["view1"].shape == (batch, 8, 8, 3)
+    pairs = next(iter(batches))
+    views = np.concatenate([pairs["view1"].numpy(), pairs["view2"].numpy()])
+    boxes = np.concatenate([pairs["params1"]["crop_box"], pairs["params2"]["crop_box"]])
+    return views, boxes
+
+
+@pytest.mark.parametrize("canvas", [48, 32], ids=["within", "shrunk"])
+def test_views_on_a_canvas_never_show_its_padding_and_reach_all_four_sides(canvas):
+    augment = SimCLRAugment(crop_scale=(0.02, 0.05), **ONLY_CROPS)
+    views, boxes = _views(_ramps(), augment, canvas)
+    # No padding: blue is 255 in every pixel of every view.
+    assert views[..., 2].min() > 1 - 1e-5
+    # The crops reach every side of the image, and show it: the views' red (x) and
+    # green (y) span the image's, 0 to 234 / 255 and 230 / 255.
+    assert boxes[:, :2].min() < 0.05 and boxes[:, 2:].max() > 0.95
+    for channel, high in ((0, 234 / 255), (1, 230 / 255)):
+        assert views[..., channel].min() < 0.1 and views[..., channel].max() > high - 0.1
+
+
+def test_an_image_within_the_canvas_is_cropped_at_its_full_resolution():
+    # A view of the whole image is the image resized once to the view: not resized to
+    # the canvas first (which the views of ImageNet's 500 x 375 photos would lose).
+    image = np.random.default_rng(0).integers(0, 256, (24, 40, 3), dtype=np.uint8)
+    placed = on_canvas({"image": image}, 48)
+    np.testing.assert_array_equal(placed["image"][:24, :40], image)
+    assert not placed["image"].numpy()[24:].any() and not placed["image"].numpy()[:, 40:].any()
+    augment = SimCLRAugment(crop_scale=(1.0, 1.0), crop_ratio=(40 / 24, 40 / 24), **ONLY_CROPS)
+    views, boxes = _views(image, augment, 48, batch=2)
+    np.testing.assert_allclose(boxes, [[0, 0, 1, 1]] * 4, atol=1e-5)
+    expected = tf.image.resize(image / 255, [8, 8], antialias=True).numpy()
+    np.testing.assert_allclose(views, [expected] * 4, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["cifar10", "imagenet2012"])
