@@ -677,6 +677,7 @@ def main(config_module, argv=None, description: str = "") -> dict:
     config, options = parse_config(
         config_module.PRESETS, argv, description=description, smoke=config_module.SMOKE
     )
+    new_directory = not (options.out and Path(options.out).exists())
     run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
     print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
     try:
@@ -685,6 +686,8 @@ def main(config_module, argv=None, description: str = "") -> dict:
             return run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
         return run(config, config_module.build, run_dir, **labels)
     except UsageError as error:
+        if new_directory and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # a refused run leaves no empty directory behind
         # As argparse does for a bad flag: one line, status 2, no traceback.
         print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

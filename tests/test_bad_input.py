@@ -367,12 +367,14 @@ def _supervised_pairs(tmp_path, capsys):
 
 
 def _usage_errors(tmp_path, capsys, cases):
+    out = tmp_path / "run"
     for flags, message in cases:
         with pytest.raises(SystemExit) as stop:
-            experiment.main(synthetic, ["--smoke", *flags, "--out", str(tmp_path)])
+            experiment.main(synthetic, ["--smoke", *flags, "--out", str(out)])
         assert stop.value.code == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error and "Traceback" not in error, error
+        assert not out.exists()  # the refused run left no empty directory
 
 
 def _usage_error(tmp_path, capsys):
