@@ -20,7 +20,7 @@ run: install
 	$(BIN)/python recipes/synthetic.py $(RUN_ARGS)
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 lint: install
 	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks notebooks

@@ -167,6 +167,7 @@ def projection_head(
     batch_norm: bool = False,
     synchronized_batch_norm: bool = False,
     name: str = "projector",
+    kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
 ) -> keras.Sequential:
     """SimCLR projection head: Dense-activation blocks, then a linear output layer.
 
@@ -180,6 +181,9 @@ def projection_head(
         batch_norm: batch norm after each Dense layer.
         synchronized_batch_norm: its statistics over every replica.
         name: of the head.
+        kernel_initializer: of every Dense layer (Keras' Glorot uniform by default;
+            SimCLR's head draws from N(0, 0.01^2): `keras.initializers.RandomNormal(
+            stddev=0.01)`); an unseeded initializer object draws anew for each layer.
 
     Example:
 
@@ -189,18 +193,26 @@ def projection_head(
     >>> [type(layer).__name__ for layer in projection_head([64], 16, batch_norm=True).layers]
     ['Dense', 'BatchNormalization', 'Activation', 'Dense', 'BatchNormalization']
     """
+    def dense(units, **kwargs):
+        # An initializer object is copied per layer: one unseeded instance draws the
+        # same values at every call, which would start layers of a shape equal.
+        initializer = kernel_initializer
+        if isinstance(initializer, keras.initializers.Initializer):
+            initializer = initializer.from_config(initializer.get_config())
+        return keras.layers.Dense(units, kernel_initializer=initializer, **kwargs)
+
     if not batch_norm:
-        blocks = [keras.layers.Dense(units, activation=activation) for units in hidden_units]
-        return keras.Sequential([*blocks, keras.layers.Dense(output_dim)], name=name)
+        blocks = [dense(units, activation=activation) for units in hidden_units]
+        return keras.Sequential([*blocks, dense(output_dim)], name=name)
     layers = []
     for units in hidden_units:
         layers += [
-            keras.layers.Dense(units, use_bias=False),
+            dense(units, use_bias=False),
             batch_normalization(synchronized_batch_norm),
             keras.layers.Activation(activation),
         ]
     layers += [
-        keras.layers.Dense(output_dim, use_bias=False),
+        dense(output_dim, use_bias=False),
         batch_normalization(synchronized_batch_norm, center=False),
     ]
     return keras.Sequential(layers, name=name)

@@ -13,8 +13,9 @@ ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, the
     python recipes/imagenet.py --smoke    # end to end on tfds' mock data, < 1 min
     python recipes/imagenet.py --help     # every setting, with the preset's value
 
-Accelerator and time: a TPU v3-8 or 8 V100/A100-class GPUs; 100 epochs of 1,251 steps
-of 1024 pairs per loss. SimCLR trained this for 100 epochs at batch 4096 in ~1.5 h on
+Accelerator and time: a TPU v3-8 or 8 A100-class GPUs (the encoder runs in
+mixed_bfloat16; V100s lack bfloat16: add `--mixed-precision false`, float32, slower);
+100 epochs of 1,251 steps of 1024 pairs per loss. SimCLR trained this for 100 epochs at batch 4096 in ~1.5 h on
 128 TPU v3 cores, i.e. ~1 day per loss on a v3-8's 8 cores (~2 days for the two; an
 extrapolation, not run here: no accelerator).
 

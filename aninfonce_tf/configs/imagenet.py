@@ -4,7 +4,9 @@ not public): ResNet-50 v1.5, SimCLR's views at 224x224 (jitter strength 1.0:
 its full resolution, LARS (momentum 0.9, trust coefficient 0.001, weight decay 1e-6;
 biases and batch norm excluded from both) at 0.3 x B / 256 with a 10-epoch linear
 warm-up then a cosine decay to 0, InfoNCE temperature 0.1, a 2048-2048-128 projector
-with batch norm, batch norm synchronised across replicas, 100 epochs. Batch 1024
+with batch norm and SimCLR's N(0, 0.01^2) kernels, batch norm synchronised across
+replicas, 100 epochs, the encoder in mixed_bfloat16 (TPUs and A100-class GPUs; on a
+V100, which lacks bfloat16, pass `--mixed-precision false`). Batch 1024
 (SimCLR's is 4096): the schedule is given in epochs and the learning rate per 256
 pairs, so that another `--batch-size` B keeps 100 epochs, a 10-epoch warm-up and
 0.3 x B / 256 (`ImageConfig.resolved`).
@@ -41,6 +43,7 @@ SIMCLR = ImageConfig(
     infonce_temperature=0.1,
     projector_units="2048,128",
     projector_batch_norm=True,
+    projector_kernel_stddev=0.01,
     probe_size=10_000,
     readout_size=10_000,
     mixed_precision=True,

@@ -17,7 +17,7 @@ features by a logistic regression (C chosen as above, by balanced accuracy) fitt
 on a random half of the views and scored on the other. A flag (grayscale, ...)
 scores the balanced accuracy of predicting it; a continuous target (a jitter factor,
 the crop's area) the balanced accuracy of predicting whether it lies above its
-median, and also the R^2 of a ridge regression (its penalty chosen by leave-one-out
+median on the fitting half, and also the R^2 of a ridge regression (its penalty chosen by leave-one-out
 cross-validation on the fitting half: `features.ridge_r2`). Targets that do not vary
 (or whose either side holds fewer than `FOLDS` fitting views) are skipped. `augmentation_readout` is the mean balanced accuracy over the targets
 one view determines: chance is 0.5.
@@ -232,10 +232,11 @@ def augmentation_readout(features, params: dict, seed: int = 0) -> dict:
     for name, target in targets.items():
         defined = ~np.isnan(target)
         fit, test = (half[defined[half]] for half in halves)
-        if not defined.any() or np.ptp(target[defined]) == 0:
+        if not len(fit) or np.ptp(target[defined]) == 0:
             continue
         binary = set(np.unique(target[defined])) <= {0.0, 1.0}
-        labels = target if binary else (target > np.median(target[defined])).astype("float64")
+        # The threshold from the fitting half alone: nothing of the test half is seen.
+        labels = target if binary else (target > np.median(target[fit])).astype("float64")
         fit_counts = np.unique(labels[fit], return_counts=True)[1]
         if len(fit_counts) < 2 or fit_counts.min() < FOLDS or len(np.unique(labels[test])) < 2:
             continue
@@ -265,7 +266,9 @@ class ImageProbeEvaluator:
     Args:
         train_images, train_labels: what the class probes fit on.
         test_images, test_labels: what they are scored on.
-        views: `[N, ...]` augmented views for the readout.
+        views: `[N, ...]` augmented views for the readout. Images and views may be
+            uint8 (read as / 255) or float in [0, 1] (e.g. float16): each batch is
+            made float32 before the model (`features.unit_float32`).
         view_params: their parameters, as the augmentation returned them.
         batch_size: images per forward pass.
         blas_threads: threads of the linear algebra under the probes' fits (None:
