@@ -529,3 +529,33 @@ def test_alignment_and_uniformity_are_measured_before_lambda_hat():
     for name in logs:
         assert logs[name]["alignment"] == pytest.approx(expected, rel=1e-4), name
         assert logs[name]["uniformity"] == pytest.approx(logs["flat"]["uniformity"], rel=1e-4)
+
+
+@keras.saving.register_keras_serializable(package="tests")
+class _SubclassedEncoder(keras.Model):
+    """A user's encoder as the README says to write it: registered, with get_config."""
+
+    def __init__(self, width=8, **kwargs):
+        super().__init__(**kwargs)
+        self.width = width
+        self.hidden = keras.layers.Dense(width, activation="tanh")
+        self.out = keras.layers.Dense(4)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+    def get_config(self):
+        return {**super().get_config(), "width": self.width}
+
+
+def test_a_registered_subclassed_encoder_round_trips_through_load_model(tmp_path):
+    x1, x2 = _pairs(count=64)
+    keras.utils.set_random_seed(0)
+    model = ContrastiveModel(_SubclassedEncoder(width=8), scaling=DiagonalScaling(5.0))
+    model.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
+    model.fit((x1, x2), batch_size=32, epochs=1, verbose=0)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(reloaded.encoder, _SubclassedEncoder) and reloaded.encoder.width == 8
+    np.testing.assert_array_equal(reloaded.embed(x1[:8]), model.embed(x1[:8]))
+    np.testing.assert_array_equal(reloaded.concentration, model.concentration)

@@ -55,3 +55,39 @@ def test_every_link_between_the_readme_and_the_docs_resolves():
                 assert anchor in {_anchor(h) for h in headings}, f"{page.name}: {target}"
             checked += 1
     assert checked >= 20
+
+
+DOCS = [
+    README,
+    *sorted((README.parent / "docs").glob("*.md")),
+    README.parent / "benchmarks/README.md",
+]
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    text = README.read_text()
+    assert len(text.encode()) < 10_000
+    commands = re.findall(r"^(make \w+)", text[:600], re.M)
+    assert commands == ["make run", "make test"]
+
+
+def test_no_figure_is_labelled_by_a_work_period():
+    period = re.compile(r"\b(session|sprint|round|phase|iteration)s? ?#?\d+", re.I)
+    for page in DOCS:
+        found = period.findall(page.read_text())
+        assert not found, f"{page.name} labels figures by {found}"
+
+
+def test_docs_api_names_every_module_of_the_package():
+    package = README.parent / "aninfonce_tf"
+    api = (README.parent / "docs/api.md").read_text()
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        if parts[-1] == "__init__" or parts[0] == "configs":
+            continue  # the package itself; configs are listed by name in one row
+        if f"`aninfonce_tf.{'.'.join(parts)}`" not in api:
+            missing.append(".".join(parts))
+    configs = [p.stem for p in (package / "configs").glob("*.py") if p.stem != "__init__"]
+    missing += [f"configs.{name}" for name in configs if f"`{name}`" not in api]
+    assert not missing, f"docs/api.md does not name {missing}"
