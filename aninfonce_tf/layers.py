@@ -193,6 +193,7 @@ def projection_head(
     >>> [type(layer).__name__ for layer in projection_head([64], 16, batch_norm=True).layers]
     ['Dense', 'BatchNormalization', 'Activation', 'Dense', 'BatchNormalization']
     """
+
     def dense(units, **kwargs):
         # An initializer object is copied per layer: one unseeded instance draws the
         # same values at every call, which would start layers of a shape equal.

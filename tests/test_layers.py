@@ -128,3 +128,22 @@ def test_projection_head_shapes_and_round_trip(tmp_path):
     path = str(tmp_path / "head.keras")
     head.save(path)
     np.testing.assert_array_equal(keras.saving.load_model(path)(x), head(x))
+
+
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_projection_head_kernels_start_from_the_initializer_given_and_keep_it(batch_norm):
+    simclr = keras.initializers.RandomNormal(stddev=0.01)
+    head = projection_head([256], 256, batch_norm=batch_norm, kernel_initializer=simclr)
+    head.build((None, 256))
+    kernels = [layer.kernel.numpy() for layer in head.layers if hasattr(layer, "kernel")]
+    assert [k.std() for k in kernels] == [pytest.approx(0.01, rel=0.02)] * 2
+    assert abs(kernels[0].mean()) < 1e-3
+    assert not np.allclose(kernels[0], kernels[1])  # each layer its own draw
+    # The default stays Keras' Glorot uniform: U(+-sqrt(6 / (256 + 256))).
+    default = projection_head([256], 256, batch_norm=batch_norm)
+    default.build((None, 256))
+    assert default.layers[0].kernel.numpy().std() == pytest.approx(np.sqrt(1 / 256), rel=0.02)
+    # The initializer survives get_config / from_config.
+    again = keras.Sequential.from_config(head.get_config())
+    dense = [layer for layer in again.layers if isinstance(layer, keras.layers.Dense)]
+    assert [layer.kernel_initializer.get_config()["stddev"] for layer in dense] == [0.01] * 2

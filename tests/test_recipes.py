@@ -114,7 +114,7 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
     [
         (dict(losses="aninfonce,simclr"), "losses"),
         (dict(steps=30, eval_every=20), "eval_every"),
-        (dict(warmup_steps=1000), "warmup_steps"),  # as many as `steps`: never decays
+        (dict(steps=1000, warmup_steps=1000), "warmup_steps"),  # never peaks nor decays
         (dict(batch_size=1), "batch_size"),
         (dict(strategy="horovod"), "strategy"),
         (dict(optimizer="lamb"), "optimizer"),

@@ -594,7 +594,11 @@ def augment_pairs(
         view2, params2 = augment(images, second, sizes)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}
 
-    return dataset.enumerate(start).map(pair, num_parallel_calls=tf.data.AUTOTUNE)
+    # Batches augmented at once, a fixed few: AUTOTUNE without autotuning
+    # (`without_autotune`) is one per core, on a 96-core TPU host ~96 batches of
+    # ImageNet canvases and views in flight (tens of GB).
+    parallel_batches = 4
+    return dataset.enumerate(start).map(pair, num_parallel_calls=parallel_batches)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from aninfonce_tf.data.datasets import (
     on_canvas,
     pair_batches,
     photo_patches,
+    tfds_image_decoder,
     tfds_images,
 )
 
@@ -32,6 +33,50 @@ def test_cifar10_pairs_have_static_shapes_labels_and_parameters():
     assert batches.options().autotune.enabled is False  # see `without_autotune`
 
 
+def test_tfds_images_are_decoded_after_the_skip_and_shuffle_into_the_same_batches():
+    augment = SimCLRAugment.preset("simclr_cifar10")
+    decodes = []
+
+    def counted(decode):
+        def decode_and_count(example):
+            tf.py_function(lambda: decodes.append(1) or 0, [], tf.int32)
+            return decode(example)
+
+        return decode_and_count
+
+    with tfds.testing.mock_data(num_examples=64):
+        decoded = tfds_images("cifar10", "train")
+        encoded = tfds_images("cifar10", "train", decode=False)
+        decode = counted(tfds_image_decoder("cifar10"))
+        # A run resumed at step 30 (30 x 8 examples skipped, ~4 passes over the split).
+        first, second = (
+            list(pair_batches(examples, augment, 8, seed=2, shuffle=32, start=30, decode=f).take(2))
+            for examples, f in ((decoded, None), (encoded, decode))
+        )
+        # The shuffle buffer and the skip see encoded images: strings.
+        assert encoded.element_spec["image"].dtype == tf.string
+        batches = pair_batches(encoded, augment, 8, decode=decode)
+    assert batches.element_spec["view1"].shape == (8, 32, 32, 3)
+    # The same batches (PNG is lossless), and the skipped examples never decoded.
+    for expected, batch in zip(first, second, strict=True):
+        np.testing.assert_array_equal(batch["label"], expected["label"])
+        np.testing.assert_array_equal(batch["view1"], expected["view1"])
+    assert 16 <= len(decodes) < 30 * 8
+    # The augmentations' map runs a few batches at once, not one per core.
+    assert _parallel_calls(batches)[0] == 4
+
+
+def _parallel_calls(dataset) -> list[int]:
+    """The `num_parallel_calls` of each parallel map of `dataset`, last first (read
+    from tf.data's private attributes)."""
+    calls = []
+    while dataset is not None:
+        if hasattr(dataset, "_num_parallel_calls"):
+            calls.append(int(dataset._num_parallel_calls))
+        dataset = getattr(dataset, "_input_dataset", None)
+    return calls
+
+
 def test_imagenet_images_of_any_size_batch_on_a_canvas_with_static_shapes():
     with tfds.testing.mock_data(num_examples=8):
         examples = tfds_images("imagenet2012", "validation")
@@ -39,6 +84,11 @@ def test_imagenet_images_of_any_size_batch_on_a_canvas_with_static_shapes():
         augment = SimCLRAugment(image_size=64, blur_probability=0.5)
         batches = pair_batches(examples, augment, 4, canvas=72)
         batch = next(iter(batches))
+        # JPEGs kept encoded decode to images of the same spec.
+        encoded = tfds_images("imagenet2012", "validation", decode=False)
+        from_jpeg = encoded.map(tfds_image_decoder("imagenet2012"))
+        assert from_jpeg.element_spec == examples.element_spec
+        assert next(iter(from_jpeg))["image"].shape[2] == 3
     assert batches.element_spec["view1"].shape == (4, 64, 64, 3)
     assert batch["view1"].shape == (4, 64, 64, 3)
 
@@ -150,7 +200,7 @@ def test_a_tfds_shard_reads_its_even_part_of_the_split(monkeypatch):
     asked = []
 
     class Builder:
-        def as_dataset(self, split, shuffle_files):
+        def as_dataset(self, split, shuffle_files, decoders=None):
             asked.append(split)
             images = np.zeros((2, 8, 8, 3), "uint8")
             return tf.data.Dataset.from_tensor_slices({"image": images, "label": [0, 1]})

@@ -14,6 +14,7 @@ from aninfonce_tf import ContrastiveModel, DiagonalScaling, projection_head
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.evaluation import probes
 from aninfonce_tf.evaluation.callbacks import scalar_items
+from aninfonce_tf.evaluation.features import level_features
 from aninfonce_tf.evaluation.probes import (
     C_GRID,
     FOLDS,
@@ -114,6 +115,31 @@ def test_the_readout_reads_encoded_parameters_and_not_others():
     assert scores["augmentation_readout"] == pytest.approx(expected)
 
 
+def test_a_continuous_targets_threshold_is_the_median_of_the_fitting_half(monkeypatch):
+    # The readout's halves (its seed's permutation): the test half's contrasts drawn
+    # higher, so that the median of both halves would split the fitting half unevenly.
+    n = 200
+    rows = np.random.default_rng(0).permutation(n)
+    fit, test = rows[: n // 2], rows[n // 2 :]
+    contrast = np.empty(n)
+    contrast[fit], contrast[test] = RNG.uniform(0.0, 1.0, n // 2), RNG.uniform(0.3, 3.0, n // 2)
+    features = np.stack([contrast, RNG.normal(size=n)], axis=1)
+    fitted = []
+
+    def recording(features, labels, *args):
+        fitted.append((features[:, 0], labels))
+        return logistic_probe(features, labels, *args)
+
+    monkeypatch.setattr(probes, "logistic_probe", recording)
+    scores = augmentation_readout(features, {"contrast": contrast}, seed=0)
+    ((values, labels),) = fitted
+    np.testing.assert_array_equal(np.sort(values), np.sort(contrast[fit]))
+    np.testing.assert_array_equal(labels, values > np.median(values))
+    assert labels.mean() == 0.5
+    # Scored on the test half against the same threshold.
+    assert scores["readout"]["contrast"] > 0.95
+
+
 def test_factors_of_an_operation_that_did_not_run_are_no_targets():
     # Jitter off leaves brightness at 1 and blur off leaves sigma at 0: counted as
     # targets, "above the median" would read "was the op applied", a second copy of
@@ -209,6 +235,27 @@ def test_every_prefix_of_a_stratified_order_holds_the_classes_in_proportion():
     assert not np.all(np.diff(order[labels[order] == 0]) > 0)
     with pytest.raises(ValueError, match="labels"):
         stratified_order(np.zeros((2, 2)))
+
+
+def test_features_of_uint8_images_and_float16_views_are_those_of_float32_ones():
+    # Probe images kept as uint8 and views as float16 (a quarter and half of float32's
+    # memory) give the features of the float32 images in [0, 1].
+    images = RNG.uniform(size=(12, 8, 8, 3)).astype("float32")
+    as_uint8 = np.round(images * 255).astype("uint8")
+    encoder = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Conv2D(8, 3), keras.layers.GlobalAveragePooling2D()]
+    )
+    model = ContrastiveModel(encoder, projector=projection_head([16], 4))
+    for level in ImageProbeEvaluator.LEVELS:
+        reference = level_features(model, images, level, batch_size=5)
+        np.testing.assert_array_equal(
+            level_features(model, as_uint8, level, batch_size=5),
+            level_features(model, as_uint8.astype("float32") / 255, level, batch_size=5),
+        )
+        for stored in (as_uint8, images.astype("float16")):
+            features = level_features(model, stored, level, batch_size=5)
+            assert features.dtype == np.float32
+            np.testing.assert_allclose(features, reference, rtol=0.02, atol=0.01)
 
 
 def test_the_image_evaluator_scores_backbone_and_projector(monkeypatch):
