@@ -33,8 +33,10 @@ latent's linear and kernel-ridge R^2), `latent_r2.png`, `lambda_hat.png`,
 `positive_pairs.png`, `curves.png`, TensorBoard logs and the models to `--out`;
 with `--seeds`, one such run per seed and `summary.json` (mean, sd, and the
 AnInfoNCE - InfoNCE difference with its 95 % interval).
-Expected numbers: not yet measured over 3 seeds; run
-`python recipes/rendered.py --preset latent --seeds 0,1,2` for them.
+Expected numbers (2026-11-27, 2-core CPU, docs/results.md): `--preset latent --seeds
+0,1,2` gives style-block linear R^2 at the projector 0.57 +- 0.04 for AnInfoNCE against
+-0.00 +- 0.00 for InfoNCE (both hues kept at 0.76-0.94 against ~0), content ~0.97 for
+AnInfoNCE; it took ~13 min per loss and seed with two other runs on the CPU.
 """
 
 from aninfonce_tf import experiment
