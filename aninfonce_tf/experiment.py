@@ -677,18 +677,27 @@ def main(config_module, argv=None, description: str = "") -> dict:
     config, options = parse_config(
         config_module.PRESETS, argv, description=description, smoke=config_module.SMOKE
     )
-    new_directory = not (options.out and Path(options.out).exists())
-    run_dir = run_directory(options.out, options.preset + ("-smoke" if options.smoke else ""))
-    print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
-    try:
+    name = options.preset + ("-smoke" if options.smoke else "")
+    with recipe_run_directory(options.out, name) as run_dir:
+        print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
         labels = dict(preset=options.preset, smoke=options.smoke)
         if options.seeds:
             return run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
         return run(config, config_module.build, run_dir, **labels)
+
+
+@contextlib.contextmanager
+def recipe_run_directory(out: str | None, name: str):
+    """A recipe's run directory (`run_directory`), in which a `UsageError` is printed
+    as argparse prints a bad flag (one line, status 2, no traceback) and leaves no
+    empty directory behind."""
+    new_directory = not (out and Path(out).exists())
+    run_dir = run_directory(out, name)
+    try:
+        yield run_dir
     except UsageError as error:
         if new_directory and not any(run_dir.iterdir()):
-            run_dir.rmdir()  # a refused run leaves no empty directory behind
-        # As argparse does for a bad flag: one line, status 2, no traceback.
+            run_dir.rmdir()
         print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
 
@@ -698,6 +707,7 @@ __all__ = [
     "build_model",
     "encoder_optimizer",
     "main",
+    "recipe_run_directory",
     "results_table",
     "run",
     "run_seeds",

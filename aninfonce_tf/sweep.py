@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aninfonce_tf import distribute
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.config import RunConfig
+from aninfonce_tf.config import RunConfig, UsageError
 from aninfonce_tf.experiment import Experiment, run_seeds
 from aninfonce_tf.plots import variant_label
 
@@ -87,13 +87,20 @@ def run_grid(
 
     Raises:
         ValueError: for a field `config` does not have, or a grid `grid_cells` refuses.
+        UsageError: for a cell whose config `validate` refuses (before any runs).
     """
     known = {field.name for field in dataclasses.fields(config)}
     unknown = sorted(set(grid) - known)
     if unknown:
         raise ValueError(f"`grid` names fields the config does not have: {unknown}.")
+    grid_and_seeds = grid_cells(grid, seeds, corner_seeds)
+    for values, _ in grid_and_seeds:  # every cell checked before the first one runs
+        try:
+            dataclasses.replace(config, **values).resolved().validate()
+        except ValueError as error:
+            raise UsageError(f"the grid's cell {cell_name(values)} cannot run: {error}") from None
     cells = []
-    for values, cell_seeds in grid_cells(grid, seeds, corner_seeds):
+    for values, cell_seeds in grid_and_seeds:
         name = cell_name(values)
         print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
         cell_config = dataclasses.replace(config, **values)

@@ -142,3 +142,21 @@ def test_help_shows_the_grid_flags(capsys):
     for flag in ("--grid-crop-min-scale", "--grid-jitter-strength", "--corner-seeds", "--seeds"):
         assert flag in text
     assert "--preset {sweep,quick,latent,spike-slab}" in text
+
+
+def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    with pytest.raises(SystemExit) as stop:
+        _recipe().main(["--smoke", "--out", str(out), "--grid-crop-min-scale", "0.9,0.5,0"])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert "crop_min_scale=0," in error and "`crop_min_scale` must lie in (0, 1]" in error
+    assert fake_runs == [] and not out.exists()
+
+
+@pytest.mark.parametrize("flags", [["--preset", "latent"], ["--mode", "spike-slab"]])
+def test_pairs_without_simclrs_views_are_refused(flags, fake_runs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _recipe().main(["--smoke", *flags, "--out", str(tmp_path / "sweep")])
+    assert stop.value.code == 2 and "only the augment mode" in capsys.readouterr().err
+    assert fake_runs == []

@@ -261,7 +261,9 @@ class RenderedPairs:
 
     - `"augment"`: latents z rendered once, two views by `augment` (SimCLR's
       practice). The views change x, y and scale (crop), x and rotation (flip) and
-      both hues (colour jitter, grayscale); nothing changes `shape`.
+      both hues (colour jitter, grayscale); `shape` is kept, but the flip mirrors
+      the chiral L into a shape the renderer never draws, and crops of other aspect
+      ratios and the brightness, contrast and saturation jitter leave its range too.
     - `"latent"`: z and z+ drawn from the package's `conditional` around z with a
       concentration per continuous latent (`shape` kept), each rendered (the
       theory's setting).
