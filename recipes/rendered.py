@@ -5,15 +5,16 @@ Positive pairs come from SimCLR's augmentations of one render or from the latent
 Run:
 
     python recipes/rendered.py --smoke    # whole pipeline in < 1 min
-    python recipes/rendered.py            # quick: SimCLR's views, ~11 min
-    python recipes/rendered.py --preset latent --seeds 0,1,2      # ~10 min per seed
-    python recipes/rendered.py --preset spike-slab --seeds 0,1,2  # ~10 min per seed
+    python recipes/rendered.py            # quick: SimCLR's views, 13 min
+    python recipes/rendered.py --preset latent --seeds 0,1,2      # ~12 min per seed
+    python recipes/rendered.py --preset spike-slab --seeds 0,1,2  # ~12 min per seed
 
 on an idle 2-core CPU, no download. Every preset trains both losses for 2000 steps of
 256 pairs of 32-pixel images: 8.9 min at `quick`'s 7.5 steps/s and 8.1 min at
 `latent`'s 8.2 (benchmarks/rendered.py, idle, 2026-11-27), plus four evaluations per
-loss (estimates; not timed idle end to end). On a CPU shared with two other runs a seed
-took ~30 min.
+loss. `quick` took 775 s end to end on the idle CPU (369 and 382 s of training;
+2026-11-27, commit b1557b3); latent and spike-slab are estimates. On a CPU shared with
+two other runs a seed took ~30 min.
 
 Each image is one two-tone polygon on a plain background rendered in the input
 pipeline from its latents: `shape` (5 classes), `x`, `y`, `scale`, `rotation`,

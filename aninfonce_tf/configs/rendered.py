@@ -245,8 +245,8 @@ QUICK = RenderedConfig(
 )
 PRESETS = {
     # SimCLR's views of one render (crops of 40-100 %, flips, jitter s 0.5 with p 0.8,
-    # grayscale p 0.2) on 32-pixel renders. ~11 min on an idle 2-core CPU, latent and
-    # spike-slab ~10 min (estimated from the steps/s of benchmarks/rendered.py).
+    # grayscale p 0.2) on 32-pixel renders. 13 min on an idle 2-core CPU (measured
+    # 2026-11-27), latent and spike-slab ~12 min (estimated).
     "quick": QUICK,
     # The theory's setting: x, y and scale move little (Lambda 100), rotation and both
     # hues a lot (Lambda 5), shape is kept.
