@@ -41,19 +41,28 @@ def _check_results(results: dict):
     assert len(results["aninfonce"]["lambda_hat"]) == 16  # Lambda_hat on the projector output
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("module", [photos, cifar10, imagenet], ids=lambda m: m.__name__)
-def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
-    results = experiment.main(module, ["--smoke", "--out", str(tmp_path)])
-    _check_results(results)
-    saved = check_run(tmp_path, figures=["curves"])  # its schema, its TensorBoard logs
-    assert saved["variants"]["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
-        results["aninfonce"]["backbone"]["augmentation_readout"]
-    )
+def _check_run_directory(run_dir: Path, module) -> dict:
+    """The saved run of `module`'s smoke config: results, schema, TensorBoard logs,
+    probe class counts, figure and models; returns the saved variants."""
+    saved = check_run(run_dir, figures=["curves"])  # its schema, its TensorBoard logs
+    _check_results(saved["variants"])
     smoke = module.SMOKE["probe_size"]  # the photos' smoke has fewer training patches
     assert 0 < sum(saved["run"]["probe_train_class_counts"].values()) <= smoke
     assert sum(saved["run"]["probe_test_class_counts"].values()) == smoke
-    assert (tmp_path / "curves.png").exists() and (tmp_path / "infonce" / "model.keras").exists()
+    assert (run_dir / "curves.png").exists() and (run_dir / "infonce" / "model.keras").exists()
+    return saved["variants"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [cifar10, imagenet], ids=lambda m: m.__name__)
+def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
+    # The photos recipe's smoke runs from the command line, below.
+    results = experiment.main(module, ["--smoke", "--out", str(tmp_path)])
+    _check_results(results)
+    saved = _check_run_directory(tmp_path, module)
+    assert saved["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
+        results["aninfonce"]["backbone"]["augmentation_readout"]
+    )
 
 
 @pytest.mark.slow
@@ -77,6 +86,7 @@ def test_the_photos_recipe_runs_from_the_command_line(tmp_path):
         line for line in result.stdout.splitlines() if line.lstrip().startswith("variant")
     )
     assert header.split() == ["variant", *images.SUMMARY, "steps", "seconds"]
+    _check_run_directory(tmp_path, photos)
 
 
 def test_resnet18_with_the_cifar_stem_keeps_32x32_until_the_first_stride():

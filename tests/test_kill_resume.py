@@ -82,7 +82,8 @@ DRIVER = textwrap.dedent(
     """
 )
 
-# In order, each into the same directory: every run resumes what the one before left.
+# Two chains, run side by side, each into its own directory: within a chain every run
+# resumes what the one before left.
 KILLS = [
     dict(file="config.json", when="renamed"),  # before any training
     dict(file="step-000005.weights.h5", variant="aninfonce", when="torn"),
@@ -90,6 +91,8 @@ KILLS = [
     # The newest checkpoint torn on disk: the next run falls back to the one before.
     dict(file="step-000015.weights.h5", variant="aninfonce", when="torn-renamed"),
     dict(step=17, variant="aninfonce"),  # mid-epoch, between checkpoints
+]
+LATE_KILLS = [
     dict(file="history.json", variant="aninfonce", when="torn"),
     dict(file="model.keras", variant="aninfonce", when="written"),
     dict(file="results.json", when="torn"),
@@ -105,13 +108,21 @@ XLA_CONFIG = dict(CONFIG, losses="aninfonce", jit_compile=True, ema_momentum=0.9
 XLA_KILLS = [dict(step=12, variant="aninfonce")]
 
 
-def _run(driver, out, kill, config=CONFIG) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(driver), str(out), json.dumps(config), json.dumps(kill)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+def _run_chain(driver, out, kills, config=CONFIG) -> subprocess.Popen:
+    """One process running every kill of `kills` in turn into `out`, then the run to its
+    end; it prints each run's return code and output as JSON lines."""
+    script = textwrap.dedent(
+        """
+        import json, subprocess, sys
+        for command in json.loads(sys.argv[1]):
+            run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            print(json.dumps([run.returncode, run.stdout, run.stderr[-3000:]]), flush=True)
+        """
+    )
+    run = [sys.executable, str(driver), str(out), json.dumps(config)]
+    commands = [[*run, json.dumps(kill)] for kill in [*kills, {}]]
+    return subprocess.Popen(
+        [sys.executable, "-c", script, json.dumps(commands)], stdout=subprocess.PIPE, text=True
     )
 
 
@@ -137,33 +148,46 @@ def _assert_same_result(resumed: dict, whole: dict) -> None:
 def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    cut = tmp_path / "cut"
-    for index, kill in enumerate(KILLS):
-        killed = _run(driver, cut, kill)
-        assert killed.returncode == -signal.SIGKILL, (kill, killed.stdout, killed.stderr[-3000:])
-        if index == 4:
-            newest = cut / "backup" / "aninfonce" / "step-000015.weights.h5"
-            assert f"checkpoint {newest} does not read" in killed.stdout, killed.stdout
-            assert "resuming aninfonce at step 10" in killed.stdout
-    finished = _run(driver, cut, {})
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    assert "== aninfonce: finished" in finished.stdout
-    assert "resuming infonce at step 20" in finished.stdout  # its last checkpoint
-
+    cuts = {"early": tmp_path / "early", "late": tmp_path / "late"}
+    chains = {
+        "early": _run_chain(driver, cuts["early"], KILLS),
+        "late": _run_chain(driver, cuts["late"], LATE_KILLS),
+    }
     config = synthetic.SyntheticConfig(**CONFIG)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)
-    resumed = json.loads((cut / "results.json").read_text())["variants"]
-    assert set(resumed) == {"aninfonce", "infonce"}
-    for name in ("aninfonce", "infonce"):
-        assert [point["step"] for point in resumed[name]["curve"]] == [10, 20]
-        _assert_same_result(resumed[name], whole[name])
-    # TensorBoard holds each point once: what a killed run wrote after the checkpoint a
-    # resumed run started from is gone.
-    check_tensorboard(cut / "tensorboard", resumed, ["curves", "per_latent_r2", "lambda_aninfonce"])
-    # Nothing half-written or stale is left behind.
-    assert not list(cut.rglob(".partial-*")) and not (cut / "backup").exists()
+    runs = {}
+    for name, chain in chains.items():
+        output, _ = chain.communicate(timeout=600)
+        assert chain.returncode == 0
+        runs[name] = [json.loads(line) for line in output.splitlines()]
+    for name, kills in (("early", KILLS), ("late", LATE_KILLS)):
+        assert len(runs[name]) == len(kills) + 1
+        for kill, (code, stdout, stderr) in zip(kills, runs[name], strict=False):
+            assert code == -signal.SIGKILL, (kill, stdout, stderr)
+        code, stdout, stderr = runs[name][-1]
+        assert code == 0, stderr
+    newest = cuts["early"] / "backup" / "aninfonce" / "step-000015.weights.h5"
+    after_torn = runs["early"][4][1]  # the run after the torn newest checkpoint
+    assert f"checkpoint {newest} does not read" in after_torn, after_torn
+    assert "resuming aninfonce at step 10" in after_torn
+    assert "== aninfonce: finished" in runs["late"][-1][1]
+    assert "resuming infonce at step 20" in runs["late"][-1][1]  # its last checkpoint
+
+    for cut in cuts.values():
+        resumed = json.loads((cut / "results.json").read_text())["variants"]
+        assert set(resumed) == {"aninfonce", "infonce"}
+        for name in ("aninfonce", "infonce"):
+            assert [point["step"] for point in resumed[name]["curve"]] == [10, 20]
+            _assert_same_result(resumed[name], whole[name])
+        # TensorBoard holds each point once: what a killed run wrote after the checkpoint
+        # a resumed run started from is gone.
+        figures = ["curves", "per_latent_r2", "lambda_aninfonce"]
+        check_tensorboard(cut / "tensorboard", resumed, figures)
+        # Nothing half-written or stale is left behind.
+        assert not list(cut.rglob(".partial-*")) and not (cut / "backup").exists()
+    tried = len(KILLS) + len(LATE_KILLS)
     with capsys.disabled():
-        print(f"\n{len(KILLS)} kill points tried; every rerun ended with the uninterrupted result")
+        print(f"\n{tried} kill points tried; every rerun ended with the uninterrupted result")
 
 
 @pytest.mark.slow
@@ -173,15 +197,13 @@ def test_a_run_with_xla_an_average_and_an_export_killed_resumes_to_the_uninterru
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     cut = tmp_path / "cut"
-    outputs = []
-    for kill in [*XLA_KILLS, {}]:
-        run = _run(driver, cut, kill, XLA_CONFIG)
-        assert run.returncode == (-signal.SIGKILL if kill else 0), (kill, run.stderr[-3000:])
-        outputs.append(run.stdout)
-    assert "resuming aninfonce at step 10" in outputs[1]
-
+    chain = _run_chain(driver, cut, XLA_KILLS, XLA_CONFIG)
     config = synthetic.SyntheticConfig(**XLA_CONFIG)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
+    output, _ = chain.communicate(timeout=600)
+    runs = [json.loads(line) for line in output.splitlines()]
+    assert [code for code, _, _ in runs] == [-signal.SIGKILL] * len(XLA_KILLS) + [0], runs
+    assert "resuming aninfonce at step 10" in runs[-1][1]
     resumed = json.loads((cut / "results.json").read_text())["variants"]["aninfonce"]
     _assert_same_result(resumed, whole)
     # The exported Lambda_hat is the uninterrupted run's average.

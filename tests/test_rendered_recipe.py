@@ -3,30 +3,20 @@ to end at smoke size, and the paper's direction in the theory's setting at a sma
 size (AnInfoNCE keeps the low-concentration latents that InfoNCE discards)."""
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from aninfonce_tf import experiment
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.rendered import CONTINUOUS, DEFAULT_CONCENTRATION, LATENT_NAMES
-from tests.run_outputs import check_run
+from tests.run_outputs import check_run, load_recipe
 
-ROOT = Path(__file__).parent.parent
 FIGURES = ["curves", "positive_pairs", "latent_r2", "lambda_hat"]
-
-
-def _recipe():
-    spec = importlib.util.spec_from_file_location("rendered_recipe", ROOT / "recipes/rendered.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_help_lists_the_presets_and_the_pair_flags(capsys):
     with pytest.raises(SystemExit) as stop:
-        _recipe().main(["--help"])
+        load_recipe("rendered").main(["--help"])
     assert stop.value.code == 0
     text = "".join(capsys.readouterr().out.split())
     assert "--preset{quick,latent,spike-slab}" in text

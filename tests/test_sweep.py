@@ -3,7 +3,6 @@ which cells and seeds run where, the table and the figure from their summaries.
 Training itself is `run_seeds`' (tested with the runner); here it is replaced by a
 stand-in that records its calls and returns a summary made from the cell's values."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,16 +11,7 @@ import pytest
 from aninfonce_tf import sweep
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.seeds import summarize
-
-ROOT = Path(__file__).parent.parent
-
-
-def _recipe():
-    path = ROOT / "recipes/rendered_sweep.py"
-    spec = importlib.util.spec_from_file_location("rendered_sweep_recipe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.run_outputs import load_recipe
 
 
 @pytest.fixture
@@ -108,7 +98,7 @@ def test_each_cell_runs_its_config_into_its_own_directory(fake_runs, tmp_path):
 
 
 def test_the_recipe_writes_the_table_and_figure_of_its_grid(fake_runs, tmp_path, capsys):
-    cells = _recipe().main(
+    cells = load_recipe("rendered_sweep").main(
         [
             "--smoke",
             "--out",
@@ -136,7 +126,7 @@ def test_the_recipe_writes_the_table_and_figure_of_its_grid(fake_runs, tmp_path,
 
 def test_help_shows_the_grid_flags(capsys):
     with pytest.raises(SystemExit) as stop:
-        _recipe().main(["--help"])
+        load_recipe("rendered_sweep").main(["--help"])
     assert stop.value.code == 0
     text = capsys.readouterr().out
     for flag in ("--grid-crop-min-scale", "--grid-jitter-strength", "--corner-seeds", "--seeds"):
@@ -147,7 +137,9 @@ def test_help_shows_the_grid_flags(capsys):
 def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_path, capsys):
     out = tmp_path / "sweep"
     with pytest.raises(SystemExit) as stop:
-        _recipe().main(["--smoke", "--out", str(out), "--grid-crop-min-scale", "0.9,0.5,0"])
+        load_recipe("rendered_sweep").main(
+            ["--smoke", "--out", str(out), "--grid-crop-min-scale", "0.9,0.5,0"]
+        )
     assert stop.value.code == 2
     error = capsys.readouterr().err
     assert "crop_min_scale=0," in error and "`crop_min_scale` must lie in (0, 1]" in error
@@ -157,6 +149,6 @@ def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_p
 @pytest.mark.parametrize("flags", [["--preset", "latent"], ["--mode", "spike-slab"]])
 def test_pairs_without_simclrs_views_are_refused(flags, fake_runs, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
-        _recipe().main(["--smoke", *flags, "--out", str(tmp_path / "sweep")])
+        load_recipe("rendered_sweep").main(["--smoke", *flags, "--out", str(tmp_path / "sweep")])
     assert stop.value.code == 2 and "only the augment mode" in capsys.readouterr().err
     assert fake_runs == []
