@@ -3,7 +3,7 @@ scikit-learn and scikit-image, scored by class accuracy and augmentation readout
 
 Run:
 
-    python recipes/photos.py            # ~6 min on a 2-core CPU, no download
+    python recipes/photos.py            # ~8 min on a 2-core CPU, no download
     python recipes/photos.py --smoke    # whole pipeline in < 1 min
 
 Writes `results.json` (per loss: `backbone` and `projector` class accuracy, kNN
@@ -11,10 +11,10 @@ accuracy at k = 200 and k = 20, augmentation readout and the readout of each tar
 the figures, TensorBoard logs and the models to `--out`; with `--seeds 0,1,2` one such
 run per seed and `summary.json`. The readout's definition is in
 `aninfonce_tf.evaluation.probes`. Expected over seeds 0, 1, 2 (docs/results.md,
-2026-11-27): augmentation readout at the projector AnInfoNCE 0.546 +- 0.005 against
-InfoNCE 0.526 +- 0.009 (paired difference +0.020, 95 % interval [+0.006, +0.035]; chance
-0.5), equal at the backbone (0.570 both); class accuracy at the backbone 0.849 against
-0.872 (interval of the difference includes 0).
+2026-11-27, commit aa417df): augmentation readout at the projector AnInfoNCE
+0.536 +- 0.002 against InfoNCE 0.525 +- 0.003 (paired difference +0.012, 95 % interval
+[+0.004, +0.020]; chance 0.5), equal at the backbone (0.562 against 0.566); class
+accuracy at the backbone 0.849 against 0.872 (interval of the difference includes 0).
 """
 
 from aninfonce_tf import experiment
