@@ -13,8 +13,9 @@ run per seed and `summary.json`. The readout's definition is in
 `aninfonce_tf.evaluation.probes`. Expected over seeds 0, 1, 2 (docs/results.md,
 2026-11-27, commit aa417df): augmentation readout at the projector AnInfoNCE
 0.536 +- 0.002 against InfoNCE 0.525 +- 0.003 (paired difference +0.012, 95 % interval
-[+0.004, +0.020]; chance 0.5), equal at the backbone (0.562 against 0.566); class
-accuracy at the backbone 0.849 against 0.872 (interval of the difference includes 0).
+[+0.004, +0.020]; chance 0.5), no difference resolved at the backbone (0.562 against
+0.566, -0.004 [-0.017, +0.008]); class accuracy at the backbone 0.849 against 0.872
+(interval of the difference includes 0).
 """
 
 from aninfonce_tf import experiment
