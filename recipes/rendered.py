@@ -5,16 +5,15 @@ Positive pairs come from SimCLR's augmentations of one render or from the latent
 Run:
 
     python recipes/rendered.py --smoke    # whole pipeline in < 1 min
-    python recipes/rendered.py            # quick: SimCLR's views, 13 min
-    python recipes/rendered.py --preset latent --seeds 0,1,2      # ~12 min per seed
-    python recipes/rendered.py --preset spike-slab --seeds 0,1,2  # ~12 min per seed
+    python recipes/rendered.py            # quick: SimCLR's views, 7 min
+    python recipes/rendered.py --preset latent --seeds 0,1,2      # ~10 min per seed
+    python recipes/rendered.py --preset spike-slab --seeds 0,1,2  # ~10 min per seed
 
-on an idle 2-core CPU, no download. Every preset trains both losses for 2000 steps of
-256 pairs of 32-pixel images: 8.9 min at `quick`'s 7.5 steps/s and 8.1 min at
-`latent`'s 8.2 (benchmarks/rendered.py, idle, 2026-11-27), plus four evaluations per
-loss. `quick` took 775 s end to end on the idle CPU (369 and 382 s of training;
-2026-11-27, commit b1557b3); latent and spike-slab are estimates. On a CPU shared with
-two other runs a seed took ~30 min.
+on an idle 2-core CPU, no download. `quick` trains both losses for 1500 steps of 256
+pairs of 32-pixel images and evaluates every 750: 7.1 min per seed end to end (`--seeds
+0,1,2` in 1285 s, 197-216 s of training per loss; 2026-11-27, commit 0f5634d). `latent`
+and `spike-slab` train 2000 steps and evaluate every 500 (estimated). On a CPU shared
+with two other runs a seed took ~30 min.
 
 Each image is one two-tone polygon on a plain background rendered in the input
 pipeline from its latents: `shape` (5 classes), `x`, `y`, `scale`, `rotation`,
@@ -40,9 +39,10 @@ AnInfoNCE - InfoNCE difference with its 95 % interval).
 Expected numbers (2026-11-27, 2-core CPU, docs/results.md): `--preset latent --seeds
 0,1,2` gives style-block linear R^2 at the projector 0.57 +- 0.04 for AnInfoNCE against
 -0.00 +- 0.00 for InfoNCE (both hues kept at 0.76-0.94 against ~0), content ~0.97 for
-AnInfoNCE. `--seeds 0,1,2` (quick) gives at the projector scale 0.51 +- 0.04 against
-0.05 +- 0.02 but object hue 0.73 +- 0.04 against 0.94 +- 0.01, the style block
-+0.07 [-0.04, +0.17], and equal scores at the backbone.
+AnInfoNCE. `--seeds 0,1,2` (quick) gives at the projector scale 0.50 +- 0.07 against
+0.03 +- 0.03 and the style block 0.57 +- 0.03 against 0.47 +- 0.00 (+0.10 [+0.04,
++0.16]), but object hue 0.86 +- 0.02 against 0.94 +- 0.01, and equal scores at the
+backbone.
 """
 
 from aninfonce_tf import experiment
