@@ -5,6 +5,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= cpu,dev
 RUN_ARGS ?=
+# Test processes (pytest-xdist); each test module runs whole in one of them.
+TEST_WORKERS ?= 2
 
 .PHONY: install run test lint
 
@@ -20,7 +22,7 @@ run: install
 	$(BIN)/python recipes/synthetic.py $(RUN_ARGS)
 
 test: install
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 lint: install
 	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks notebooks
