@@ -2,6 +2,7 @@
 resumes to the result of a run never killed."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -122,8 +123,35 @@ def _run_chain(driver, out, kills, config=CONFIG) -> subprocess.Popen:
     run = [sys.executable, str(driver), str(out), json.dumps(config)]
     commands = [[*run, json.dumps(kill)] for kill in [*kills, {}]]
     return subprocess.Popen(
-        [sys.executable, "-c", script, json.dumps(commands)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, json.dumps(commands)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, killed whole by `start_chain`
     )
+
+
+def _runs_of(chain: subprocess.Popen) -> list:
+    """`[return code, stdout, stderr]` of each run of a chain, once it has ended."""
+    output, _ = chain.communicate(timeout=600)
+    assert chain.returncode == 0, output[-5000:]
+    return [json.loads(line) for line in output.splitlines()]
+
+
+@pytest.fixture
+def start_chain():
+    """`_run_chain`; every chain it started that still runs when the test ends, passed
+    or failed, is killed with the runs under it."""
+    chains = []
+
+    def start(*args, **kwargs) -> subprocess.Popen:
+        chains.append(_run_chain(*args, **kwargs))
+        return chains[-1]
+
+    yield start
+    for chain in chains:
+        if chain.poll() is None:
+            os.killpg(chain.pid, signal.SIGKILL)
+            chain.wait()
 
 
 def _assert_same_result(resumed: dict, whole: dict) -> None:
@@ -145,21 +173,19 @@ def _assert_same_result(resumed: dict, whole: dict) -> None:
 
 
 @pytest.mark.slow
-def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(
+    tmp_path, capsys, start_chain
+):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     cuts = {"early": tmp_path / "early", "late": tmp_path / "late"}
     chains = {
-        "early": _run_chain(driver, cuts["early"], KILLS),
-        "late": _run_chain(driver, cuts["late"], LATE_KILLS),
+        "early": start_chain(driver, cuts["early"], KILLS),
+        "late": start_chain(driver, cuts["late"], LATE_KILLS),
     }
     config = synthetic.SyntheticConfig(**CONFIG)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)
-    runs = {}
-    for name, chain in chains.items():
-        output, _ = chain.communicate(timeout=600)
-        assert chain.returncode == 0
-        runs[name] = [json.loads(line) for line in output.splitlines()]
+    runs = {name: _runs_of(chain) for name, chain in chains.items()}
     for name, kills in (("early", KILLS), ("late", LATE_KILLS)):
         assert len(runs[name]) == len(kills) + 1
         for kill, (code, stdout, stderr) in zip(kills, runs[name], strict=False):
@@ -192,16 +218,15 @@ def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(tmp_path,
 
 @pytest.mark.slow
 def test_a_run_with_xla_an_average_and_an_export_killed_resumes_to_the_uninterrupted_result(
-    tmp_path, capsys
+    tmp_path, capsys, start_chain
 ):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     cut = tmp_path / "cut"
-    chain = _run_chain(driver, cut, XLA_KILLS, XLA_CONFIG)
+    chain = start_chain(driver, cut, XLA_KILLS, XLA_CONFIG)
     config = synthetic.SyntheticConfig(**XLA_CONFIG)
     whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
-    output, _ = chain.communicate(timeout=600)
-    runs = [json.loads(line) for line in output.splitlines()]
+    runs = _runs_of(chain)
     assert [code for code, _, _ in runs] == [-signal.SIGKILL] * len(XLA_KILLS) + [0], runs
     assert "resuming aninfonce at step 10" in runs[-1][1]
     resumed = json.loads((cut / "results.json").read_text())["variants"]["aninfonce"]
