@@ -93,17 +93,17 @@ def run_grid(
     unknown = sorted(set(grid) - known)
     if unknown:
         raise ValueError(f"`grid` names fields the config does not have: {unknown}.")
-    grid_and_seeds = grid_cells(grid, seeds, corner_seeds)
-    for values, _ in grid_and_seeds:  # every cell checked before the first one runs
+    planned = []  # every cell checked before the first one runs
+    for values, cell_seeds in grid_cells(grid, seeds, corner_seeds):
+        name, cell_config = cell_name(values), dataclasses.replace(config, **values)
         try:
-            dataclasses.replace(config, **values).resolved().validate()
+            cell_config.resolved().validate()
         except ValueError as error:
-            raise UsageError(f"the grid's cell {cell_name(values)} cannot run: {error}") from None
+            raise UsageError(f"the grid's cell {name} cannot run: {error}") from None
+        planned.append((values, cell_seeds, name, cell_config))
     cells = []
-    for values, cell_seeds in grid_and_seeds:
-        name = cell_name(values)
+    for values, cell_seeds, name, cell_config in planned:
         print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
-        cell_config = dataclasses.replace(config, **values)
         summary = run_seeds(cell_config, build, run_dir / name, cell_seeds, **labels)
         cells.append({"cell": name, "values": values, "summary": summary})
     if distribute.is_chief(distribute.get_strategy(config.strategy, config.tpu)):
