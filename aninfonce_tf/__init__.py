@@ -7,7 +7,10 @@ change strongly, which InfoNCE's single temperature loses.
 The public API, importable from `aninfonce_tf`:
 
 Losses and model:
-    InfoNCE, AnInfoNCE: `keras.losses.Loss` wrappers of the InfoNCE family (`ops`).
+    ContrastiveLoss: the base class (and protocol) of every loss the model trains.
+    InfoNCE, AnInfoNCE: the InfoNCE family (`functional`) as Keras losses.
+    IsotropicAnInfoNCE: AnInfoNCE with one learned concentration (a learned temperature).
+    register_loss: makes a loss class a variant the recipes run by name.
     ContrastiveModel: the training model (encoder, optional projector, Lambda_hat).
     export_encoder: a SavedModel of the encoder, loadable without this package.
 
@@ -33,9 +36,10 @@ Evaluation during `fit`:
     StopOnNonFiniteLoss: stops at the first NaN or infinite loss, naming the step.
     TrainingLogger: the training metrics and Lambda_hat to TensorBoard every N steps.
 
-Submodules: `ops` (pure functions), `losses`, `layers`, `models`, `encoders`, `data`
-(synthetic latents, augmentations, datasets), `evaluation` (metrics, probes, callbacks),
-`optimizers`, `experiment` (the runner of the recipes) and `configs` (one module per experiment).
+Submodules: `functional` (pure functions), `losses`, `layers`, `models`, `export`,
+`encoders`, `data` (pair sources, augmentations, datasets), `evaluation` (metrics,
+probes, callbacks), `optimizers`, `statistics` (scores over seeds), `runner` (the
+runner of the recipes) and `configs` (one module per experiment).
 
 Example:
 
@@ -54,15 +58,23 @@ from aninfonce_tf.evaluation.callbacks import (
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
-from aninfonce_tf.losses import AnInfoNCE, InfoNCE
-from aninfonce_tf.models import ContrastiveModel, export_encoder
+from aninfonce_tf.losses import (
+    AnInfoNCE,
+    ContrastiveLoss,
+    InfoNCE,
+    IsotropicAnInfoNCE,
+    register_loss,
+)
+from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnInfoNCE",
+    "ContrastiveLoss",
     "ContrastiveModel",
     "CoupledSGD",
     "DiagonalScaling",
@@ -70,6 +82,7 @@ __all__ = [
     "IdentifiabilityEvaluator",
     "ImageProbeEvaluator",
     "InfoNCE",
+    "IsotropicAnInfoNCE",
     "LARS",
     "SimCLRAugment",
     "SphereNormalization",
@@ -79,6 +92,7 @@ __all__ = [
     "export_encoder",
     "mlp_encoder",
     "projection_head",
+    "register_loss",
     "resnet18_cifar",
     "resnet50",
     "small_cnn",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+import keras
 import tensorflow as tf
 
 STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
@@ -157,6 +158,34 @@ def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
 def num_replicas() -> int:
     """Replicas in sync of the current strategy (1 outside any strategy)."""
     return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def apply_unless_overflow(
+    loss_scale_optimizer, optimizer, main_gradients, gradients, variables
+) -> None:
+    """Applies `optimizer` to `variables` unless the loss scale overflowed
+    `main_gradients`: one step, one rule, so Lambda_hat's optimizer skips the steps
+    that the encoder's `LossScaleOptimizer` skips (the same test on the same
+    gradients, in a cross-replica `cond` as Keras' own where the strategy needs one)."""
+
+    def update(gradients):
+        optimizer.apply(gradients, variables)
+
+    if tf.__internal__.distribute.strategy_supports_no_merge_call():
+        finite = loss_scale_optimizer.check_finite(main_gradients)
+        keras.ops.cond(finite, lambda: update(gradients), lambda: None)
+        return
+
+    def cross_replica(strategy, main_gradients, gradients):
+        finite = strategy.experimental_local_results(
+            strategy.extended.call_for_each_replica(
+                loss_scale_optimizer.check_finite, args=(main_gradients,)
+            )
+        )[0]
+        each = strategy.extended.call_for_each_replica
+        keras.ops.cond(finite, lambda: each(update, args=(gradients,)), lambda: None)
+
+    tf.distribute.get_replica_context().merge_call(cross_replica, args=(main_gradients, gradients))
 
 
 def gather_across_replicas(z1, z2):

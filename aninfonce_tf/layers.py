@@ -9,7 +9,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from aninfonce_tf import ops as core
+from aninfonce_tf import functional
 
 PARAMETRIZATIONS = ("softplus", "exp")
 
@@ -38,12 +38,17 @@ class DiagonalScaling(keras.layers.Layer):
         initial_noise: standard deviation of Gaussian noise added to theta at
             initialisation (the authors use 0.1 around theta = 0).
         seed: seed of that noise.
+        tied: one trainable value shared by every dimension (a learned isotropic
+            concentration, i.e. a learned temperature; `losses.IsotropicAnInfoNCE`).
 
     Example:
 
     >>> scaling = DiagonalScaling(initial_concentration=[4.0, 9.0])
     >>> [round(float(v), 3) for v in scaling(np.ones((1, 2), "float32"))[0]]
     [2.0, 3.0]
+    >>> tied = DiagonalScaling(4.0, tied=True)
+    >>> [round(float(v), 3) for v in tied(np.ones((1, 3), "float32"))[0]]
+    [2.0, 2.0, 2.0]
 
     Reference:
         Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice", 2025.
@@ -56,6 +61,7 @@ class DiagonalScaling(keras.layers.Layer):
         parametrization: str = "softplus",
         initial_noise: float = 0.0,
         seed: int | None = None,
+        tied: bool = False,
         **kwargs,
     ):
         kwargs.setdefault("dtype", "float32")
@@ -76,6 +82,12 @@ class DiagonalScaling(keras.layers.Layer):
         self.parametrization = parametrization
         self.initial_noise = float(initial_noise)
         self.seed = seed
+        self.tied = bool(tied)
+        if self.tied and values.ndim == 1:
+            raise ValueError(
+                "A `tied` DiagonalScaling learns one value: give `initial_concentration` as "
+                f"one float; got {initial_concentration!r}."
+            )
 
     def build(self, input_shape):
         dim = input_shape[-1]
@@ -86,15 +98,17 @@ class DiagonalScaling(keras.layers.Layer):
                 f"`initial_concentration` has {len(self.initial_concentration)} values for "
                 f"embeddings of dimension {dim}."
             )
-        values = np.broadcast_to(np.asarray(self.initial_concentration, "float64"), (dim,))
+        self.dim = dim
+        size = 1 if self.tied else dim
+        values = np.broadcast_to(np.asarray(self.initial_concentration, "float64"), (size,))
         theta = _inverse(self.parametrization, values)
         if self.initial_noise:
             theta = theta + self.initial_noise * np.random.default_rng(self.seed).standard_normal(
-                dim
+                size
             )
         self.theta = self.add_weight(
             name="theta",
-            shape=(dim,),
+            shape=(size,),
             initializer=keras.initializers.Constant(theta.astype("float32")),
             trainable=self.trainable,
         )
@@ -102,9 +116,9 @@ class DiagonalScaling(keras.layers.Layer):
     @property
     def concentration(self):
         """The current Lambda_hat, shape `[d]`."""
-        if self.parametrization == "exp":
-            return ops.exp(self.theta)
-        return ops.softplus(self.theta)
+        positive = ops.exp if self.parametrization == "exp" else ops.softplus
+        values = positive(self.theta)
+        return ops.broadcast_to(values, (self.dim,)) if self.tied else values
 
     def call(self, z):
         return ops.cast(z, self.compute_dtype) * ops.sqrt(self.concentration)
@@ -119,6 +133,7 @@ class DiagonalScaling(keras.layers.Layer):
             parametrization=self.parametrization,
             initial_noise=self.initial_noise,
             seed=self.seed,
+            tied=self.tied,
         )
         return config
 
@@ -138,7 +153,7 @@ class SphereNormalization(keras.layers.Layer):
         super().__init__(**kwargs)
 
     def call(self, z):
-        return core.l2_normalize(z)
+        return functional.l2_normalize(z)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-SIMILARITIES = ("dot", "euclidean")
+KERNEL_SIMILARITIES = ("dot", "euclidean")
 
-# Stands in for -inf on masked logits (as in `ops`).
-_MASKED_LOGIT = -1e9
+# Stands in for -inf on masked logits: finite, so 0 * mask never makes a NaN.
+MASKED_LOGIT = -1e9
 
 
 def logsumexp_over_candidates(
@@ -56,8 +56,10 @@ def logsumexp_over_candidates(
         the largest negative logit (from the same logits, so a tie is 0: a row
         counts as right when its margin is positive). Only `lse` has a gradient.
     """
-    if similarity not in SIMILARITIES:
-        raise ValueError(f"Unknown `similarity` {similarity!r}; expected one of {SIMILARITIES}.")
+    if similarity not in KERNEL_SIMILARITIES:
+        raise ValueError(
+            f"Unknown `similarity` {similarity!r}; expected one of {KERNEL_SIMILARITIES}."
+        )
     if block_size is not None and block_size < 1:
         raise ValueError(f"`block_size` must be positive; got {block_size}.")
     excluded = tf.fill([tf.shape(rows)[0]], -1) if self_index is None else self_index
@@ -107,7 +109,7 @@ def _dense(rows, columns, excluded, positive_index, similarity, temperature):
     def kernel(rows, columns):
         logits = similarity_logits(rows, columns, similarity, temperature)
         candidate, negative = _masks(tf.range(tf.shape(columns)[0]), excluded, positive_index)
-        max_negative = tf.reduce_max(tf.where(negative, logits, _MASKED_LOGIT), axis=1)
+        max_negative = tf.reduce_max(tf.where(negative, logits, MASKED_LOGIT), axis=1)
         # The largest candidate is the positive or the largest negative: one pass.
         positive = tf.gather(logits, positive_index, batch_dims=1)
         shift = tf.maximum(max_negative, positive)
@@ -139,7 +141,7 @@ def _blockwise(rows, columns, excluded, positive_index, similarity, temperature,
     @tf.custom_gradient
     def kernel(rows, columns):
         blocks, num_blocks = _padded_blocks(columns, block_size)
-        lowest = tf.constant(_MASKED_LOGIT, rows.dtype)
+        lowest = tf.constant(MASKED_LOGIT, rows.dtype)
         masked = tf.fill([tf.shape(rows)[0]], lowest)
 
         def forward(i, running_max, running_sum, max_negative, positive):
@@ -211,4 +213,4 @@ def _padded_blocks(columns, block_size: int):
     return tf.reshape(padded, [num_blocks, block_size, columns.shape[-1]]), num_blocks
 
 
-__all__ = ["SIMILARITIES", "logsumexp_over_candidates", "similarity_logits"]
+__all__ = ["KERNEL_SIMILARITIES", "logsumexp_over_candidates", "similarity_logits"]

@@ -1,30 +1,228 @@
-"""Keras `Loss` wrappers over `ops.info_nce`: configuration and serialisation only.
+"""Keras `Loss` classes of the contrastive family and the registry of loss variants.
+
+Every loss is a `ContrastiveLoss`. The protocol `ContrastiveModel` and the runner
+rely on is small: `per_row_losses(z1, z2, z1_all=, z2_all=, row_offset=)` returns the
+per-anchor-row losses and a dict of the statistics named in `stat_names`, and the
+class attribute `concentration` says whether the model must hold a trainable
+Lambda_hat (`"diagonal"`, `"isotropic"`) or none (None). A new loss is one class, in
+this package or in a user's file; `register_loss(name)` makes it a variant that the
+recipes run by name (`--losses name`).
 
 Called as `loss(z1, z2)` on two batches of embeddings (row i of each a positive
-pair), they return the mean loss over the anchor rows. As every Keras loss, the
-value is divided by the number of replicas when called under a `tf.distribute`
-strategy so that summed replica gradients are right; `ContrastiveModel` calls
-`per_row_losses` instead and gathers negatives across replicas.
-
-`loss_variant` builds the loss (and, for AnInfoNCE, its Lambda_hat layer) of each
-named variant the recipes compare, from their config fields.
+pair), a loss returns the mean over the anchor rows; as every Keras loss, the value is
+divided by the number of replicas under a `tf.distribute` strategy. `ContrastiveModel`
+calls `per_row_losses` instead and gathers negatives across replicas.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import keras
 import numpy as np
 
-from aninfonce_tf import ops as core
+from aninfonce_tf import functional
 from aninfonce_tf.layers import DiagonalScaling
+
+CONCENTRATIONS = ("diagonal", "isotropic")
+
+
+@dataclasses.dataclass(frozen=True)
+class LossOptions:
+    """The run settings a loss variant is built from (the recipes' loss flags).
+
+    Args:
+        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
+            cosine similarity, otherwise the Euclidean one (box and R^n latents).
+        infonce_temperature: temperature of plain and hard-negative InfoNCE.
+        hard_negative_beta: beta of the hard-negative variants.
+        ensemble_temperatures: temperatures of the ensemble variants. For AnInfoNCE
+            they become global concentration multipliers centred on the learned
+            Lambda_hat (divided by their median).
+        initial_concentration: Lambda_hat's start (variants that learn one).
+        parametrization: Lambda_hat's parametrisation.
+        seed: seed of Lambda_hat's initial noise.
+        block_size: the losses' `block_size` (None: dense).
+    """
+
+    normalized: bool = True
+    infonce_temperature: float = 0.2
+    hard_negative_beta: float = 0.5
+    ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5)
+    initial_concentration: float = 5.0
+    parametrization: str = "exp"
+    seed: int | None = None
+    block_size: int | None = None
+
+
+class ContrastiveLoss(keras.losses.Loss):
+    """Base class of the contrastive losses: the protocol the model and runner use.
+
+    Subclasses implement `per_row_losses` and set `concentration` (None, `"diagonal"`
+    or `"isotropic"`: the trainable Lambda_hat the model must hold) and `stat_names`
+    (the statistics `per_row_losses` returns, logged by `fit`). To run in the
+    recipes, override `from_options` when the class takes arguments from the run's
+    loss flags, and register it with `register_loss`.
+
+    Example (a loss defined in a user's file):
+
+    >>> @register_loss("squared_alignment")
+    ... class SquaredAlignment(ContrastiveLoss):
+    ...     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
+    ...         return keras.ops.sum(keras.ops.square(z1 - z2), axis=-1), {}
+    >>> float(SquaredAlignment()(np.zeros((2, 3)), np.ones((2, 3))))
+    3.0
+    >>> "squared_alignment" in LOSS_VARIANTS
+    True
+    >>> del LOSS_VARIANTS["squared_alignment"]
+    """
+
+    concentration: ClassVar[str | None] = None
+    stat_names: ClassVar[tuple[str, ...]] = ()
+
+    def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
+        """Per-anchor-row losses and statistics of the pairs `(z1[i], z2[i])`.
+
+        Args:
+            z1: `[B, d]` first views' embeddings (this replica's rows).
+            z2: `[B, d]` second views' embeddings.
+            z1_all: the first views gathered over every replica (None: `z1`).
+            z2_all: the second views gathered likewise.
+            row_offset: index of this replica's first row in the gathered batch.
+
+        Returns:
+            `(losses, stats)`: `[R]` float32 losses and `{name: scalar}` for each of
+            `stat_names`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement `per_row_losses`.")
+
+    def call(self, y_true, y_pred):
+        return self.per_row_losses(y_true, y_pred)[0]
+
+    def check_scaling(self, scaling: DiagonalScaling | None) -> None:
+        """Raises `ValueError` when the model's `scaling` (Lambda_hat) does not fit."""
+        if self.concentration is not None and scaling is None:
+            raise ValueError(
+                f"{type(self).__name__} needs the model's `scaling` (a DiagonalScaling holding "
+                "Lambda_hat); without it, it is a Euclidean InfoNCE at a fixed concentration."
+            )
+        if self.concentration == "isotropic" and not scaling.tied:
+            raise ValueError(
+                f"{type(self).__name__} learns one concentration for every dimension: give "
+                "the model `DiagonalScaling(..., tied=True)`."
+            )
+
+    @classmethod
+    def from_options(cls, options: LossOptions, **variant_options) -> ContrastiveLoss:
+        """The loss of a registered variant, from the run's loss flags (`options`) and
+        the variant's own fixed options (`register_loss(name, **variant_options)`)."""
+        return cls(**variant_options)
+
+    @classmethod
+    def concentration_layer(cls, options: LossOptions) -> DiagonalScaling | None:
+        """The Lambda_hat layer a model training this loss holds (None: none)."""
+        if cls.concentration == "isotropic":
+            return DiagonalScaling(
+                options.initial_concentration, parametrization=options.parametrization, tied=True
+            )
+        if cls.concentration == "diagonal":
+            return DiagonalScaling(
+                options.initial_concentration,
+                parametrization=options.parametrization,
+                initial_noise=0.1,
+                seed=options.seed,
+            )
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class LossVariant:
+    """A registered loss variant: a loss class and the fixed options it is built with."""
+
+    loss_class: type[ContrastiveLoss]
+    options: Mapping = dataclasses.field(default_factory=dict)
+
+    @property
+    def learns_concentration(self) -> bool:
+        """Whether the model holds a trainable Lambda_hat (diagonal or isotropic)."""
+        return self.loss_class.concentration is not None
+
+    @property
+    def anisotropic(self) -> bool:
+        """Whether Lambda_hat has one value per dimension."""
+        return self.loss_class.concentration == "diagonal"
+
+    @property
+    def hard_negatives(self) -> bool:
+        return bool(self.options.get("hard_negatives"))
+
+
+# Every variant the recipes can run, by name: filled by `register_loss`.
+LOSS_VARIANTS: dict[str, LossVariant] = {}
+
+
+def register_loss(name: str, **options):
+    """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
+    built by `cls.from_options(run_options, **options)`. Registering a name again
+    replaces it only with a class of the same qualified name (a re-run definition).
+
+    Raises:
+        TypeError: for a class that is not a `ContrastiveLoss`.
+        ValueError: for a name already held by another class.
+    """
+
+    def register(cls):
+        if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
+            raise TypeError(f"`register_loss` takes a ContrastiveLoss subclass; got {cls!r}.")
+        held = LOSS_VARIANTS.get(name)
+        if held and held.loss_class.__qualname__ != cls.__qualname__:
+            raise ValueError(
+                f"The loss variant {name!r} is already registered to "
+                f"{held.loss_class.__qualname__}; choose another name."
+            )
+        if cls.concentration not in (None, *CONCENTRATIONS):
+            raise ValueError(
+                f"`{cls.__name__}.concentration` must be None or one of {CONCENTRATIONS}; "
+                f"got {cls.concentration!r}."
+            )
+        LOSS_VARIANTS[name] = LossVariant(cls, dict(options))
+        return cls
+
+    return register
+
+
+def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling | None]:
+    """The loss and Lambda_hat layer of the registered variant `name`.
+
+    Args:
+        name: a key of `LOSS_VARIANTS`.
+        **options: fields of `LossOptions`.
+
+    Returns:
+        `(loss, scaling)`; `scaling` is None for a variant without Lambda_hat.
+
+    Example:
+
+    >>> loss, scaling = loss_variant("aninfonce_ensemble", ensemble_temperatures=[0.5, 1, 2])
+    >>> type(loss).__name__, loss.temperature, type(scaling).__name__
+    ('AnInfoNCE', [0.5, 1.0, 2.0], 'DiagonalScaling')
+    """
+    if name not in LOSS_VARIANTS:
+        raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
+    variant = LOSS_VARIANTS[name]
+    run_options = LossOptions(**options)
+    loss = variant.loss_class.from_options(run_options, **variant.options)
+    return loss, variant.loss_class.concentration_layer(run_options)
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
-class InfoNCE(keras.losses.Loss):
+class InfoNCE(ContrastiveLoss):
     """InfoNCE / NT-Xent loss on two batches of embeddings.
+
+    Registered as `infonce` (at `infonce_temperature`), `infonce_hard_negatives` and
+    `infonce_ensemble` (over `ensemble_temperatures`).
 
     Args:
         similarity: `"cosine"` (default, SimCLR) or `"euclidean"` (-1/2 ||u - v||^2).
@@ -53,6 +251,8 @@ class InfoNCE(keras.losses.Loss):
         Representations", 2020; Rusak et al., AISTATS 2025.
     """
 
+    stat_names = ("accuracy", "candidates")
+
     def __init__(
         self,
         similarity: str = "cosine",
@@ -65,10 +265,10 @@ class InfoNCE(keras.losses.Loss):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        self.block_size = core.check_block_size(block_size, hard_negative_beta)
-        self.similarity = core.check_similarity(similarity)
-        self.candidates = core.check_candidates(candidates)
-        core.check_temperature(temperature)
+        self.block_size = functional.check_block_size(block_size, hard_negative_beta)
+        self.similarity = functional.check_similarity(similarity)
+        self.candidates = functional.check_candidates(candidates)
+        functional.check_temperature(temperature)
         self.temperature = (
             list(temperature) if isinstance(temperature, (list, tuple)) else float(temperature)
         )
@@ -79,7 +279,7 @@ class InfoNCE(keras.losses.Loss):
 
     @property
     def options(self) -> dict:
-        """Keyword arguments of `ops.info_nce` that this loss stands for."""
+        """Keyword arguments of `functional.info_nce` that this loss stands for."""
         return dict(
             similarity=self.similarity,
             temperature=self.temperature,
@@ -89,12 +289,43 @@ class InfoNCE(keras.losses.Loss):
             block_size=self.block_size,
         )
 
-    def per_row_losses(self, z1, z2, **gathered):
-        """Per-anchor-row losses; `gathered` are `ops.info_nce`'s replica arguments."""
-        return core.info_nce(z1, z2, **self.options, **gathered)
+    def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
+        return functional.info_nce(
+            z1,
+            z2,
+            **self.options,
+            z1_all=z1_all,
+            z2_all=z2_all,
+            row_offset=row_offset,
+            return_stats=True,
+        )
 
-    def call(self, y_true, y_pred):
-        return self.per_row_losses(y_true, y_pred)
+    def check_scaling(self, scaling: DiagonalScaling | None) -> None:
+        if scaling is not None and self.similarity == "cosine":
+            raise ValueError(
+                "A cosine InfoNCE normalises away the `scaling` (Lambda_hat), which would "
+                "train without effect; use AnInfoNCE(), or a model without `scaling`."
+            )
+        super().check_scaling(scaling)
+
+    @classmethod
+    def from_options(
+        cls, options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
+    ) -> InfoNCE:
+        beta = options.hard_negative_beta if hard_negatives else 0.0
+        if ensemble:
+            temperature = _ensemble_temperatures(options)
+        else:
+            temperature = functional.check_temperature(
+                options.infonce_temperature, "infonce_temperature"
+            )[0]
+        similarity = "cosine" if options.normalized else "euclidean"
+        return cls(
+            similarity,
+            temperature=temperature,
+            hard_negative_beta=beta,
+            block_size=options.block_size,
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -108,7 +339,8 @@ class AnInfoNCE(InfoNCE):
 
     Feed it embeddings passed through `layers.DiagonalScaling`: with u, v on the
     unit sphere, `AnInfoNCE()(scaling(u), scaling(v))` uses the similarity
-    -1/2 (u - v)^T Lambda_hat (u - v) of Rusak et al. (2025).
+    -1/2 (u - v)^T Lambda_hat (u - v) of Rusak et al. (2025). Registered as
+    `aninfonce`, `aninfonce_hard_negatives` and `aninfonce_ensemble`.
 
     Args:
         temperature: divides the similarity; keep 1 when Lambda_hat is trained.
@@ -132,6 +364,8 @@ class AnInfoNCE(InfoNCE):
         Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
         AISTATS 2025.
     """
+
+    concentration = "diagonal"
 
     def __init__(
         self,
@@ -162,89 +396,75 @@ class AnInfoNCE(InfoNCE):
             **kwargs,
         )
 
-
-@dataclasses.dataclass(frozen=True)
-class LossVariant:
-    """A row of the recipes' comparison: AnInfoNCE or InfoNCE, plain, with
-    hard-negative reweighting, or as an ensemble over temperatures."""
-
-    anisotropic: bool
-    hard_negatives: bool = False
-    ensemble: bool = False
-
-
-LOSS_VARIANTS = {
-    "aninfonce": LossVariant(anisotropic=True),
-    "infonce": LossVariant(anisotropic=False),
-    "aninfonce_hard_negatives": LossVariant(anisotropic=True, hard_negatives=True),
-    "infonce_hard_negatives": LossVariant(anisotropic=False, hard_negatives=True),
-    "aninfonce_ensemble": LossVariant(anisotropic=True, ensemble=True),
-    "infonce_ensemble": LossVariant(anisotropic=False, ensemble=True),
-}
+    @classmethod
+    def from_options(
+        cls, options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
+    ) -> AnInfoNCE:
+        beta = options.hard_negative_beta if hard_negatives else 0.0
+        temperature = 1.0
+        if ensemble:
+            temperatures = _ensemble_temperatures(options)
+            median = float(np.median(temperatures))
+            temperature = [t / median for t in temperatures]
+        return cls(temperature=temperature, hard_negative_beta=beta, block_size=options.block_size)
 
 
-def loss_variant(
-    name: str,
-    *,
-    normalized: bool = True,
-    infonce_temperature: float = 0.2,
-    hard_negative_beta: float = 0.5,
-    ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5),
-    initial_concentration: float = 5.0,
-    parametrization: str = "exp",
-    seed: int | None = None,
-    block_size: int | None = None,
-) -> tuple[InfoNCE, DiagonalScaling | None]:
-    """The loss and Lambda_hat layer of a named variant of `LOSS_VARIANTS`.
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class IsotropicAnInfoNCE(AnInfoNCE):
+    """AnInfoNCE with one learned concentration for every dimension: a learned
+    temperature, the control that tells anisotropy from a lower temperature.
+
+    On the unit sphere -1/2 lambda ||u - v||^2 = lambda u.v - lambda, so this is
+    cosine InfoNCE at the temperature 1 / lambda, with lambda trained from the same
+    start as AnInfoNCE's Lambda_hat. The model holds `DiagonalScaling(...,
+    tied=True)`. Registered as `aninfonce_isotropic`.
 
     Args:
-        name: a key of `LOSS_VARIANTS`.
-        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
-            cosine similarity, otherwise the Euclidean one (box and R^n latents).
-        infonce_temperature: temperature of plain and hard-negative InfoNCE.
-        hard_negative_beta: beta of the `*_hard_negatives` variants.
-        ensemble_temperatures: temperatures of the `*_ensemble` variants. For
-            AnInfoNCE they become global concentration multipliers centred on the
-            learned Lambda_hat (divided by their median).
-        initial_concentration: Lambda_hat's start (AnInfoNCE variants).
-        parametrization: Lambda_hat's parametrisation (AnInfoNCE variants).
-        seed: seed of Lambda_hat's initial noise.
-        block_size: the losses' `block_size` (None: dense).
-
-    Returns:
-        `(loss, scaling)`; `scaling` is None for InfoNCE variants.
+        **kwargs: as for `AnInfoNCE`.
 
     Example:
 
-    >>> loss, scaling = loss_variant("aninfonce_ensemble", ensemble_temperatures=[0.5, 1, 2])
-    >>> type(loss).__name__, loss.temperature, type(scaling).__name__
-    ('AnInfoNCE', [0.5, 1.0, 2.0], 'DiagonalScaling')
+    >>> scaling = DiagonalScaling(4.0, tied=True)
+    >>> u = np.array([[1.0, 0.0], [0.0, 1.0]], "float32")
+    >>> cosine = InfoNCE(temperature=0.25)(u, u[::-1])
+    >>> bool(np.isclose(IsotropicAnInfoNCE()(scaling(u), scaling(u[::-1])), cosine))
+    True
     """
-    if name not in LOSS_VARIANTS:
-        raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
-    variant = LOSS_VARIANTS[name]
-    beta = hard_negative_beta if variant.hard_negatives else 0.0
-    # Checked here, so that the message names the argument (the recipes' flag).
-    ensemble = (
-        core.check_temperature(list(ensemble_temperatures), "ensemble_temperatures")
-        if variant.ensemble
-        else []
+
+    concentration = "isotropic"
+
+    def __init__(self, name: str = "isotropic_an_info_nce", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+
+# The variants the recipes compare, in the order `--help` lists them.
+for _name, _class, _options in (
+    ("aninfonce", AnInfoNCE, {}),
+    ("infonce", InfoNCE, {}),
+    ("aninfonce_isotropic", IsotropicAnInfoNCE, {}),
+    ("aninfonce_hard_negatives", AnInfoNCE, {"hard_negatives": True}),
+    ("infonce_hard_negatives", InfoNCE, {"hard_negatives": True}),
+    ("aninfonce_ensemble", AnInfoNCE, {"ensemble": True}),
+    ("infonce_ensemble", InfoNCE, {"ensemble": True}),
+):
+    register_loss(_name, **_options)(_class)
+
+
+def _ensemble_temperatures(options: LossOptions) -> list[float]:
+    # Checked here, so that the message names the recipes' flag.
+    return functional.check_temperature(
+        list(options.ensemble_temperatures), "ensemble_temperatures"
     )
-    if not variant.anisotropic:
-        temperature = (
-            ensemble
-            if variant.ensemble
-            else core.check_temperature(infonce_temperature, "infonce_temperature")[0]
-        )
-        similarity = "cosine" if normalized else "euclidean"
-        loss = InfoNCE(
-            similarity, temperature=temperature, hard_negative_beta=beta, block_size=block_size
-        )
-        return loss, None
-    median = float(np.median(ensemble)) if variant.ensemble else 1.0
-    temperature = [t / median for t in ensemble] if variant.ensemble else 1.0
-    scaling = DiagonalScaling(
-        initial_concentration, parametrization=parametrization, initial_noise=0.1, seed=seed
-    )
-    loss = AnInfoNCE(temperature=temperature, hard_negative_beta=beta, block_size=block_size)
-    return loss, scaling
+
+
+__all__ = [
+    "AnInfoNCE",
+    "ContrastiveLoss",
+    "InfoNCE",
+    "IsotropicAnInfoNCE",
+    "LOSS_VARIANTS",
+    "LossOptions",
+    "LossVariant",
+    "loss_variant",
+    "register_loss",
+]

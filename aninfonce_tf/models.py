@@ -11,135 +11,22 @@ import contextlib
 import math
 import numbers
 import warnings
-from pathlib import Path
 
 import keras
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf import distribute
-from aninfonce_tf import ops as core
-from aninfonce_tf.checkpoints import write_json
+from aninfonce_tf import distribute, functional
+from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
 from aninfonce_tf.layers import DiagonalScaling
-from aninfonce_tf.losses import AnInfoNCE, InfoNCE
+from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
 
-VIEW_KEYS = ("view1", "view2")
 # The uniformity metric is estimated on at most this many rows of view 1: its pairs
 # grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
 UNIFORMITY_ROWS = 512
 
 
-def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """`dataset` as training reads it: of a dict batch only its two views, and a batch
-    of fewer than 2 rows refused.
-
-    Both happen in tf.data, before the compiled step: extra keys (latents,
-    augmentation parameters, labels, file names) would otherwise be fed to it, where
-    XLA refuses strings, and XLA drops the assertion on a last batch of one row.
-
-    Example:
-
-    >>> rows = {"view1": np.zeros((5, 2)), "view2": np.ones((5, 2)), "name": ["a"] * 5}
-    >>> data = training_views(tf.data.Dataset.from_tensor_slices(rows).batch(2))
-    >>> sorted(data.element_spec)
-    ['view1', 'view2']
-    >>> [len(batch["view1"]) for batch in data.take(2)]
-    [2, 2]
-    >>> list(data)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...at least 2 rows...
-    """
-    spec = dataset.element_spec
-    if isinstance(spec, tuple) and len(spec) == 1:  # `Dataset.from_tensors((batch,))`
-        spec = spec[0]
-    if isinstance(spec, dict) and all(key in spec for key in VIEW_KEYS):
-        extra_keys, view = len(spec) > len(VIEW_KEYS), spec["view1"]
-    elif isinstance(spec, tuple) and len(spec) == 2:
-        extra_keys, view = False, spec[0]
-    else:
-        return dataset  # `split_views` says what is wrong with it
-    rows = view.shape[0] if view.shape.rank else None
-    if not extra_keys and rows is not None:
-        return dataset
-
-    def views(*batch):
-        batch = batch[0] if len(batch) == 1 else batch
-        if isinstance(batch, dict):
-            batch = {key: batch[key] for key in VIEW_KEYS}
-        if rows is not None:
-            return batch
-        first = batch["view1"] if isinstance(batch, dict) else batch[0]
-        check = tf.debugging.assert_greater_equal(
-            tf.shape(first)[0],
-            2,
-            message=(
-                "Each batch needs at least 2 rows to have negatives: batch the dataset with "
-                "drop_remainder=True, or so that no last batch of one row is left. Rows"
-            ),
-        )
-        with tf.control_dependencies([check]):
-            return tf.nest.map_structure(tf.identity, batch)
-
-    return dataset.map(views)
-
-
-def _training_input(x, batch_size: int | None):
-    """`fit`'s `x` with `training_views` applied (a dataset) or checked (arrays)."""
-    if isinstance(x, tf.data.Dataset):
-        return training_views(x)
-    if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):
-        x = {key: x[key] for key in VIEW_KEYS}
-    arrays = [a for a in keras.tree.flatten(x) if getattr(a, "shape", None)]
-    if arrays:
-        rows, batch_size = int(arrays[0].shape[0]), batch_size or 32  # Keras' default
-        if rows % batch_size == 1:
-            raise ValueError(
-                f"{rows} rows in batches of {batch_size} leave a last batch of one row, which "
-                "has no negatives: drop a row, or pass another `batch_size`."
-            )
-    return x
-
-
-def split_views(data):
-    """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys.
-
-    Raises:
-        TypeError: for any other structure.
-        ValueError: when the two views' static shapes differ.
-    """
-    while isinstance(data, (tuple, list)) and len(data) == 1:
-        # `fit(x=(view1, view2))` and `fit(x=dict)` arrive wrapped as a 1-tuple.
-        data = data[0]
-    if isinstance(data, dict):
-        missing = [key for key in VIEW_KEYS if key not in data]
-        if missing:
-            raise TypeError(
-                f"A dict batch needs the keys {VIEW_KEYS}; missing {missing} in {sorted(data)}."
-            )
-        view1, view2 = data["view1"], data["view2"]
-    elif isinstance(data, (tuple, list)) and len([d for d in data if d is not None]) == 2:
-        # Keras' array adapters pad `(x, y)` with a `None` sample weight.
-        view1, view2 = [d for d in data if d is not None]
-    else:
-        raise TypeError(
-            "Each batch must be `(view1, view2)` or a dict with 'view1' and 'view2'; "
-            f"got {type(data).__name__}."
-        )
-    for name, view in (("view1", view1), ("view2", view2)):
-        dtype = keras.backend.standardize_dtype(view.dtype)
-        if not (dtype.startswith(("float", "int", "uint", "bfloat"))):
-            raise TypeError(f"`{name}` must hold numbers; got dtype {dtype}.")
-    if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
-        raise ValueError(
-            f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
-            f"and {tuple(view2.shape)} (`fit(x, y)` and `(x, y)` batches are read as the two "
-            "views, not as inputs and targets)."
-        )
-    return view1, view2
-
-
-class _StepCounter(keras.callbacks.Callback):
+class _EpochsWithSteps(keras.callbacks.Callback):
     """Counts the epochs one `fit` began and those that ran a step: Keras ends an
     epoch without any step with empty logs. (Per epoch: a per-batch hook would
     make Keras sync every step.)"""
@@ -207,11 +94,13 @@ def averaged_weights(model: keras.Model):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(keras.Model):
-    """Contrastive learner over positive pairs, for plain InfoNCE or AnInfoNCE.
+    """Contrastive learner over positive pairs, for InfoNCE, AnInfoNCE or any
+    `losses.ContrastiveLoss`.
 
     `model(x)` returns encoder features; `model.embed(x)` the embeddings the loss
-    sees. Compile with `loss=InfoNCE(...)` or `AnInfoNCE(...)` (default: AnInfoNCE
-    when there is a `scaling`, cosine InfoNCE otherwise) and fit on a dataset of
+    sees. Compile with a `ContrastiveLoss` such as `InfoNCE(...)` or `AnInfoNCE(...)`
+    (default: AnInfoNCE when there is a `scaling`, cosine InfoNCE otherwise) and fit
+    on a dataset of
     `(view1, view2)` or of dicts with `view1`, `view2` and extra keys (latents,
     augmentation parameters, labels, strings too) that training drops before its
     compiled step (`training_views`).
@@ -251,13 +140,13 @@ class ContrastiveModel(keras.Model):
         self.concentration_optimizer = None
         self.contrastive_loss = None
         self._trackers = {
-            name: keras.metrics.Mean(name=name)
-            for name in ("loss", "accuracy", "alignment", "uniformity", "candidates")
+            name: keras.metrics.Mean(name=name) for name in ("loss", "alignment", "uniformity")
         }
         if scaling is not None:
             self._trackers.update(
                 {name: LatestValue(name=name) for name in ("lambda_min", "lambda_max")}
             )
+        self._stat_trackers = {}
         if getattr(encoder, "built", False) and getattr(encoder, "inputs", None):
             self.build(tuple(encoder.inputs[0].shape))
 
@@ -299,7 +188,7 @@ class ContrastiveModel(keras.Model):
             z = self.projector(z, training=training)
         z = ops.cast(z, "float32")
         if self.normalize:
-            z = core.l2_normalize(z)
+            z = functional.l2_normalize(z)
         if self.scaling is not None and scaled:
             z = self.scaling(z)
         return z
@@ -309,10 +198,24 @@ class ContrastiveModel(keras.Model):
         """Lambda_hat, shape `[d]`; None for plain InfoNCE without scaling."""
         return None if self.scaling is None else self.scaling.concentration
 
+    def _track_statistics(self, stat_names) -> None:
+        """A mean metric per statistic the compiled loss returns (`stat_names`)."""
+        if list(self._stat_trackers) == list(stat_names):
+            return
+        # Created at compile, after the model is built: Keras locks a built layer's
+        # state, and metrics add state, so the lock is lifted for them.
+        locked = self._tracker.locked
+        self._tracker.unlock()
+        try:
+            self._stat_trackers = {name: keras.metrics.Mean(name=name) for name in stat_names}
+        finally:
+            if locked:
+                self._tracker.lock()
+
     def compile(
         self,
         optimizer="adam",
-        loss: InfoNCE | None = None,
+        loss: ContrastiveLoss | None = None,
         concentration_optimizer=None,
         jit_compile: bool | str = True,
         steps_per_execution: int = 1,
@@ -324,8 +227,9 @@ class ContrastiveModel(keras.Model):
             optimizer: optimizer (or its name) of the encoder and projector. With
                 `use_ema=True` its moving average covers Lambda_hat too; `fit` ends
                 on the average and `EvaluationCallback` scores it.
-            loss: an `InfoNCE`/`AnInfoNCE` instance; default AnInfoNCE with a
-                `scaling`, cosine InfoNCE (temperature 0.1) without.
+            loss: a `ContrastiveLoss` (`InfoNCE`, `AnInfoNCE`, a registered or
+                your own); default AnInfoNCE with a `scaling`, cosine InfoNCE
+                (temperature 0.1) without.
             concentration_optimizer: optimizer of Lambda_hat, or a learning rate (a
                 finite number >= 0): Adam at that rate (the authors' choice; none of
                 `optimizer`'s weight decay, clipping or EMA). None uses `optimizer` for
@@ -341,46 +245,20 @@ class ContrastiveModel(keras.Model):
         Raises:
             ValueError: for `metrics` or `weighted_metrics`.
         """
-        for name in ("metrics", "weighted_metrics"):
-            if kwargs.get(name):
-                raise ValueError(
-                    f"`{name}` cannot be used: Keras metrics compare outputs with targets, "
-                    "which contrastive pairs do not have. The logs already hold `loss`, "
-                    "`accuracy` (how often the positive ranks first), `alignment` and "
-                    "`uniformity`; to score the representation during `fit`, pass an "
-                    "evaluator to `aninfonce_tf.EvaluationCallback`."
-                )
+        _refuse_metrics(kwargs)
         if loss is None:
             loss = AnInfoNCE() if self.scaling is not None else InfoNCE()
-        if not isinstance(loss, InfoNCE):
-            raise TypeError(f"`loss` must be an InfoNCE or AnInfoNCE; got {type(loss).__name__}.")
-        self._check_loss_fits_scaling(loss)
-        optimizer = keras.optimizers.get(optimizer)
-        if isinstance(concentration_optimizer, bool):
+        if not isinstance(loss, ContrastiveLoss):
             raise TypeError(
-                "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
-                f"got {concentration_optimizer}."
+                "`loss` must be a ContrastiveLoss (InfoNCE, AnInfoNCE or a subclass); got "
+                f"{type(loss).__name__}."
             )
-        if isinstance(concentration_optimizer, numbers.Real):
-            rate = float(concentration_optimizer)
-            if not (math.isfinite(rate) and rate >= 0):
-                raise ValueError(
-                    "`concentration_optimizer` as a learning rate must be finite and not "
-                    f"negative; got {concentration_optimizer}."
-                )
-            concentration_optimizer = keras.optimizers.Adam(rate)
-        elif concentration_optimizer is not None:
-            concentration_optimizer = keras.optimizers.get(concentration_optimizer)
-        if jit_compile and not distribute.supports_jit(self.distribute_strategy):
-            jit_compile = False
-        if steps_per_execution > 1 and not distribute.supports_multi_step(self.distribute_strategy):
-            warnings.warn(
-                f"steps_per_execution={steps_per_execution} fails under "
-                f"{type(self.distribute_strategy).__name__} (keras-team/keras#19246): "
-                "running one step per call.",
-                stacklevel=2,
-            )
-            steps_per_execution = 1
+        loss.check_scaling(self.scaling)
+        optimizer = keras.optimizers.get(optimizer)
+        concentration_optimizer = _concentration_optimizer(concentration_optimizer)
+        jit_compile, steps_per_execution = _supported_execution(
+            self.distribute_strategy, jit_compile, steps_per_execution
+        )
         super().compile(
             optimizer=optimizer,
             jit_compile=jit_compile,
@@ -389,6 +267,7 @@ class ContrastiveModel(keras.Model):
         )
         self.contrastive_loss = loss
         self.concentration_optimizer = concentration_optimizer
+        self._track_statistics(loss.stat_names)
         self._contrastive_compile_config = dict(
             optimizer=optimizer,
             loss=loss,
@@ -397,18 +276,6 @@ class ContrastiveModel(keras.Model):
             steps_per_execution=steps_per_execution,
         )
         self._build_optimizers()
-
-    def _check_loss_fits_scaling(self, loss: InfoNCE) -> None:
-        if self.scaling is not None and loss.similarity == "cosine":
-            raise ValueError(
-                "A cosine InfoNCE normalises away the `scaling` (Lambda_hat), which would "
-                "train without effect; use AnInfoNCE(), or a model without `scaling`."
-            )
-        if self.scaling is None and isinstance(loss, AnInfoNCE):
-            raise ValueError(
-                "AnInfoNCE needs the model's `scaling` (a DiagonalScaling holding "
-                "Lambda_hat); without it, it is a Euclidean InfoNCE at a fixed concentration."
-            )
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Under a strategy Keras builds the model from the first batch averaged over
@@ -450,7 +317,7 @@ class ContrastiveModel(keras.Model):
 
     @property
     def metrics(self):
-        return list(self._trackers.values())
+        return [*self._trackers.values(), *self._stat_trackers.values()]
 
     def _split_variables(self):
         if self.concentration_optimizer is None or self.scaling is None:
@@ -461,33 +328,29 @@ class ContrastiveModel(keras.Model):
 
     def _losses_and_logs(self, data, training):
         view1, view2 = split_views(data)
-        inputs = getattr(self.encoder, "inputs", None)  # known for functional encoders
-        rank = view1.shape.rank
-        if inputs and rank is not None and view1.shape.is_compatible_with(inputs[0].shape[1:]):
-            raise ValueError(
-                f"The views have shape {tuple(view1.shape)} and the encoder takes "
-                f"{tuple(inputs[0].shape)}: each element of the data must be a batch of "
-                "views; batch the dataset (`dataset.batch(batch_size)`)."
-            )
+        check_batched(view1, self.encoder)
         batch = tf.shape(view1)[0]
         u = self.embed(ops.concatenate([view1, view2], axis=0), training=training, scaled=False)
         z = u if self.scaling is None else self.scaling(u)
         z1, z2 = z[:batch], z[batch:]
-        core.validate_pair(z1, z2)
+        functional.validate_pair(z1, z2)
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
         row_losses, stats = self.contrastive_loss.per_row_losses(
-            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset, return_stats=True
+            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset
         )
+        expected = self.contrastive_loss.stat_names
+        if set(stats) != set(expected):
+            raise ValueError(
+                f"{type(self.contrastive_loss).__name__}.per_row_losses returned the statistics "
+                f"{sorted(stats)}; its `stat_names` declare {sorted(expected)}."
+            )
         loss = ops.mean(row_losses)
         values = {
             "loss": loss,
-            "accuracy": stats["accuracy"],
-            # On the embeddings before Lambda_hat: comparable between the two losses.
-            "alignment": core.alignment(u[:batch], u[batch:]),
-            "uniformity": core.uniformity(u[:batch][:UNIFORMITY_ROWS]),
-            # Candidates per anchor row: 2B - 1 for NT-Xent over the global batch B,
-            # whatever the strategy (each replica contrasts against every replica).
-            "candidates": stats["candidates"],
+            **stats,
+            # On the embeddings before Lambda_hat: comparable between losses.
+            "alignment": functional.alignment(u[:batch], u[batch:]),
+            "uniformity": functional.uniformity(u[:batch][:UNIFORMITY_ROWS]),
         }
         return loss, values
 
@@ -497,9 +360,10 @@ class ContrastiveModel(keras.Model):
             values = dict(values)
             values["lambda_min"] = ops.min(self.scaling.concentration)
             values["lambda_max"] = ops.max(self.scaling.concentration)
+        trackers = {**self._trackers, **self._stat_trackers}
         for name, value in values.items():
-            self._trackers[name].update_state(value)
-        logs = {name: tracker.result() for name, tracker in self._trackers.items()}
+            trackers[name].update_state(value)
+        logs = {name: tracker.result() for name, tracker in trackers.items()}
         if distribute.is_multi_worker(self.distribute_strategy):
             # Keras 3 reduces step outputs of a multi-worker strategy along axis 0,
             # which fails on scalars (tensorflow/tensorflow#72388): give them one.
@@ -507,8 +371,8 @@ class ContrastiveModel(keras.Model):
         return logs
 
     def fit(self, x=None, *args, **kwargs):
-        x = _training_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
-        counter = _StepCounter()
+        x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+        counter = _EpochsWithSteps()
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), counter]
         history = super().fit(x, *args, **kwargs)
         if counter.epochs and not counter.epochs_with_steps:
@@ -542,39 +406,17 @@ class ContrastiveModel(keras.Model):
             # First, so that a weight average kept by the main optimizer sees this step's
             # Lambda_hat.
             if separate:
-                self._update_concentration_unless_overflow(gradients[:split], gradients[split:])
+                distribute.apply_unless_overflow(
+                    self.optimizer,
+                    self.concentration_optimizer,
+                    gradients[:split],
+                    gradients[split:],
+                    concentration_variables,
+                )
             else:
                 self.concentration_optimizer.apply(gradients[split:], concentration_variables)
         self.optimizer.apply(gradients[:split], main_variables)
         return self._logs(values)
-
-    def _update_concentration_unless_overflow(self, main_gradients, gradients):
-        """One step, one rule: when the loss scale overflows the encoder's gradients the
-        LossScaleOptimizer skips the step, and Lambda_hat's optimizer skips it too (the
-        same test on the same gradients, in a cross-replica `cond` as Keras' own where
-        the strategy needs one)."""
-        variables = self.scaling.trainable_variables
-
-        def update(gradients):
-            self.concentration_optimizer.apply(gradients, variables)
-
-        if tf.__internal__.distribute.strategy_supports_no_merge_call():
-            finite = self.optimizer.check_finite(main_gradients)
-            ops.cond(finite, lambda: update(gradients), lambda: None)
-            return
-
-        def cross_replica(strategy, main_gradients, gradients):
-            finite = strategy.experimental_local_results(
-                strategy.extended.call_for_each_replica(
-                    self.optimizer.check_finite, args=(main_gradients,)
-                )
-            )[0]
-            each = strategy.extended.call_for_each_replica
-            ops.cond(finite, lambda: each(update, args=(gradients,)), lambda: None)
-
-        tf.distribute.get_replica_context().merge_call(
-            cross_replica, args=(main_gradients, gradients)
-        )
 
     def test_step(self, data):
         _, values = self._losses_and_logs(data, training=False)
@@ -598,86 +440,50 @@ class ContrastiveModel(keras.Model):
         return cls(**config)
 
 
-def export_encoder(
-    model: ContrastiveModel, directory: str | Path, input_spec: tf.TensorSpec | None = None
-) -> Path:
-    """Exports a trained model as a TF SavedModel whose endpoints take a batch of
-    observations and return float32:
-
-    - `serve`: the encoder's features (the backbone output, what downstream tasks
-      usually take);
-    - `embed`: the embedding that Lambda_hat belongs to and whose identifiability the
-      theory is about: the projector output, on the unit sphere when the model
-      normalises, before the scaling (`model.embed(x, scaled=False)`);
-    - `embed_scaled` (with a Lambda_hat): that embedding times sqrt(Lambda_hat), what
-      the loss compares (`model.embed(x)`).
-
-    With a Lambda_hat, `concentration.json` beside them holds it (`lambda_hat`) and
-    the endpoint whose dimensions it weighs (`space`: `"embed"`).
-
-    Load it without this package with `keras.layers.TFSMLayer(directory,
-    call_endpoint="serve")` (or `"embed"`), or in two lines, `encoder =
-    tf.saved_model.load(directory)` then `encoder.serve(x)`. Keep the loaded object:
-    its functions hold its variables only weakly (TensorFlow's design), so calling
-    `serve` on a loaded object that nothing keeps fails with "variables which have
-    been deleted".
-
-    Args:
-        model: a trained `ContrastiveModel`.
-        directory: the SavedModel directory to write.
-        input_spec: a batch of observations' spec (its batch size is left open);
-            default: the input of a functional or Sequential encoder.
-
-    Returns:
-        `directory`.
-
-    Example:
-
-    >>> import json, tempfile
-    >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
-    >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
-    >>> path = export_encoder(model, tempfile.mkdtemp() + "/encoder")
-    >>> loaded = tf.saved_model.load(str(path))
-    >>> x = np.ones((2, 4), "float32")
-    >>> tuple(loaded.serve(x).shape), np.linalg.norm(loaded.embed(x), axis=1).round(4)
-    ((2, 3), array([1., 1.], dtype=float32))
-    >>> json.loads((path / "concentration.json").read_text())["space"]
-    'embed'
-    """
-    directory = Path(directory)
-    encoder = model.encoder
-    if input_spec is None:
-        if not getattr(encoder, "inputs", None):
+def _concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
+    """`compile`'s `concentration_optimizer` as an optimizer: a learning rate gives
+    Adam at that rate, a name or an optimizer goes through `keras.optimizers.get`."""
+    if isinstance(value, bool):
+        raise TypeError(
+            "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
+            f"got {value}."
+        )
+    if isinstance(value, numbers.Real):
+        rate = float(value)
+        if not (math.isfinite(rate) and rate >= 0):
             raise ValueError(
-                "`input_spec` is needed for an encoder without a defined input "
-                "(a subclassed model); pass e.g. `dataset.element_spec[0]`."
+                "`concentration_optimizer` as a learning rate must be finite and not "
+                f"negative; got {value}."
             )
-        input_spec = tf.TensorSpec(encoder.inputs[0].shape, encoder.inputs[0].dtype)
-    archive = keras.export.ExportArchive()
-    for layer in (encoder, model.projector, model.scaling):
-        if layer is not None:
-            archive.track(layer)
-    spec = tf.TensorSpec([None, *input_spec.shape[1:]], input_spec.dtype, name="observations")
-    endpoints = {
-        "serve": lambda x: tf.cast(encoder(x, training=False), tf.float32),
-        "embed": lambda x: model.embed(x, scaled=False),
-    }
-    if model.scaling is not None:
-        endpoints["embed_scaled"] = lambda x: model.embed(x)
-    for name, function in endpoints.items():
-        archive.add_endpoint(name, tf.function(function, autograph=False), input_signature=[spec])
-    archive.write_out(str(directory), verbose=False)
-    if model.concentration is not None:
-        embedding = "projector output" if model.projector is not None else "encoder output"
-        sphere = " on the unit sphere" if model.normalize else ""
-        concentration = {
-            "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)],
-            "space": "embed",
-            "description": (
-                "Lambda_hat, one value per dimension of the output of the `embed` endpoint: "
-                f"the {embedding}{sphere}, before the scaling. `embed_scaled` returns it "
-                "times sqrt(Lambda_hat); the features of `serve` are another space."
-            ),
-        }
-        write_json(directory / "concentration.json", concentration)
-    return directory
+        return keras.optimizers.Adam(rate)
+    return None if value is None else keras.optimizers.get(value)
+
+
+def _refuse_metrics(compile_kwargs: dict) -> None:
+    for name in ("metrics", "weighted_metrics"):
+        if compile_kwargs.get(name):
+            raise ValueError(
+                f"`{name}` cannot be used: Keras metrics compare outputs with targets, "
+                "which contrastive pairs do not have. The logs already hold `loss`, "
+                "`accuracy` (how often the positive ranks first), `alignment` and "
+                "`uniformity`; to score the representation during `fit`, pass an "
+                "evaluator to `aninfonce_tf.EvaluationCallback`."
+            )
+
+
+def _supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
+    """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
+    cannot, one step per call under the mirrored strategies (with a warning)."""
+    if jit_compile and not distribute.supports_jit(strategy):
+        jit_compile = False
+    if steps_per_execution > 1 and not distribute.supports_multi_step(strategy):
+        warnings.warn(
+            f"steps_per_execution={steps_per_execution} fails under "
+            f"{type(strategy).__name__} (keras-team/keras#19246): running one step per call.",
+            stacklevel=3,
+        )
+        steps_per_execution = 1
+    return jit_compile, steps_per_execution
+
+
+__all__ = ["ContrastiveModel", "LatestValue", "averaged_weights", "uses_weight_average"]

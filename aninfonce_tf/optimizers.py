@@ -21,6 +21,9 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
+OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
+LEARNING_RATE_SCHEDULES = ("constant", "cosine")
+
 
 class _CoupledWeightDecay(keras.optimizers.Optimizer):
     """Momentum with an L2 weight decay added to the gradient, skipped for the
@@ -245,4 +248,94 @@ class CoupledSGD(_CoupledWeightDecay):
         self.assign_sub(variable, learning_rate * buffer)
 
 
-__all__ = ["LARS", "CoupledSGD"]
+def check_settings(config) -> None:
+    """Raises `ValueError` for optimizer settings of a run config that contradict each
+    other (a weight decay the optimizer would ignore, ...)."""
+    if config.weight_decay and config.optimizer == "adam":
+        raise ValueError(
+            f"`weight_decay` ({config.weight_decay}) would be ignored by `optimizer` adam; "
+            "use adamw (decoupled decay), sgd or muon, or pass --weight-decay 0."
+        )
+    if config.l2_weight_decay and (config.optimizer not in ("sgd", "lars") or config.weight_decay):
+        raise ValueError(
+            f"`l2_weight_decay` ({config.l2_weight_decay}) needs `optimizer` sgd or lars and "
+            f"no decoupled `weight_decay`; got {config.optimizer!r} and {config.weight_decay}."
+        )
+    if config.optimizer == "lars" and config.weight_decay:
+        raise ValueError(
+            f"`optimizer` lars decays the weights by `l2_weight_decay` (inside the trust "
+            f"ratio, as SimCLR); got the decoupled `weight_decay` {config.weight_decay}."
+        )
+    if config.muon_exclude and config.optimizer != "muon":
+        raise ValueError(
+            f"`muon_exclude` ({config.muon_exclude!r}) needs `optimizer` muon; got "
+            f"{config.optimizer!r} (with a preset that sets it, pass --muon-exclude '')."
+        )
+    if not 0.0 <= config.ema_momentum < 1.0:
+        raise ValueError(f"`ema_momentum` must be in [0, 1); got {config.ema_momentum}.")
+
+
+def encoder_optimizer(config) -> keras.optimizers.Optimizer:
+    """The encoder's (and projector's) optimizer and learning-rate schedule from a run
+    config (`aninfonce_tf.configs.base.RunConfig`: `optimizer`, `learning_rate`,
+    `learning_rate_schedule`, `warmup_steps`, `steps`, `momentum`, `weight_decay`,
+    `l2_weight_decay`, `ema_momentum`, `muon_exclude`)."""
+    learning_rate = config.learning_rate
+    cosine = config.learning_rate_schedule == "cosine"
+    if cosine or config.warmup_steps:
+        # A linear warm-up from 0 to `learning_rate`, then a cosine decay to 0, or no
+        # decay (alpha = 1: the cosine ends where it starts).
+        learning_rate = keras.optimizers.schedules.CosineDecay(
+            0.0 if config.warmup_steps else config.learning_rate,
+            decay_steps=max(config.steps - config.warmup_steps, 1),
+            alpha=0.0 if cosine else 1.0,
+            warmup_target=config.learning_rate if config.warmup_steps else None,
+            warmup_steps=config.warmup_steps,
+        )
+    # Keras keeps the average in the optimizer; ContrastiveModel extends it to Lambda_hat.
+    average = dict(use_ema=True, ema_momentum=config.ema_momentum) if config.ema_momentum else {}
+    if config.optimizer == "lars":
+        return LARS(
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.l2_weight_decay,
+            **average,
+        )
+    if config.optimizer == "sgd" and config.l2_weight_decay:
+        # PyTorch's weight decay: an L2 term of the gradient, through the momentum.
+        return CoupledSGD(
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.l2_weight_decay,
+            **average,
+        )
+    if config.optimizer == "sgd":
+        return keras.optimizers.SGD(
+            learning_rate,
+            momentum=config.momentum,
+            weight_decay=config.weight_decay or None,
+            **average,
+        )
+    if config.optimizer == "muon":
+        # Muon orthogonalises each kernel's update, so directions with small gradients
+        # move as fast as the rest; Adam updates biases and the excluded layers.
+        return keras.optimizers.Muon(
+            learning_rate,
+            weight_decay=config.weight_decay,
+            adam_weight_decay=config.weight_decay,
+            exclude_layers=config.muon_exclude_layers(),
+            **average,
+        )
+    if config.optimizer == "adamw":
+        return keras.optimizers.AdamW(learning_rate, weight_decay=config.weight_decay, **average)
+    return keras.optimizers.Adam(learning_rate, **average)
+
+
+__all__ = [
+    "LARS",
+    "LEARNING_RATE_SCHEDULES",
+    "OPTIMIZERS",
+    "CoupledSGD",
+    "check_settings",
+    "encoder_optimizer",
+]

@@ -1,7 +1,7 @@
 """The layout of a run's `results.json`, as a JSON Schema, and its validator.
 
     {
-      "run": {                      # what ran, where and when (`experiment.run_record`)
+      "run": {                      # what ran, where and when (`runner.report.run_record`)
         "preset": "quick", "smoke": false, "seed": 0, "date": "2026-11-27T03:05:55+00:00",
         "versions": {"aninfonce_tf": "0.1.0", "tensorflow": "2.21.0", "keras": "3.15.1",
                      "numpy": "2.4.6", "python": "3.11.7"},
@@ -45,7 +45,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from aninfonce_tf.config import split_list
+from aninfonce_tf.configs.base import split_list
 
 _NUMBER = {"type": ["number", "null"]}
 _POINTS = {

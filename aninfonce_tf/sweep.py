@@ -20,11 +20,10 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf import distribute
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.config import RunConfig, UsageError
-from aninfonce_tf.experiment import Experiment, run_seeds
+from aninfonce_tf.configs.base import RunConfig, UsageError
 from aninfonce_tf.plots import variant_label
+from aninfonce_tf.runner import Experiment, RunContext, run_seeds
 
 
 def grid_cells(
@@ -101,12 +100,15 @@ def run_grid(
         except ValueError as error:
             raise UsageError(f"the grid's cell {name} cannot run: {error}") from None
         planned.append((values, cell_seeds, name, cell_config))
+    context = RunContext.create(config.strategy, config.tpu)
     cells = []
     for values, cell_seeds, name, cell_config in planned:
         print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
-        summary = run_seeds(cell_config, build, run_dir / name, cell_seeds, **labels)
+        summary = run_seeds(
+            cell_config, build, run_dir / name, cell_seeds, context=context, **labels
+        )
         cells.append({"cell": name, "values": values, "summary": summary})
-    if distribute.is_chief(distribute.get_strategy(config.strategy, config.tpu)):
+    if context.chief:
         write_json(run_dir / "grid.json", cells)
     return cells
 

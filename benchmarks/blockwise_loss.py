@@ -28,7 +28,7 @@ def measure(kind: str, batch: int, dim: int, block_size: int, repeats: int) -> d
     import numpy as np
     import tensorflow as tf
 
-    from aninfonce_tf import ops
+    from aninfonce_tf import functional
 
     rng = np.random.default_rng(0)
     z1 = tf.constant(rng.normal(size=(batch, dim)).astype("float32"))
@@ -49,7 +49,7 @@ def measure(kind: str, batch: int, dim: int, block_size: int, repeats: int) -> d
             with tf.GradientTape() as tape:
                 tape.watch([z1, z2])
                 options = {"block_size": block_size} if kind == "blockwise" else {}
-                loss = tf.reduce_mean(ops.info_nce(z1, z2, similarity="cosine", **options))
+                loss = tf.reduce_mean(functional.info_nce(z1, z2, similarity="cosine", **options))
             return tape.gradient(loss, [z1, z2])
 
     tf.nest.map_structure(lambda t: t.numpy(), call(z1, z2))  # compile

@@ -7,8 +7,8 @@ B = 1000 (2000 rows), each part XLA-compiled and timed alone.
 Parts: the whole compiled train step on a fixed batch; the encoder's forward pass,
 forward and backward, and with Adam's update (a sum-of-squares loss on its outputs);
 the contrastive loss forward and backward on fixed embeddings, through the dense
-log-sum-exp kernel (`ops.info_nce`) and through automatic differentiation of the
-logits matrix (`ops.contrastive_logits`), each with its accuracy; the alignment and
+log-sum-exp kernel (`functional.info_nce`) and through automatic differentiation of the
+logits matrix (`functional.contrastive_logits`), each with its accuracy; the alignment and
 uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the step (`train_step.py`) is printed
 beside them.
 """
@@ -24,9 +24,9 @@ import numpy as np
 import tensorflow as tf
 from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 
-from aninfonce_tf import ops
-from aninfonce_tf.experiment import build_model
+from aninfonce_tf import functional
 from aninfonce_tf.models import UNIFORMITY_ROWS
+from aninfonce_tf.runner import build_model
 
 
 def milliseconds(function, calls: int, repeats: int) -> tuple[float, float]:
@@ -44,12 +44,14 @@ def milliseconds(function, calls: int, repeats: int) -> tuple[float, float]:
 
 
 def loss_on_logits(z1, z2):
-    logits = ops.contrastive_logits(z1, z2)
-    return tf.reduce_mean(ops.info_nce_from_logits(*logits)), ops.positive_accuracy(*logits)
+    logits = functional.contrastive_logits(z1, z2)
+    return tf.reduce_mean(functional.info_nce_from_logits(*logits)), functional.positive_accuracy(
+        *logits
+    )
 
 
 def loss_by_kernel(z1, z2):
-    losses, stats = ops.info_nce(z1, z2, return_stats=True)
+    losses, stats = functional.info_nce(z1, z2, return_stats=True)
     return tf.reduce_mean(losses), stats["accuracy"]
 
 
@@ -95,8 +97,10 @@ def parts(batch_size: int) -> dict:
 
     @tf.function(jit_compile=True)
     def metrics():
-        u = ops.l2_normalize(embeddings)
-        return ops.alignment(u[:batch_size], u[batch_size:]) + ops.uniformity(u[:UNIFORMITY_ROWS])
+        u = functional.l2_normalize(embeddings)
+        return functional.alignment(u[:batch_size], u[batch_size:]) + functional.uniformity(
+            u[:UNIFORMITY_ROWS]
+        )
 
     return {
         "train step (fixed batch)": lambda: model.train_function(iterator)["loss"],

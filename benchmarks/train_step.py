@@ -31,10 +31,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.configs.synthetic import FAST, PRESETS, SyntheticConfig, build
+from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build
+from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import PAPER_MLP_HIDDEN, mlp_encoder
-from aninfonce_tf.experiment import build_model
+from aninfonce_tf.runner import build_model
 
 VERBOSE = False
 MODES = {

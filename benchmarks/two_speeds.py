@@ -9,8 +9,8 @@ Prints each window's steps/s and the process's CPU use over it (200 % = both cor
 busy), and the busiest threads of the autotuned run (name, CPU %, voluntary context
 switches; Linux only). On the development machine autotuned windows ran either at
 ~16 steps/s with ~185 % CPU or at ~9.8 with ~110 % (TensorFlow's two intra-op
-threads no longer overlapping); untuned ones always at ~16 (benchmarks/README.md,
-"Two speeds").
+threads no longer overlapping); untuned ones always at ~16 (docs/speed.md, "Two
+speeds").
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from train_step import synthetic_data  # this directory's benchmark
 
 from aninfonce_tf.data.options import without_autotune
-from aninfonce_tf.experiment import build_model
+from aninfonce_tf.runner import build_model
 
 
 def timed(function, steps: int) -> tuple[float, float]:

@@ -14,29 +14,27 @@ internet, then copy DIR here):
 Accelerator and time: one A100-class GPU; 800 epochs of 97 steps of 512 pairs per
 loss, ~2.6 h per loss (~5 h for the two) at the 11.9 s per epoch that a public
 SimSiam-style SimCLR run of ResNet-18 at batch 512 takes on an A100 (an estimate:
-not run here, no GPU). Batch norm is synchronised across replicas, so several GPUs
-compute the statistics one GPU would.
+not run here, no GPU). On the 2-core CPU only `--smoke` runs. Batch norm is
+synchronised across replicas, so several GPUs compute the statistics one GPU would.
 
-The paper reports class accuracy 90.9 (InfoNCE) vs 88.4 (AnInfoNCE) and augmentation
-readout 57.7 vs 80.5. Public SimCLR runs in this setting reach linear 91.7 / kNN 91.4
-after 1000 epochs and linear 85.6 after 100, their linear classifier trained on all
-50,000 training images and their kNN voting among all 50,000. Our class probes fit on
-10,000 of the 50,000 (1,000 per class) and are scored on the 10,000 test images: a
-logistic regression on frozen features (its penalty cross-validated), and kNN votes
-among those 10,000, a fifth of that memory. So ours are not their numbers (fewer
-probe images and a smaller memory usually score lower). `--probe-size 50000` fits on
-the whole training split (it warns that the test split holds fewer: all 10,000 are
-scored), for about 5x the probes' fitting time at each of the 8 evaluations (an
-estimate, not measured). Our readout is defined in `aninfonce_tf.evaluation.probes`,
-so compare the direction of the change, not the numbers.
+Class probes fit on 10,000 of the 50,000 training images (1,000 per class) and are
+scored on the 10,000 test images: a logistic regression on frozen features (its
+penalty cross-validated), and kNN votes among those 10,000. Public SimCLR runs, whose
+linear classifier and kNN memory use all 50,000, reach linear 91.7 / kNN 91.4 after
+1000 epochs and linear 85.6 after 100; fewer probe images and a smaller memory
+usually score lower. `--probe-size 50000` fits on the whole training split (it warns
+that the test split holds fewer: all 10,000 are scored), for about 5x the probes'
+fitting time at each of the 8 evaluations (an estimate). The augmentation readout is
+defined in `aninfonce_tf.evaluation.probes`. The paper's numbers, and how to compare
+with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import cifar10
 
 
 def main(argv=None) -> dict:
-    return experiment.main(cifar10, argv, description=__doc__.split("\n\n")[0])
+    return runner.main(cifar10, argv, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

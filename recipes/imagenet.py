@@ -15,23 +15,22 @@ ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, the
 
 Accelerator and time: a TPU v3-8 or 8 A100-class GPUs (the encoder runs in
 mixed_bfloat16; V100s lack bfloat16: add `--mixed-precision false`, float32, slower);
-100 epochs of 1,251 steps of 1024 pairs per loss. SimCLR trained this for 100 epochs at batch 4096 in ~1.5 h on
-128 TPU v3 cores, i.e. ~1 day per loss on a v3-8's 8 cores (~2 days for the two; an
-extrapolation, not run here: no accelerator).
+100 epochs of 1,251 steps of 1024 pairs per loss. SimCLR trained this for 100 epochs at
+batch 4096 in ~1.5 h on 128 TPU v3 cores, i.e. ~1 day per loss on a v3-8's 8 cores
+(~2 days for the two; an extrapolation, not run here: no accelerator). On the 2-core
+CPU only `--smoke` runs.
 
-The paper reports class accuracy 68.2 (InfoNCE) vs 59.0 (AnInfoNCE) and augmentation
-readout 74.4 vs 79.3; its ImageNet protocol is not public. Our class probe fits on
-10,000 images (10 per class); our readout is defined in
-`aninfonce_tf.evaluation.probes`, so compare the direction of the change, not the
-numbers.
+Our class probe fits on 10,000 images (10 per class); our readout is defined in
+`aninfonce_tf.evaluation.probes`. The paper's numbers (its ImageNet protocol is not
+public), and how to compare with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import imagenet
 
 
 def main(argv=None) -> dict:
-    return experiment.main(imagenet, argv, description=__doc__.split("\n\n")[0])
+    return runner.main(imagenet, argv, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -3,27 +3,26 @@ scikit-learn and scikit-image, scored by class accuracy and augmentation readout
 
 Run:
 
-    python recipes/photos.py            # ~8 min on a 2-core CPU, no download
-    python recipes/photos.py --smoke    # whole pipeline in < 1 min
+    python recipes/photos.py                  # ~8 min on a 2-core CPU, no download
+    python recipes/photos.py --seeds 0,1,2    # ~8 min per seed
+    python recipes/photos.py --smoke          # whole pipeline in < 1 min
 
 Writes `results.json` (per loss: `backbone` and `projector` class accuracy, kNN
 accuracy at k = 200 and k = 20, augmentation readout and the readout of each target),
 the figures, TensorBoard logs and the models to `--out`; with `--seeds 0,1,2` one such
 run per seed and `summary.json`. The readout's definition is in
-`aninfonce_tf.evaluation.probes`. Expected over seeds 0, 1, 2 (docs/results.md,
-2026-11-27, commit aa417df): augmentation readout at the projector AnInfoNCE
-0.536 +- 0.002 against InfoNCE 0.525 +- 0.003 (paired difference +0.012, 95 % interval
-[+0.004, +0.020]; chance 0.5), no difference resolved at the backbone (0.562 against
-0.566, -0.004 [-0.017, +0.008]); class accuracy at the backbone 0.849 against 0.872
-(interval of the difference includes 0).
+`aninfonce_tf.evaluation.probes`.
+
+Results over seeds 0, 1, 2: docs/results.md, "photos" (augmentation readout at the
+projector 0.536 ± 0.002 for AnInfoNCE against 0.525 ± 0.003, +0.012 [+0.004, +0.020]).
 """
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import photos
 
 
 def main(argv=None) -> dict:
-    return experiment.main(photos, argv, description=__doc__.splitlines()[0])
+    return runner.main(photos, argv, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

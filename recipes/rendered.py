@@ -9,13 +9,11 @@ Run:
     python recipes/rendered.py --preset latent --seeds 0,1,2      # ~8.5 min per seed
     python recipes/rendered.py --preset spike-slab --seeds 0,1,2  # 8.4 min per seed
 
-on an idle 2-core CPU, no download. `quick` trains both losses for 1500 steps of 256
-pairs of 32-pixel images and evaluates every 750: 7.1 min per seed end to end (`--seeds
-0,1,2` in 1285 s, 197-216 s of training per loss; 2026-11-27, commit 0f5634d). `latent`
-and `spike-slab` train 2000 steps and evaluate every 500: `--preset spike-slab --seeds
-0,1,2` took 1517 s (same day and tree; latent runs the same steps).
-On a CPU shared with two other runs a seed took ~30 min. A killed run resumes from its
-last checkpoint, taken at every evaluation (`--save-every 250` for more often).
+on an idle 2-core CPU, no download (on a CPU shared with two other runs a seed took
+~30 min). `quick` trains both losses for 1500 steps of 256 pairs of 32-pixel images
+and evaluates every 750; `latent` and `spike-slab` train 2000 steps and evaluate
+every 500. A killed run resumes from its last checkpoint, taken at every evaluation
+(`--save-every 250` for more often).
 
 Each image is one two-tone polygon on a plain background rendered in the input
 pipeline from its latents: `shape` (5 classes), `x`, `y`, `scale`, `rotation`,
@@ -38,22 +36,17 @@ latent's linear and kernel-ridge R^2), `latent_r2.png`, `lambda_hat.png`,
 `positive_pairs.png`, `curves.png`, TensorBoard logs and the models to `--out`;
 with `--seeds`, one such run per seed and `summary.json` (mean, sd, and the
 AnInfoNCE - InfoNCE difference with its 95 % interval).
-Expected numbers (2026-11-27, 2-core CPU, docs/results.md): `--preset latent --seeds
-0,1,2` gives style-block linear R^2 at the projector 0.57 +- 0.04 for AnInfoNCE against
--0.00 +- 0.00 for InfoNCE (both hues kept at 0.76-0.94 against ~0), content ~0.97 for
-AnInfoNCE; `--preset spike-slab` keeps it too (0.60 +- 0.01 against -0.00 +- 0.00).
-`--seeds 0,1,2` (quick) gives at the projector scale 0.50 +- 0.07 against
-0.03 +- 0.03 and the style block 0.57 +- 0.03 against 0.47 +- 0.00 (+0.10 [+0.04,
-+0.16] at step 1500, unresolved at 2000), but object hue 0.86 +- 0.02 against
-0.94 +- 0.01, and equal latent scores at the backbone.
+
+Results of each preset over seeds 0, 1, 2: docs/results.md, "Images rendered from
+known latents" (`latent`: style R^2 at the projector 0.57 ± 0.04 against -0.00 ± 0.00).
 """
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 
 
 def main(argv=None) -> dict:
-    return experiment.main(rendered, argv, description=__doc__.splitlines()[0])
+    return runner.main(rendered, argv, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ Run:
     python recipes/rendered_sweep.py --smoke --corner-seeds 0 --out runs/sweep-smoke  # 9 tiny runs
     python recipes/rendered_sweep.py --out runs/rendered-sweep        # ~1.5-2 h
 
-on a 2-core CPU, no download (2026-11-27: ~6.5 min per cell and seed with two other
-runs on the CPU; 17 cell-seeds). The grid is the smallest crop area (0.9, 0.5, 0.2)
+on a 2-core CPU, no download (~6.5 min per cell and seed with two other runs on the
+CPU; 17 cell-seeds). The grid is the smallest crop area (0.9, 0.5, 0.2)
 by the colour-jitter strength s (0, 0.5, 1.0; brightness, contrast, saturation
 0.8 s, hue 0.2 s), flips and grayscale as in the `quick` preset of
 `recipes/rendered.py`; each cell trains both losses for 500 steps of 256 pairs
@@ -19,21 +19,21 @@ Writes, besides every cell's runs in `OUT/<cell>/seed_<k>/`: `grid.json` (each
 cell's `summary.json`), `tradeoff.md` (a row per cell and loss: shape accuracy
 and style R^2 at both layers, mean +- sd over the seeds) and `tradeoff.png` (shape
 accuracy against style R^2, one panel per layer).
-Expected result (docs/results.md, "The trade-off map"): AnInfoNCE keeps more of the
-style latents than InfoNCE where the crops are weak (+0.16 to +0.20 at the projector) and
-as much at the strongest views; both read `shape` within 0.07 of chance (0.2) in 500
-steps, so no class-accuracy cost can be seen yet.
+
+Results: docs/results.md, "The trade-off map: augmentation strength against what each
+loss keeps" (AnInfoNCE keeps more style where crops are weak: +0.16 to +0.20 at the
+projector).
 """
 
 import argparse
 
 from aninfonce_tf import plots, sweep
-from aninfonce_tf.config import UsageError, parse_config, split_list
 from aninfonce_tf.configs import rendered
-from aninfonce_tf.evaluation.latents import LatentEvaluator
-from aninfonce_tf.experiment import recipe_run_directory
+from aninfonce_tf.configs.base import UsageError, split_list
+from aninfonce_tf.evaluation.features import LEVELS
+from aninfonce_tf.runner import recipe_run_directory
+from aninfonce_tf.runner.cli import parse_config
 
-LEVELS = LatentEvaluator.LEVELS
 PANELS = [(f"{level}/block_linear_r2/style", f"{level}/shape_accuracy") for level in LEVELS]
 
 

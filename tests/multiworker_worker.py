@@ -14,7 +14,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import photos, synthetic
 
 
@@ -53,7 +53,7 @@ def main() -> None:
         "synthetic": (smoke_config, synthetic.build),
         "photos": (photos_smoke_config, photos.build),
     }[kind]
-    experiment.run(
+    runner.run(
         dataclasses.replace(config(), strategy="multiworker"),
         build,
         out / "run",

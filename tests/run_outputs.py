@@ -1,27 +1,16 @@
 """The checks every recipe's `--smoke` test makes of the run's outputs: `results.json`
-against its schema, and the TensorBoard logs; and the loader of a recipe script."""
+against its schema, and the TensorBoard logs."""
 
 import collections
-import importlib.util
 from pathlib import Path
 
 import tensorflow as tf
 
 from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.evaluation.callbacks import scalar_items
-from aninfonce_tf.experiment import RUN_ENTRIES
 from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.runner import RUN_ENTRIES
 from aninfonce_tf.schema import validate_results
-
-ROOT = Path(__file__).parent.parent
-
-
-def load_recipe(name: str):
-    """The module of `recipes/<name>.py` (recipes are scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_recipe", ROOT / "recipes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def check_run(run_dir: Path, figures=()) -> dict:

@@ -6,7 +6,6 @@ keeps the two in step."""
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,8 +19,8 @@ from aninfonce_tf import (
     InfoNCE,
     SimCLRAugment,
     augment_pairs,
-    experiment,
     ops,
+    runner,
 )
 from aninfonce_tf.checkpoints import Backup, read_json
 from aninfonce_tf.configs import synthetic
@@ -32,8 +31,8 @@ from aninfonce_tf.evaluation.callbacks import StopOnNonFiniteLoss
 from aninfonce_tf.losses import loss_variant
 from aninfonce_tf.models import export_encoder
 from tests import test_models, test_ops
+from tests.support import ROOT
 
-ROOT = Path(__file__).parent.parent
 BAD_INPUT_TABLE = ROOT / "docs" / "bad-input.md"
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
 X = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
@@ -55,7 +54,7 @@ def _fit(*batch):
 
 
 def _run(tmp_path, **overrides):
-    experiment.run(dataclasses.replace(SMOKE, **overrides), synthetic.build, tmp_path, verbose=0)
+    runner.run(dataclasses.replace(SMOKE, **overrides), synthetic.build, tmp_path, verbose=0)
 
 
 def _other_out(tmp_path):
@@ -264,9 +263,9 @@ def _diverged_before_evaluation(tmp_path, capsys):
         "aninfonce": {"steps": 6, "wall_seconds": 1.0, "final_loss": np.nan, "curve": []},
         "infonce": {**scores, "steps": 40, "wall_seconds": 2.0, "curve": [{"step": 20, **scores}]},
     }
-    lines = experiment.results_table(results, parts.table_columns).splitlines()
+    lines = runner.results_table(results, parts.table_columns).splitlines()
     assert lines[2].split() == ["aninfonce", "-", "-", "6", "1"]
-    paths = experiment.write_plots(results, parts, tmp_path)
+    paths = runner.report.write_plots(results, parts, tmp_path)
     assert {p.name for p in paths} == {"curves.png", "per_latent_r2.png"}
 
 
@@ -287,7 +286,9 @@ def _refused_then_corrected(tmp_path, capsys):
         with pytest.raises(ValueError):
             _run(tmp_path, **refused)
         assert not (tmp_path / "config.json").exists()
-        assert experiment.claim_run_directory(tmp_path, SMOKE) == {}  # the rerun is not refused
+        assert (
+            runner.run_directory.claim_run_directory(tmp_path, SMOKE) == {}
+        )  # the rerun is not refused
 
 
 def _string_keys(tmp_path, capsys):
@@ -304,7 +305,7 @@ def _loss_scale_overflow(tmp_path, capsys):
 
 def _nan_in_json(tmp_path, capsys):
     results = {"a": {"final_loss": np.nan, "lambda_hat": [np.inf, 2.0], "steps": 3}}
-    experiment._write_results(tmp_path, {"true_concentration": [1.0, 2.0]}, results)
+    runner.run_directory.write_results(tmp_path, {"true_concentration": [1.0, 2.0]}, results)
     model = _model()
     model.scaling.variables[0].assign(np.full(4, np.nan, "float32"))
     export_encoder(model, tmp_path / "encoder")
@@ -370,7 +371,7 @@ def _usage_errors(tmp_path, capsys, cases):
     out = tmp_path / "run"
     for flags, message in cases:
         with pytest.raises(SystemExit) as stop:
-            experiment.main(synthetic, ["--smoke", *flags, "--out", str(out)])
+            runner.main(synthetic, ["--smoke", *flags, "--out", str(out)])
         assert stop.value.code == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error and "Traceback" not in error, error

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from aninfonce_tf import checkpoints, distribute, experiment
+from aninfonce_tf import checkpoints, distribute, runner
 from aninfonce_tf.checkpoints import Backup, replace_atomically
 from aninfonce_tf.configs import synthetic
 
@@ -175,13 +175,13 @@ class _Interrupt(keras.callbacks.Callback):
 @pytest.mark.slow
 def test_a_finished_run_leaves_no_backup_and_an_interrupted_one_resumes(tmp_path, capsys):
     with pytest.raises(KeyboardInterrupt):
-        experiment.run(TINY, synthetic.build, tmp_path, verbose=0, callbacks=[_Interrupt()])
+        runner.run(TINY, synthetic.build, tmp_path, verbose=0, callbacks=[_Interrupt()])
     # The finished variant's backup is gone; the interrupted one's is kept for the rerun.
     backups = tmp_path / "backup"
     assert [path.name for path in backups.iterdir()] == ["infonce"]
     assert [path.name for path in (backups / "infonce").iterdir()] == ["step-000005.weights.h5"]
     capsys.readouterr()
-    results = experiment.run(TINY, synthetic.build, tmp_path, verbose=0)
+    results = runner.run(TINY, synthetic.build, tmp_path, verbose=0)
     output = capsys.readouterr().out
     assert "== aninfonce: finished" in output and "resuming infonce at step 5" in output
     assert results["infonce"]["steps"] == 10

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import distribute, experiment, schema
+from aninfonce_tf import distribute, optimizers, runner, schema
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.config import UsageError
 from aninfonce_tf.configs import synthetic
+from aninfonce_tf.configs.base import UsageError
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
 
@@ -29,10 +29,10 @@ class RecordReplicas(keras.callbacks.Callback):
 
 
 def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path):
-    single = experiment.run(SMOKE, synthetic.build, tmp_path / "single", verbose=0)
+    single = runner.run(SMOKE, synthetic.build, tmp_path / "single", verbose=0)
     replicas = RecordReplicas()
     config = dataclasses.replace(SMOKE, strategy="mirrored")
-    mirrored = experiment.run(
+    mirrored = runner.run(
         config, synthetic.build, tmp_path / "mirrored", verbose=0, callbacks=[replicas]
     )
     assert replicas.replicas == 2
@@ -48,7 +48,7 @@ def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path)
 def test_steps_per_execution_changes_the_speed_only(tmp_path):
     config = dataclasses.replace(SMOKE, losses="aninfonce", export=False)
     results = {
-        steps: experiment.run(
+        steps: runner.run(
             dataclasses.replace(config, steps_per_execution=steps),
             synthetic.build,
             tmp_path / str(steps),
@@ -64,7 +64,7 @@ def test_steps_per_execution_changes_the_speed_only(tmp_path):
 
 def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path):
     config = dataclasses.replace(SMOKE, steps=20, losses="aninfonce")
-    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
     observations = np.random.default_rng(1).normal(size=(64, SMOKE.dim)).astype("float32")
     np.save(tmp_path / "x.npy", observations)
 
@@ -103,29 +103,27 @@ def test_results_are_saved_after_each_variant(tmp_path):
                 raise RuntimeError("crash")
 
     with pytest.raises(RuntimeError, match="crash"):
-        experiment.run(
-            SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[FailInSecondVariant()]
-        )
+        runner.run(SMOKE, synthetic.build, tmp_path, verbose=0, callbacks=[FailInSecondVariant()])
     saved = json.loads((tmp_path / "results.json").read_text())
     assert set(saved) == {"run", "variants"} and set(saved["variants"]) == {"aninfonce"}
     # Rerun: the finished variant is kept as it was, the other one is trained.
-    results = experiment.run(SMOKE, synthetic.build, tmp_path, verbose=0)
+    results = runner.run(SMOKE, synthetic.build, tmp_path, verbose=0)
     assert results["aninfonce"] == saved["variants"]["aninfonce"]
     assert results["infonce"]["steps"] == 40
 
 
 def test_a_run_into_the_same_out_with_other_flags_refuses_before_training(tmp_path, capsys):
     argv = ["--smoke", "--losses", "aninfonce", "--steps", "20", "--out", str(tmp_path)]
-    first = experiment.main(synthetic, argv)
+    first = runner.main(synthetic, argv)
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        experiment.main(synthetic, [*argv, "--learning-rate", "0.002"])
+        runner.main(synthetic, [*argv, "--learning-rate", "0.002"])
     # A usage error: one line and status 2, as argparse gives for a bad flag.
     error = capsys.readouterr().err
     assert stop.value.code == 2 and error.count("\n") == 1, error
     assert "another config (learning_rate: 0.001 -> 0.002)" in error
     # Where and how it runs may change: the same config resumes (here: nothing to do).
-    again = experiment.main(synthetic, [*argv, "--export", "false"])
+    again = runner.main(synthetic, [*argv, "--export", "false"])
     assert "not trained again" in capsys.readouterr().out
     assert again == first
 
@@ -140,7 +138,7 @@ def test_a_resume_whose_backup_period_misses_the_backup_names_the_flag_to_pass(t
     with h5py.File(tmp_path / "backup" / "aninfonce" / "step-001000.weights.h5", "w") as file:
         file.attrs["logs"] = json.dumps({"loss": 1.0})
     with pytest.raises(UsageError, match="at step 1000, which epochs of 400 steps .* pass the"):
-        experiment.run(config, synthetic.build, tmp_path, verbose=0)
+        runner.run(config, synthetic.build, tmp_path, verbose=0)
 
 
 def test_an_error_that_is_not_the_users_input_keeps_its_traceback(tmp_path):
@@ -149,7 +147,7 @@ def test_an_error_that_is_not_the_users_input_keeps_its_traceback(tmp_path):
 
     recipe = types.SimpleNamespace(PRESETS=synthetic.PRESETS, SMOKE=synthetic.SMOKE, build=build)
     with pytest.raises(ValueError, match="a defect") as raised:  # no SystemExit(2)
-        experiment.main(recipe, ["--smoke", "--out", str(tmp_path)])
+        runner.main(recipe, ["--smoke", "--out", str(tmp_path)])
     assert not isinstance(raised.value, UsageError)
 
 
@@ -165,7 +163,7 @@ def test_an_error_that_is_not_the_users_input_keeps_its_traceback(tmp_path):
 def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, optimizer, capsys):
     # A backup every 10 steps, evaluations every 20: Keras' epochs last 10 steps.
     config = dataclasses.replace(SMOKE, steps=60, save_every=10, losses="aninfonce", **optimizer)
-    whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
+    whole = runner.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
 
     class Interrupt(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -173,13 +171,11 @@ def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, optimi
                 raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        experiment.run(
-            config, synthetic.build, tmp_path / "cut", verbose=0, callbacks=[Interrupt()]
-        )
+        runner.run(config, synthetic.build, tmp_path / "cut", verbose=0, callbacks=[Interrupt()])
     checkpoints = sorted(p.name for p in (tmp_path / "cut" / "backup" / "aninfonce").iterdir())
     assert checkpoints == ["step-000020.weights.h5", "step-000030.weights.h5"]  # the last two
     capsys.readouterr()
-    resumed = experiment.run(config, synthetic.build, tmp_path / "cut", verbose=0)["aninfonce"]
+    resumed = runner.run(config, synthetic.build, tmp_path / "cut", verbose=0)["aninfonce"]
     assert "resuming aninfonce at step 30" in capsys.readouterr().out
     assert not (tmp_path / "cut" / "backup" / "aninfonce").exists()  # kept until finished
     assert resumed["steps"] == 60
@@ -204,10 +200,8 @@ def test_a_run_stopped_at_its_targets_and_killed_before_its_results_resumes_as_s
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        experiment.run(
-            config, synthetic.build, tmp_path, verbose=0, callbacks=[InterruptAfterFit()]
-        )
-    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+        runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[InterruptAfterFit()])
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
     assert (result["steps"], result["target_reached"]["step"]) == (20, 20)
     assert [point["step"] for point in result["curve"]] == [20]
 
@@ -224,7 +218,7 @@ def test_a_bad_stop_at_fails_within_seconds_before_any_training(stop_at, message
     config = dataclasses.replace(SMOKE, stop_at=stop_at)
     start = time.perf_counter()
     with pytest.raises(ValueError, match=message):
-        experiment.run(config, synthetic.build, tmp_path, verbose=0)
+        runner.run(config, synthetic.build, tmp_path, verbose=0)
     assert time.perf_counter() - start < 5
     assert not (tmp_path / "aninfonce").exists() and not (tmp_path / "backup").exists()
 
@@ -233,44 +227,44 @@ def test_a_bad_stop_at_fails_within_seconds_before_any_training(stop_at, message
 def test_box_and_euclidean_spaces_train_without_sphere_normalisation(space, tmp_path):
     config = dataclasses.replace(SMOKE, space=space, conditional="normal", steps=20, eval_every=20)
     parts = synthetic.build(config)
-    aninfonce = experiment.build_model(config, parts, "aninfonce")
-    infonce = experiment.build_model(config, parts, "infonce")
+    aninfonce = runner.build_model(config, parts, "aninfonce")
+    infonce = runner.build_model(config, parts, "infonce")
     assert not aninfonce.normalize and not infonce.normalize
     assert infonce.contrastive_loss.similarity == "euclidean"
     batch = next(iter(parts.train_data(0)))
     norms = np.linalg.norm(infonce.embed(batch["view1"]), axis=1)
     assert np.ptp(norms) > 0.1  # not on the sphere
-    results = experiment.run(config, synthetic.build, tmp_path, verbose=0)
+    results = runner.run(config, synthetic.build, tmp_path, verbose=0)
     assert results["aninfonce"]["steps"] == 20 and np.isfinite(results["infonce"]["final_loss"])
 
 
 def test_the_sphere_variant_normalises_and_uses_the_cosine_for_infonce():
     parts = synthetic.build(SMOKE)
-    infonce = experiment.build_model(SMOKE, parts, "infonce")
+    infonce = runner.build_model(SMOKE, parts, "infonce")
     assert infonce.normalize and infonce.contrastive_loss.similarity == "cosine"
     batch = next(iter(parts.train_data(0)))
     np.testing.assert_allclose(np.linalg.norm(infonce.embed(batch["view1"]), axis=1), 1, rtol=1e-5)
 
 
 def test_the_encoder_optimizer_follows_the_config():
-    sgd = experiment.encoder_optimizer(
+    sgd = optimizers.encoder_optimizer(
         dataclasses.replace(SMOKE, optimizer="sgd", weight_decay=5e-4, momentum=0.8)
     )
     assert isinstance(sgd, keras.optimizers.SGD)
     assert (sgd.momentum, sgd.weight_decay) == (0.8, 5e-4)
-    cosine = experiment.encoder_optimizer(
+    cosine = optimizers.encoder_optimizer(
         dataclasses.replace(SMOKE, learning_rate_schedule="cosine")
     )
     assert isinstance(cosine.learning_rate, tf.Variable) or callable(cosine._learning_rate)
     assert float(cosine._learning_rate(SMOKE.steps)) == pytest.approx(0.0, abs=1e-9)
     rate = SMOKE.learning_rate
     for schedule, end in (("constant", rate), ("cosine", 0.0)):
-        warm = experiment.encoder_optimizer(
+        warm = optimizers.encoder_optimizer(
             dataclasses.replace(SMOKE, learning_rate_schedule=schedule, warmup_steps=10)
         )._learning_rate
         values = [float(warm(step)) for step in (0, 5, 10, SMOKE.steps)]
         assert values == pytest.approx([0.0, rate / 2, rate, end], abs=1e-9), schedule
-    model = experiment.build_model(SMOKE, synthetic.build(SMOKE), "aninfonce")
+    model = runner.build_model(SMOKE, synthetic.build(SMOKE), "aninfonce")
     # Lambda_hat has its own Adam, never the encoder's weight decay.
     assert isinstance(model.concentration_optimizer, keras.optimizers.Adam)
     assert float(model.concentration_optimizer.learning_rate) == pytest.approx(1e-2)
@@ -281,11 +275,11 @@ def test_muon_orthogonalises_the_updates_of_all_but_the_excluded_kernels():
     config = dataclasses.replace(
         SMOKE, optimizer="muon", muon_exclude="hidden", steps_per_execution=1
     )
-    optimizer = experiment.encoder_optimizer(config)
+    optimizer = optimizers.encoder_optimizer(config)
     assert isinstance(optimizer, keras.optimizers.Muon)
     assert optimizer.exclude_layers == ["hidden"]
     parts = synthetic.build(config)
-    model = experiment.build_model(config, parts, "aninfonce")
+    model = runner.build_model(config, parts, "aninfonce")
     kernels = {w.path: w for w in model.encoder.trainable_weights if len(w.shape) == 2}
     assert sorted(kernels) == ["features/kernel", "hidden_1/kernel", "hidden_2/kernel"]
     before = {path: w.numpy() for path, w in kernels.items()}
@@ -315,7 +309,7 @@ def test_the_results_table_has_a_column_per_scalar_score():
         },
         "b": {"backbone": {"knn": 0.25}, "steps": 3, "wall_seconds": 2.4},
     }
-    lines = experiment.results_table(results).splitlines()
+    lines = runner.results_table(results).splitlines()
     assert lines[0].split() == ["variant", "backbone/knn", "backbone/readout", "steps", "seconds"]
     assert lines[2].split() == ["a", "0.500", "0.712", "3", "1"]
     assert lines[3].split() == ["b", "0.250", "-", "3", "2"]
@@ -336,7 +330,7 @@ class Poison(keras.callbacks.Callback):
 
 def test_a_non_finite_loss_stops_the_variant_naming_the_step(tmp_path, capsys):
     config = dataclasses.replace(SMOKE, steps_per_execution=1)  # a callback every step
-    results = experiment.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[Poison(25)])
+    results = runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[Poison(25)])
     output = capsys.readouterr().out
     assert "Non-finite loss (nan) by step 26: training stopped." in output
     assert results["aninfonce"]["stopped"] == "non-finite loss by step 26"
@@ -349,7 +343,7 @@ def test_a_non_finite_loss_stops_the_variant_naming_the_step(tmp_path, capsys):
 
 def test_a_variant_that_diverges_before_its_first_evaluation_ends_the_run_cleanly(tmp_path, capsys):
     config = dataclasses.replace(SMOKE, steps=20, steps_per_execution=1)
-    results = experiment.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[Poison(5)])
+    results = runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[Poison(5)])
     assert results["aninfonce"]["curve"] == [] and np.isnan(results["aninfonce"]["final_loss"])
     output = capsys.readouterr().out
     assert re.search(r"\naninfonce( +-)+ +6 +\d+\n", output), output  # a row without scores
@@ -361,7 +355,7 @@ def test_a_variant_that_diverges_before_its_first_evaluation_ends_the_run_cleanl
     assert saved["null_values"]["values"] == {"/variants/aninfonce/final_loss": "NaN"}
     schema.validate_results(saved)
     # A diverged variant is finished: a rerun keeps it, NaN included, and trains nothing.
-    again = experiment.run(config, synthetic.build, tmp_path, verbose=0)
+    again = runner.run(config, synthetic.build, tmp_path, verbose=0)
     assert capsys.readouterr().out.count("not trained again") == 2
     assert np.isnan(again["aninfonce"]["final_loss"]) and again["infonce"] == results["infonce"]
 

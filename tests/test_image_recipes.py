@@ -14,19 +14,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import experiment
-from aninfonce_tf.config import parse_config
+from aninfonce_tf import optimizers, runner
 from aninfonce_tf.configs import cifar10, imagenet, images, photos
 from aninfonce_tf.data import datasets
-from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
-from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
+from aninfonce_tf.runner.cli import parse_config
 from tests.run_outputs import check_run
-
-ROOT = Path(__file__).parent.parent
+from tests.support import ROOT
 
 
 def _check_results(results: dict):
@@ -57,7 +55,7 @@ def _check_run_directory(run_dir: Path, module) -> dict:
 @pytest.mark.parametrize("module", [cifar10, imagenet], ids=lambda m: m.__name__)
 def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
     # The photos recipe's smoke runs from the command line, below.
-    results = experiment.main(module, ["--smoke", "--out", str(tmp_path)])
+    results = runner.main(module, ["--smoke", "--out", str(tmp_path)])
     _check_results(results)
     saved = _check_run_directory(tmp_path, module)
     assert saved["aninfonce"]["backbone"]["augmentation_readout"] == pytest.approx(
@@ -68,7 +66,7 @@ def test_each_image_recipe_runs_its_smoke_config(module, tmp_path):
 @pytest.mark.slow
 def test_the_cifar10_smoke_runs_under_mirrored_strategy(tmp_path):
     argv = ["--smoke", "--strategy", "mirrored", "--out", str(tmp_path)]
-    _check_results(experiment.main(cifar10, argv))
+    _check_results(runner.main(cifar10, argv))
 
 
 @pytest.mark.slow
@@ -189,11 +187,11 @@ def test_the_cifar10_preset_holds_simsiams_cifar10_setting():
     assert preset.learning_rate == pytest.approx(0.03 * preset.batch_size / 256)
     # PyTorch's weight decay (through the momentum), not Keras' decoupled one.
     assert (preset.l2_weight_decay, preset.weight_decay) == (5e-4, 0.0)
-    assert isinstance(experiment.encoder_optimizer(preset), CoupledSGD)
+    assert isinstance(optimizers.encoder_optimizer(preset), CoupledSGD)
     # Several GPUs (--strategy mirrored) compute the batch statistics one GPU would.
     assert preset.encoder == "resnet18_cifar" and preset.synchronized_batch_norm
     assert preset.projector_kernel_stddev == 0.0  # Keras' Glorot uniform
-    views = AUGMENTATIONS[preset.augmentation]
+    views = AUGMENTATION_PRESETS[preset.augmentation]
     assert views.crop_scale == (0.2, 1.0) and _jitter(views) == (0.4, 0.4, 0.4, 0.1)
     assert (views.jitter_probability, views.grayscale_probability) == (0.8, 0.2)
     assert views.blur_probability == 0.0
@@ -204,7 +202,7 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
     assert (preset.encoder, preset.infonce_temperature) == ("resnet50", 0.1)
     assert preset.projector_batch_norm and preset.synchronized_batch_norm
     assert preset.projector_kernel_stddev == 0.01  # SimCLR's linear_layer: N(0, 0.01^2)
-    optimizer = experiment.encoder_optimizer(preset)
+    optimizer = optimizers.encoder_optimizer(preset)
     assert isinstance(optimizer, LARS) and optimizer.exclude_vectors
     assert (optimizer.momentum, optimizer.trust_coefficient, optimizer.weight_decay) == (
         0.9,
@@ -217,10 +215,10 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
     schedule = optimizer._learning_rate
     rates = [float(schedule(step)) for step in (0, 5 * epoch, 10 * epoch, 55 * epoch, 100 * epoch)]
     np.testing.assert_allclose(rates, [0.0, peak / 2, peak, peak / 2, 0.0], atol=1e-6)
-    views = AUGMENTATIONS[preset.augmentation]
+    views = AUGMENTATION_PRESETS[preset.augmentation]
     assert _jitter(views) == (0.8, 0.8, 0.8, 0.2) and views.blur_probability == 0.5
     assert views.crop_scale == (0.08, 1.0) and views.image_size == 224
-    mocov2 = AUGMENTATIONS[imagenet.PRESETS["mocov2"].augmentation]
+    mocov2 = AUGMENTATION_PRESETS[imagenet.PRESETS["mocov2"].augmentation]
     assert _jitter(mocov2) == (0.4, 0.4, 0.4, 0.1) and mocov2.crop_scale == (0.2, 1.0)
 
 
@@ -288,7 +286,7 @@ def test_imagenet_readout_views_are_drawn_as_its_training_views(monkeypatch):
         grayscale_probability=0.0,
         flip_probability=0.0,
     )
-    monkeypatch.setitem(AUGMENTATIONS, "simclr_cifar10", crops_only)
+    monkeypatch.setitem(AUGMENTATION_PRESETS, "simclr_cifar10", crops_only)
     config = images.ImageConfig(dataset="imagenet2012", probe_size=8, readout_size=120)
     (evaluator,) = images.build(config).evaluators
     views, boxes = evaluator.views, evaluator.view_params["crop_box"]

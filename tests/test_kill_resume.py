@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from tests.run_outputs import check_tensorboard
 
@@ -41,7 +41,7 @@ DRIVER = textwrap.dedent(
     import json, os, signal, sys
     from pathlib import Path
     import keras
-    from aninfonce_tf import experiment
+    from aninfonce_tf import runner
     from aninfonce_tf.configs import synthetic
 
     out, config, kill = Path(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -79,7 +79,7 @@ DRIVER = textwrap.dedent(
                 die()
 
     config = synthetic.SyntheticConfig(**config)
-    experiment.run(config, synthetic.build, out, verbose=0, callbacks=[KillAtStep()])
+    runner.run(config, synthetic.build, out, verbose=0, callbacks=[KillAtStep()])
     """
 )
 
@@ -184,7 +184,7 @@ def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(
         "late": start_chain(driver, cuts["late"], LATE_KILLS),
     }
     config = synthetic.SyntheticConfig(**CONFIG)
-    whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)
+    whole = runner.run(config, synthetic.build, tmp_path / "whole", verbose=0)
     runs = {name: _runs_of(chain) for name, chain in chains.items()}
     for name, kills in (("early", KILLS), ("late", LATE_KILLS)):
         assert len(runs[name]) == len(kills) + 1
@@ -225,7 +225,7 @@ def test_a_run_with_xla_an_average_and_an_export_killed_resumes_to_the_uninterru
     cut = tmp_path / "cut"
     chain = start_chain(driver, cut, XLA_KILLS, XLA_CONFIG)
     config = synthetic.SyntheticConfig(**XLA_CONFIG)
-    whole = experiment.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
+    whole = runner.run(config, synthetic.build, tmp_path / "whole", verbose=0)["aninfonce"]
     runs = _runs_of(chain)
     assert [code for code, _, _ in runs] == [-signal.SIGKILL] * len(XLA_KILLS) + [0], runs
     assert "resuming aninfonce at step 10" in runs[-1][1]

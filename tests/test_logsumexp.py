@@ -1,13 +1,13 @@
-"""The log-sum-exp kernels behind `ops.info_nce`, dense and blockwise: the value,
+"""The log-sum-exp kernels behind `functional.info_nce`, dense and blockwise: the value,
 gradients and metrics of the loss written on the logits matrix
-(`ops.contrastive_logits`, differentiated automatically) in every configuration,
+(`functional.contrastive_logits`, differentiated automatically) in every configuration,
 eagerly and under XLA; the blockwise one in bounded intermediate sizes."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import AnInfoNCE, InfoNCE, ops
+from aninfonce_tf import AnInfoNCE, InfoNCE, functional
 from tests import reference
 
 
@@ -18,26 +18,26 @@ def _pair(batch, dim, seed=0, noise=0.3):
 
 
 def _on_logits(z1, z2, similarity, temperature, candidates="nt_xent", **gathered):
-    """`ops.info_nce` and its stats written on the logits matrix, without the kernels."""
+    """`functional.info_nce` and its stats written on the logits matrix, without the kernels."""
     temperatures = temperature if isinstance(temperature, list) else [temperature]
     losses = 0.0
     for temp in temperatures:
-        logits = ops.contrastive_logits(z1, z2, similarity, temp, candidates, **gathered)
-        losses += ops.info_nce_from_logits(*logits) / len(temperatures)
+        logits = functional.contrastive_logits(z1, z2, similarity, temp, candidates, **gathered)
+        losses += functional.info_nce_from_logits(*logits) / len(temperatures)
         if temp == temperatures[0]:
             stats = {
-                "accuracy": ops.positive_accuracy(*logits),
+                "accuracy": functional.positive_accuracy(*logits),
                 "candidates": tf.reduce_mean(tf.reduce_sum(logits[2], axis=-1)),
             }
     return losses, stats
 
 
-def _losses_and_gradients(z1, z2, jit=False, loss=ops.info_nce, **options):
+def _losses_and_gradients(z1, z2, jit=False, loss=functional.info_nce, **options):
     @tf.function(jit_compile=jit)
     def compute(z1, z2):
         with tf.GradientTape() as tape:
             tape.watch([z1, z2])
-            if loss is ops.info_nce:
+            if loss is functional.info_nce:
                 losses, stats = loss(z1, z2, return_stats=True, **options)
             else:
                 losses, stats = loss(z1, z2, **options)
@@ -75,7 +75,9 @@ def test_kernels_equal_the_logits_matrix_in_value_gradients_and_metrics(
 @pytest.mark.parametrize("block_size", [None, 4])
 def test_kernels_match_the_float64_reference(block_size):
     z1, z2 = (z.astype("float64") for z in _pair(6, 3, seed=7))
-    losses = ops.info_nce(z1, z2, similarity="euclidean", temperature=0.5, block_size=block_size)
+    losses = functional.info_nce(
+        z1, z2, similarity="euclidean", temperature=0.5, block_size=block_size
+    )
     expected = reference.info_nce(z1, z2, "euclidean", 0.5, "nt_xent")
     np.testing.assert_allclose(float(tf.reduce_mean(losses)), expected, rtol=1e-10)
 
@@ -96,7 +98,7 @@ def test_kernels_under_xla_with_gathered_candidates_equal_the_logits_matrix(bloc
 @pytest.mark.parametrize("similarity", ["euclidean", "cosine"])
 def test_a_collapsed_encoder_scores_zero_accuracy_through_the_kernels(similarity, block_size):
     z = tf.constant(np.full((8, 3), 0.7, "float32"))  # every logit equal: ties are misses
-    _, stats = ops.info_nce(z, z, similarity, block_size=block_size, return_stats=True)
+    _, stats = functional.info_nce(z, z, similarity, block_size=block_size, return_stats=True)
     assert float(stats["accuracy"]) == 0.0
 
 
@@ -120,7 +122,7 @@ def test_no_tensor_of_the_backward_pass_is_batch_by_batch():
     def step(z1, z2):
         with tf.GradientTape() as tape:
             tape.watch([z1, z2])
-            loss = tf.reduce_mean(ops.info_nce(z1, z2, block_size=block))
+            loss = tf.reduce_mean(functional.info_nce(z1, z2, block_size=block))
         return tape.gradient(loss, [z1, z2])
 
     graph = step.get_concrete_function(z1, z2).graph

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from tests import multiworker_worker
 
@@ -84,7 +84,7 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
     assert results["aninfonce"]["steps"] == 20
     assert not (run / "workers" / "worker-1" / "aninfonce" / "model.keras").exists()
     # The same training as on one device with the whole global batch.
-    single = experiment.run(
+    single = runner.run(
         multiworker_worker.smoke_config(), synthetic.build, tmp_path / "single", verbose=0
     )
     np.testing.assert_allclose(

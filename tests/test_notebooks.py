@@ -5,13 +5,14 @@ about; every committed notebook holds the outputs of a full-size run, figures in
 import json
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+from tests.support import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # Per notebook, patterns its printed output must match: the scores it is about.
 KEY_OUTPUTS = {
     "synthetic_identifiability.ipynb": (

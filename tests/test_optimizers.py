@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import experiment
-from aninfonce_tf.config import RunConfig
+from aninfonce_tf import optimizers
+from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 
 # A learning rate per step, exactly representable in float32 (the optimizer keeps it so).
@@ -177,12 +177,12 @@ def test_the_coupled_decay_of_a_weight_under_zero_gradient_is_pytorchs(schedule)
 def test_the_runner_builds_lars_and_the_coupled_sgd_from_the_config():
     config = RunConfig(optimizer="lars", l2_weight_decay=1e-6, momentum=0.9, warmup_steps=10)
     config.validate()
-    lars = experiment.encoder_optimizer(config)
+    lars = optimizers.encoder_optimizer(config)
     assert isinstance(lars, LARS) and lars.weight_decay == 1e-6 and lars.exclude_vectors
-    sgd = experiment.encoder_optimizer(dataclasses.replace(config, optimizer="sgd"))
+    sgd = optimizers.encoder_optimizer(dataclasses.replace(config, optimizer="sgd"))
     assert isinstance(sgd, CoupledSGD) and sgd.weight_decay == 1e-6 and not sgd.exclude_vectors
     plain = dataclasses.replace(config, optimizer="sgd", l2_weight_decay=0.0, weight_decay=1e-4)
-    assert type(experiment.encoder_optimizer(plain)) is keras.optimizers.SGD
+    assert type(optimizers.encoder_optimizer(plain)) is keras.optimizers.SGD
     for bad, match in (
         (dict(optimizer="adam"), "needs `optimizer` sgd or lars"),
         (dict(optimizer="sgd", weight_decay=1e-4), "no decoupled `weight_decay`"),

@@ -1,18 +1,19 @@
 """Packaging: the install extras pick a TensorFlow wheel that exists on every platform;
-the public API imports from the package, each name with a docstring example."""
+the public API imports from the package, each name with a docstring example; the licence,
+changelog and citation files ship at the repository's root."""
 
 import configparser
 import inspect
 import pydoc
 import re
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
 import aninfonce_tf
+from tests.support import ROOT
 
-SETUP_CFG = Path(__file__).parent.parent / "setup.cfg"
+SETUP_CFG = ROOT / "setup.cfg"
 
 
 def _extra(name: str) -> list[Requirement]:
@@ -72,3 +73,24 @@ def test_every_public_name_imports_has_an_example_and_is_listed_by_help(name):
         "PACKAGE CONTENTS"
     )[0]
     assert re.search(rf"\b{name}\b", description)
+
+
+@pytest.mark.parametrize("name", ["LICENSE", "CHANGELOG.md", "CITATION.cff"])
+def test_the_licence_changelog_and_citation_files_are_at_the_root(name):
+    assert (ROOT / name).is_file()
+
+
+def test_the_licence_is_the_apache_license_2_0_and_setup_cfg_ships_it():
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0" in text
+    parser = configparser.ConfigParser()
+    parser.read(SETUP_CFG)
+    assert parser["metadata"]["license"] == "Apache-2.0"
+    assert parser["metadata"]["license_files"].split() == ["LICENSE"]
+
+
+def test_the_citation_names_the_paper_and_the_package_version():
+    text = (ROOT / "CITATION.cff").read_text()
+    assert "InfoNCE: Identifying the Gap Between Theory and Practice" in text
+    versions = re.findall(r"^version:\s*[\"']?([^\"'\s]+)", text, re.M)
+    assert versions == [aninfonce_tf.__version__]

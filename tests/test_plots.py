@@ -6,7 +6,7 @@ import pytest
 
 from aninfonce_tf import plots
 from aninfonce_tf.configs import synthetic
-from aninfonce_tf.experiment import figure_title
+from aninfonce_tf.runner import figure_title
 
 
 @pytest.fixture

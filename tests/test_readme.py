@@ -1,13 +1,14 @@
 """The README's usage example runs as written."""
 
 import re
-from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-README = Path(__file__).parent.parent / "README.md"
+from tests.support import ROOT
+
+README = ROOT / "README.md"
 
 
 def test_the_usage_example_trains_and_exports(tmp_path, monkeypatch):

@@ -4,19 +4,17 @@ import dataclasses
 import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from aninfonce_tf import config as config_module
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
 from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.runner import cli as config_module
 from tests.run_outputs import check_run
-
-ROOT = Path(__file__).parent.parent
+from tests.support import ROOT
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
@@ -140,7 +138,7 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):
     with pytest.raises(ValueError, match=f"`{field}`"):
-        experiment.run(synthetic.SyntheticConfig(**overrides), synthetic.build, tmp_path)
+        runner.run(synthetic.SyntheticConfig(**overrides), synthetic.build, tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
 
 
@@ -175,11 +173,11 @@ TINY = synthetic.SyntheticConfig(
 
 
 def test_stop_at_ends_training_at_the_first_evaluation_reaching_the_targets(tmp_path):
-    full = experiment.run(TINY, synthetic.build, tmp_path / "full", verbose=0)["aninfonce"]
+    full = runner.run(TINY, synthetic.build, tmp_path / "full", verbose=0)["aninfonce"]
     r2 = [point["linear_r2"] for point in full["curve"]]
     first = next(i for i, value in enumerate(r2) if value >= max(r2[:2]))
     config = dataclasses.replace(TINY, stop_at=f"linear_r2={max(r2[:2])},mcc=0")
-    result = experiment.run(config, synthetic.build, tmp_path / "stop", verbose=0)["aninfonce"]
+    result = runner.run(config, synthetic.build, tmp_path / "stop", verbose=0)["aninfonce"]
     step = 20 * (first + 1)
     assert (result["steps"], result["target_reached"]["step"]) == (step, step)
     assert result["curve"] == [
@@ -190,9 +188,9 @@ def test_stop_at_ends_training_at_the_first_evaluation_reaching_the_targets(tmp_
 
 def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_latent(tmp_path):
     config = dataclasses.replace(TINY, steps=20, embedding_dim=6)
-    model = experiment.build_model(config, synthetic.build(config), "aninfonce")
+    model = runner.build_model(config, synthetic.build(config), "aninfonce")
     assert model.encoder.output_shape == (None, 6)
-    result = experiment.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
     assert len(result["lambda_hat"]) == 6
     assert len(result["lambda_hat_matched"]) == 4
     # Each latent is matched to a different feature, so its Lambda_hat is one of the six.

@@ -6,10 +6,11 @@ import dataclasses
 
 import pytest
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.rendered import CONTINUOUS, DEFAULT_CONCENTRATION, LATENT_NAMES
-from tests.run_outputs import check_run, load_recipe
+from tests.run_outputs import check_run
+from tests.support import load_recipe
 
 FIGURES = ["curves", "positive_pairs", "latent_r2", "lambda_hat"]
 
@@ -85,14 +86,14 @@ def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
 def test_bad_fields_stop_the_run_naming_them_before_anything_is_written(overrides, field, tmp_path):
     config = dataclasses.replace(rendered.PRESETS["latent"], **{**rendered.SMOKE, **overrides})
     with pytest.raises(ValueError, match=f"`{field}`"):
-        experiment.run(config, rendered.build, tmp_path)
+        runner.run(config, rendered.build, tmp_path)
     assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", list(rendered.PRESETS))
 def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
-    results = experiment.main(rendered, ["--smoke", "--preset", preset, "--out", str(tmp_path)])
+    results = runner.main(rendered, ["--smoke", "--preset", preset, "--out", str(tmp_path)])
     saved = check_run(tmp_path, FIGURES)  # its schema, its TensorBoard logs
     run = saved["run"]
     mode = rendered.PRESETS[preset].mode
@@ -152,7 +153,7 @@ def test_in_the_theorys_setting_aninfonce_keeps_the_style_latents_that_infonce_d
         nonlinear=False,
         export=False,
     )
-    results = experiment.run(config, rendered.build, tmp_path, verbose=0)
+    results = runner.run(config, rendered.build, tmp_path, verbose=0)
 
     def style(name, level):
         return results[name][level]["block_linear_r2"]["style"]

@@ -9,11 +9,11 @@ import keras
 import numpy as np
 import pytest
 
-from aninfonce_tf import experiment
-from aninfonce_tf.config import parse_config
+from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.evaluation.callbacks import scalar_items
-from aninfonce_tf.seeds import describe, paired_variants, summarize, summary_table
+from aninfonce_tf.runner.cli import parse_config
+from aninfonce_tf.statistics import describe, paired_variants, summarize, summary_table
 
 # Student's t quantiles (0.975) from a printed table, for 1 and 2 degrees of freedom.
 T_975 = {1: 12.7062, 2: 4.3027}
@@ -152,7 +152,7 @@ class CrashInTheSecondInfoNCE(keras.callbacks.Callback):
 
 def _scores(results: dict, variant: str) -> dict:
     return scalar_items(
-        {k: v for k, v in results["variants"][variant].items() if k not in experiment.RUN_ENTRIES}
+        {k: v for k, v in results["variants"][variant].items() if k not in runner.RUN_ENTRIES}
     )
 
 
@@ -162,13 +162,13 @@ def test_two_seeds_run_into_their_directories_resume_and_are_summarised(tmp_path
     argv += ["--export", "false", "--seeds", "0,1", "--out", str(tmp_path)]
     config, options = parse_config(synthetic.PRESETS, argv, smoke=synthetic.SMOKE)
     with pytest.raises(RuntimeError, match="crash"):
-        experiment.run_seeds(
+        runner.run_seeds(
             config, synthetic.build, tmp_path, options.seeds, 0, [CrashInTheSecondInfoNCE()]
         )
     assert not (tmp_path / "summary.json").exists()
     capsys.readouterr()
     # Rerun: seed 0 and seed 1's AnInfoNCE are finished, seed 1's InfoNCE trains.
-    summary = experiment.main(synthetic, argv)
+    summary = runner.main(synthetic, argv)
     output = capsys.readouterr().out
     assert output.count("not trained again") == 3
     assert output.count("steps of 128 pairs") == 1 and "== infonce: 10 steps" in output
@@ -202,6 +202,6 @@ def test_two_seeds_run_into_their_directories_resume_and_are_summarised(tmp_path
     assert "aninfonce - infonce" in output and "summary.json" in output
 
     # A finished multi-seed run is not trained again.
-    assert experiment.main(synthetic, argv) == summary
+    assert runner.main(synthetic, argv) == summary
     output = capsys.readouterr().out
     assert output.count("not trained again") == 4 and "steps of 128 pairs" not in output

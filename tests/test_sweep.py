@@ -10,8 +10,8 @@ import pytest
 
 from aninfonce_tf import sweep
 from aninfonce_tf.configs import rendered
-from aninfonce_tf.seeds import summarize
-from tests.run_outputs import load_recipe
+from aninfonce_tf.statistics import summarize
+from tests.support import load_recipe
 
 
 @pytest.fixture

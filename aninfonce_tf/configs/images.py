@@ -4,13 +4,13 @@ Lambda_hat on the projector output, and frozen-feature probes (class accuracy,
 kNN, augmentation readout: `evaluation.probes` defines each score) at the backbone
 and at the projector.
 
-The probes' images are drawn stratified by class in a seeded random order, from the
-first `PROBE_POOL` times as many examples of a split as they need (all of the
-photos, of CIFAR10 and of ImageNet's validation split): the class probes fit on
-`probe_size` training images and are scored on `probe_size` test images, the
-readout takes views of `readout_size` test images, drawn as the training views are
-(ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while the class
-probes see the centre square of each image. `results.json` holds each set's
+The probes' images are drawn stratified by class in a seeded random order
+(`data.probe_sets`), from the first `PROBE_POOL` times as many examples of a split as
+they need (all of the photos, of CIFAR10 and of ImageNet's validation split): the
+class probes fit on `probe_size` training images and are scored on `probe_size` test
+images, the readout takes views of `readout_size` test images, drawn as the training
+views are (ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while
+the class probes see the centre square of each image. `results.json` holds each set's
 images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
 (the validation images exactly, the training images about).
@@ -30,37 +30,33 @@ import math
 import warnings
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.config import RunConfig, option, split_list
-from aninfonce_tf.data.augment import PRESETS as AUGMENTATIONS
-from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
-    on_canvas,
     pair_batches,
     photo_patches,
     tfds_image_decoder,
     tfds_images,
 )
+from aninfonce_tf.data.probe_sets import (
+    centre_squares,
+    centre_squares_and_views,
+    class_counts,
+    stratified_arrays,
+)
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
-from aninfonce_tf.evaluation.probes import ImageProbeEvaluator, stratified_order
-from aninfonce_tf.experiment import Experiment
+from aninfonce_tf.evaluation.features import LEVELS
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
+from aninfonce_tf.runner import Experiment
 
 DATASETS = ("photos", "cifar10", "imagenet2012")
 ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
 # The table's columns: the summaries; per-parameter readouts are in results.json.
-SUMMARY = tuple(
-    f"{level}/{score}"
-    for level in ("backbone", "projector")
-    for score in ImageProbeEvaluator.SCORES
-)
-# The probe sets are drawn from the first PROBE_POOL times as many examples of a split
-# as they need: tfds writes a split's examples in a random order, so that this part
-# of ImageNet's training split holds its classes in proportion.
-PROBE_POOL = 5
+SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 # Training examples of the tfds datasets (the photos': patches_per_photo per photo).
 TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
 # ImageNet's views are crops of the image at its full resolution, as SimCLR's, on a
@@ -123,7 +119,7 @@ class ImageConfig(RunConfig):
 
     dataset: str = option("photos", "images to learn from", DATASETS)
     data_dir: str = option("", "tfds data directory (cifar10, imagenet2012)")
-    augmentation: str = option("simclr_cifar10", "view preset", tuple(AUGMENTATIONS))
+    augmentation: str = option("simclr_cifar10", "view preset", tuple(AUGMENTATION_PRESETS))
     encoder: str = option("small_cnn", "backbone", ENCODERS)
     synchronized_batch_norm: bool = option(
         False, "batch norm statistics over all replicas (ResNets, projector)"
@@ -229,87 +225,23 @@ def _examples(config: ImageConfig, split: str, decode: bool = True) -> tf.data.D
     return tfds_images(config.dataset, tfds_split[split], config.data_dir or None, decode=decode)
 
 
-def _stratified_arrays(dataset: tf.data.Dataset, count: int, seed, prepare):
-    """`count` examples of the first `PROBE_POOL * count` of `dataset` in the order
-    of `stratified_order` (each prefix holds the classes in proportion), each made
-    into a structure of tensors by `prepare(example, index)` (`index`: its place in
-    the pool): two passes, the first over the labels alone.
-
-    Returns:
-        `prepare`'s structure of `[n, ...]` arrays, their `[n]` labels and the pool's
-        labels.
-    """
-    pool = dataset.take(PROBE_POOL * count)
-    pool_labels = np.concatenate(
-        [labels.numpy() for labels in pool.map(lambda example: example["label"]).batch(4096)]
-    )
-    drawn = stratified_order(pool_labels, seed)[:count]
-    wanted = np.zeros(len(pool_labels), bool)
-    wanted[drawn] = True
-    kept = pool.enumerate().filter(lambda index, _: tf.gather(wanted, index))
-    prepared = kept.map(
-        lambda index, example: (example["label"], prepare(example, index)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    # The k-th example kept (in the pool's order) is the destination[k]-th drawn.
-    destination = np.argsort(drawn)
-    labels = np.empty(len(drawn), pool_labels.dtype)
-    arrays = tf.nest.map_structure(
-        lambda spec: np.empty((len(drawn), *spec.shape), spec.dtype.as_numpy_dtype),
-        prepared.element_spec[1],
-    )
-    start = 0
-    for batch_labels, values in prepared.batch(256):
-        rows = destination[start : start + len(batch_labels)]
-        labels[rows] = batch_labels.numpy()
-        for array, value in zip(tf.nest.flatten(arrays), tf.nest.flatten(values), strict=True):
-            array[rows] = value.numpy()
-        start += len(rows)
-    return arrays, labels, pool_labels
-
-
-def _centre_square(image, size: int):
-    """The centre square of a uint8 image, resized to `size` (antialiased), as uint8:
-    a quarter of float32's memory (ImageNet's 2 x 10,000 probe squares at 224 px take
-    3 GB, not 12); the probes' features read it as the augmentations do, / 255."""
-    shorter = tf.reduce_min(tf.shape(image)[:2])
-    image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
-    resized = tf.image.resize(image, [size, size], antialias=True)
-    return tf.cast(tf.round(tf.clip_by_value(resized, 0.0, 255.0)), tf.uint8)
-
-
-def _class_counts(labels, pool_labels) -> dict[int, int]:
-    """Examples of each class of the pool among `labels` (0 for the classes left out)."""
-    return {int(label): int(np.sum(labels == label)) for label in np.unique(pool_labels)}
-
-
 def build(config: ImageConfig) -> Experiment:
     """Pairs of SimCLR views, the encoder and projector, and the probes."""
-    augment: SimCLRAugment = AUGMENTATIONS[config.augmentation]
+    augment: SimCLRAugment = AUGMENTATION_PRESETS[config.augmentation]
     size = augment.image_size
     canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
     readout_seed = tf.constant([config.seed, 123], tf.int64)
-
-    def square(example, index):
-        return {"image": _centre_square(example["image"], size)}
-
-    def square_and_view(example, index):
-        # The readout's view of an image is drawn as a training view of it.
-        placed = on_canvas(example, canvas) if canvas else example
-        seed = tf.random.experimental.stateless_fold_in(readout_seed, index)
-        view, params = augment(placed["image"], seed, placed.get("image_size"))
-        # float16: half of float32's memory (ImageNet's 10,000 views: 3 GB, not 6).
-        view = tf.cast(view, tf.float16)
-        return {**square(example, index), "view": view, "params": params}
-
     data_dir = config.data_dir or None
     with _data_source(config):
-        train_arrays, train_labels, train_pool = _stratified_arrays(
-            _examples(config, "train"), config.probe_size, [config.seed, 0], square
+        train_arrays, train_labels, train_pool = stratified_arrays(
+            _examples(config, "train"), config.probe_size, [config.seed, 0], centre_squares(size)
         )
         test = _examples(config, "test")
-        test_arrays, test_labels, test_pool = _stratified_arrays(
-            test, config.test_size, [config.seed, 1], square_and_view
+        test_arrays, test_labels, test_pool = stratified_arrays(
+            test,
+            config.test_size,
+            [config.seed, 1],
+            centre_squares_and_views(augment, readout_seed, canvas),
         )
         if len(test_labels) < config.test_size:
             warnings.warn(
@@ -339,10 +271,10 @@ def build(config: ImageConfig) -> Experiment:
         # accelerator host; on a few CPU cores one BLAS thread is much faster.
         blas_threads=None if config.dataset == "imagenet2012" else 1,
     )
-    class_counts = {
-        "probe_train_class_counts": _class_counts(train_labels, train_pool),
-        "probe_test_class_counts": _class_counts(probe_test[1], test_pool),
-        "readout_class_counts": _class_counts(test_labels[readout], test_pool),
+    counts = {
+        "probe_train_class_counts": class_counts(train_labels, train_pool),
+        "probe_test_class_counts": class_counts(probe_test[1], test_pool),
+        "readout_class_counts": class_counts(test_labels[readout], test_pool),
     }
     units = split_list(config.projector_units, int)
     shape = (size, size, 3)
@@ -398,7 +330,7 @@ def build(config: ImageConfig) -> Experiment:
         evaluators=[evaluator],
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY,
-        metadata={"augmentation": dataclasses.asdict(augment), **class_counts},
+        metadata={"augmentation": dataclasses.asdict(augment), **counts},
     )
 
 
@@ -407,7 +339,6 @@ __all__ = [
     "CANVAS_PER_224",
     "ENCODERS",
     "FROM_EPOCHS",
-    "PROBE_POOL",
     "SGD_COSINE",
     "SMOKE",
     "ImageConfig",

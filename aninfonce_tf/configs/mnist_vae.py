@@ -22,8 +22,8 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.config import RunConfig, option, split_list
-from aninfonce_tf.configs.synthetic import FAST, identifiability_evaluator
+from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.synthetic import (
     CONCENTRATION_PRESETS,
     CONDITIONALS,
@@ -32,7 +32,8 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, trained_decoder
 from aninfonce_tf.encoders import small_cnn
-from aninfonce_tf.experiment import Experiment
+from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.runner import Experiment
 
 
 @dataclasses.dataclass
@@ -111,7 +112,7 @@ def build(config: MnistVaeConfig) -> Experiment:
     observations = np.concatenate(
         [render(latents[i : i + 1024]).numpy() for i in range(0, len(latents), 1024)]
     )
-    evaluator = identifiability_evaluator(setup, observations, latents)
+    evaluator = IdentifiabilityEvaluator.for_setup(setup, observations, latents)
     filters = split_list(config.encoder_filters, int)
 
     def figures(results: dict, run_dir: Path, title: str = "") -> list[Path]:

@@ -25,7 +25,7 @@ import dataclasses
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.config import RunConfig, option, split_list
+from aninfonce_tf.configs.base import RunConfig, option, split_list
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.rendered import (
     CONTINUOUS,
@@ -36,9 +36,10 @@ from aninfonce_tf.data.rendered import (
     RenderedPairs,
 )
 from aninfonce_tf.encoders import small_cnn
+from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
-from aninfonce_tf.experiment import Experiment
 from aninfonce_tf.layers import projection_head
+from aninfonce_tf.runner import Experiment
 
 # The smallest crop area of the augment presets (see the module's docstring).
 AUGMENT_CROP_SCALE = 0.4
@@ -152,7 +153,7 @@ def table_columns(source: RenderedPairs) -> tuple[str, ...]:
     scores.append("shape_accuracy")
     if source.mode == "augment":
         scores.append("augmentation_readout")
-    return tuple(f"{level}/{score}" for level in LatentEvaluator.LEVELS for score in scores)
+    return tuple(f"{level}/{score}" for level in LEVELS for score in scores)
 
 
 def build(config: RenderedConfig) -> Experiment:
@@ -189,16 +190,15 @@ def build(config: RenderedConfig) -> Experiment:
         ]
         scored = {name: r for name, r in results.items() if "backbone" in r}
         if scored:
-            levels = LatentEvaluator.LEVELS
             paths.append(
                 plots.plot_latent_r2_levels(
-                    {lvl: {n: r[lvl]["linear_r2"] for n, r in scored.items()} for lvl in levels},
+                    {lvl: {n: r[lvl]["linear_r2"] for n, r in scored.items()} for lvl in LEVELS},
                     CONTINUOUS,
                     Path(run_dir) / "latent_r2.png",
                     concentration=concentration,
                     accuracy={
                         lvl: {n: r[lvl]["shape_accuracy"] for n, r in scored.items()}
-                        for lvl in levels
+                        for lvl in LEVELS
                     },
                     title=title,
                 )

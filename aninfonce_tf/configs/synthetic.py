@@ -20,18 +20,18 @@ import functools
 import numpy as np
 
 from aninfonce_tf import plots
-from aninfonce_tf.config import RunConfig, option, split_list
+from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.synthetic import (
     CONCENTRATION_PRESETS,
     CONDITIONALS,
     LATENT_SPACES,
     SyntheticSetup,
-    concentration_blocks,
     concentration_from_spec,
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from aninfonce_tf.experiment import Experiment
+from aninfonce_tf.runner import Experiment
 
 
 @dataclasses.dataclass
@@ -120,27 +120,14 @@ def build_setup(config: SyntheticConfig) -> SyntheticSetup:
     )
 
 
-def identifiability_evaluator(
-    setup: SyntheticSetup, observations, latents, nonlinear: bool = False
-) -> IdentifiabilityEvaluator:
-    """Scores against the latents of `setup`: per block of high and low concentration,
-    and Lambda_hat against its Lambda (up to a common factor off the sphere)."""
-    return IdentifiabilityEvaluator(
-        observations,
-        latents,
-        concentration_blocks(setup.concentration),
-        setup.concentration,
-        normalize_concentration=setup.space != "sphere",
-        nonlinear=nonlinear,
-    )
-
-
 def build(config: SyntheticConfig) -> Experiment:
     """Pairs from the DGP, the MLP encoder and the identifiability evaluator (of a
     config that `validate` accepts)."""
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
-    evaluator = identifiability_evaluator(setup, observations, latents, config.nonlinear_r2)
+    evaluator = IdentifiabilityEvaluator.for_setup(
+        setup, observations, latents, config.nonlinear_r2
+    )
     hidden = split_list(config.hidden_units, int)
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),
@@ -153,16 +140,6 @@ def build(config: SyntheticConfig) -> Experiment:
     )
 
 
-# What the paper leaves open, tuned here (see docs/tuning.md): Lambda_hat starts
-# below every true concentration with an exp parametrisation at a learning rate of
-# 1e-2, and the encoder learns at 1e-3. Starting above made one latent fold away.
-FAST = dict(
-    learning_rate=1e-3,
-    concentration_learning_rate=1e-2,
-    parametrization="exp",
-    # Ten steps per call of the compiled step: the same steps, 2-4 % faster here.
-    steps_per_execution=10,
-)
 PAPER = dict(FAST, steps=6000, eval_every=500)
 # On the linear Lambda the paper's encoder learns fastest at a constant 4e-3 after a
 # 300-step warm-up, scored on a moving average of its weights (momentum 0.99), with
@@ -224,11 +201,9 @@ SMOKE = dict(
 )
 
 __all__ = [
-    "FAST",
     "PRESETS",
     "SMOKE",
     "SyntheticConfig",
     "build",
     "build_setup",
-    "identifiability_evaluator",
 ]

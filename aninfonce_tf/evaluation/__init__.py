@@ -1,5 +1,6 @@
-"""Identifiability metrics and their evaluator; the image probes (`probes`) and the Keras
-callbacks that run evaluators during `fit` (`callbacks`)."""
+"""Identifiability metrics and their evaluator; the `Evaluator` protocol every
+evaluator follows (`protocol`), the image probes (`probes`) and the Keras callbacks
+that run evaluators during `fit` (`callbacks`)."""
 
 from aninfonce_tf.evaluation.identifiability import (
     IdentifiabilityEvaluator,
@@ -10,8 +11,10 @@ from aninfonce_tf.evaluation.identifiability import (
     mean_correlation_coefficient,
     nonlinear_r2,
 )
+from aninfonce_tf.evaluation.protocol import Evaluator
 
 __all__ = [
+    "Evaluator",
     "IdentifiabilityEvaluator",
     "block_r2",
     "concentration_agreement",

@@ -7,11 +7,8 @@ TensorBoard tags, each against the training step: `scores/<name>` (evaluations),
 the histogram `lambda_hat`.
 
 The evaluators live beside their metrics (`identifiability.IdentifiabilityEvaluator`,
-`probes.ImageProbeEvaluator`). An evaluator is any object with
-`evaluate(model) -> {score name: value}` and
-`score_names(anisotropic) -> set[str]`, the scalar names (nested as `outer/inner`)
-it returns for an AnInfoNCE (`anisotropic=True`) or InfoNCE model: the runner
-checks `--stop-at` against them before training.
+`probes.ImageProbeEvaluator`, `latents.LatentEvaluator`), each a `protocol.Evaluator`:
+the runner checks `--stop-at` against their `score_names` before training.
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.checkpoints import replace_atomically
+from aninfonce_tf.evaluation.protocol import Evaluator
 from aninfonce_tf.models import averaged_weights
 
 
@@ -61,7 +59,7 @@ def parse_targets(text: str) -> dict[str, float]:
     return targets
 
 
-def evaluate_all(evaluators, model) -> dict:
+def evaluate_all(evaluators: Sequence[Evaluator], model) -> dict:
     """The scores of every evaluator, merged into one dict.
 
     Raises:
@@ -77,13 +75,15 @@ def evaluate_all(evaluators, model) -> dict:
     return scores
 
 
-def check_targets(stop_at: dict[str, float], evaluators, variants: dict[str, bool]) -> None:
+def check_targets(
+    stop_at: dict[str, float], evaluators: Sequence[Evaluator], variants: dict[str, bool]
+) -> None:
     """Raises `ValueError`, before any training, when a `stop_at` target names a score
     that an evaluator does not produce for one of the variants.
 
     Args:
         stop_at: `{score name: target}`.
-        evaluators: objects with `score_names(anisotropic) -> set[str]`.
+        evaluators: the `Evaluator`s whose `score_names` the targets may name.
         variants: `{variant name: anisotropic}`; only AnInfoNCE variants have a
             Lambda_hat to score.
     """
@@ -103,13 +103,13 @@ class EvaluationCallback(keras.callbacks.Callback):
     (so `History` and later callbacks see them) and writes them to TensorBoard
     under `log_dir`, as `scores/<name>` against the training step.
 
-    An evaluator is any object with `evaluate(model) -> {name: number, list or
-    dict of numbers}`; nested dicts are logged as `outer/inner`. With `stop_at`,
-    training stops at the first evaluation where every named score reaches its
-    target; `reached` then holds that step and the seconds since training began
-    (evaluations included). Each `history` entry has the step, those seconds and
-    the scores; with `history_path` the history is also written there as JSON
-    after every evaluation, so that a resumed run can restore it (`history`).
+    It calls each evaluator's `evaluate` (`protocol.Evaluator`); the numbers of
+    nested dicts are logged as `outer/inner`. With `stop_at`, training stops at
+    the first evaluation where every named score reaches its target; `reached`
+    then holds that step and the seconds since training began (evaluations
+    included). Each `history` entry has the step, those seconds and the scores;
+    with `history_path` the history is also written there as JSON after every
+    evaluation, so that a resumed run can restore it (`history`).
     When the model's optimizer keeps a moving average of the weights
     (`use_ema=True`), the evaluators score the average, which is what `fit` leaves
     in the model at its end (also when `stop_at` ends it early).
@@ -148,7 +148,7 @@ class EvaluationCallback(keras.callbacks.Callback):
 
     def __init__(
         self,
-        evaluators,
+        evaluators: Evaluator | Sequence[Evaluator],
         log_dir: str | None = None,
         every_epochs: int = 1,
         steps_per_epoch: int = 1,

@@ -18,6 +18,9 @@ from sklearn.preprocessing import StandardScaler
 
 # The ridge penalties `ridge_r2` chooses from, for standardised features.
 RIDGE_ALPHAS = np.logspace(-3, 5, 17)
+# Where the image evaluators read a model's features (`level_features`): the backbone
+# (encoder) output and the projector output before Lambda_hat.
+LEVELS = ("backbone", "projector")
 
 
 def batched_features(function: Callable, inputs, batch_size: int) -> np.ndarray:
@@ -77,10 +80,21 @@ def unit_float32(images) -> np.ndarray:
 
 
 def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
-    """Features of `images` at the backbone output (`level` "backbone") or at the
-    projector output before Lambda_hat (any other level), in batches, each batch
+    """Features of `images` at one of `LEVELS`: the backbone output ("backbone") or
+    the projector output before Lambda_hat (any other level), in batches, each batch
     made float32 by `unit_float32` first (so that uint8 or float16 images are stored
-    at a quarter or half of float32's memory)."""
+    at a quarter or half of float32's memory).
+
+    Args:
+        model: a `ContrastiveModel` (its call gives the backbone's features,
+            `embed(..., scaled=False)` the projector's).
+        images: `[N, ...]` inputs.
+        level: "backbone", or any other for the projector.
+        batch_size: inputs per forward pass.
+
+    Returns:
+        `[N, d]` float32 features.
+    """
     if level == "backbone":
         return batched_features(lambda batch: model(unit_float32(batch)), images, batch_size)
     return batched_features(
@@ -88,4 +102,11 @@ def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
     )
 
 
-__all__ = ["RIDGE_ALPHAS", "batched_features", "level_features", "ridge_r2", "unit_float32"]
+__all__ = [
+    "LEVELS",
+    "RIDGE_ALPHAS",
+    "batched_features",
+    "level_features",
+    "ridge_r2",
+    "unit_float32",
+]

@@ -1,5 +1,6 @@
 """Identifiability metrics on arrays (how well learned features recover true latents)
-and `IdentifiabilityEvaluator`, which scores a model's embeddings with them.
+and `IdentifiabilityEvaluator`, the `Evaluator` that scores a model's embeddings with
+them.
 
 All scores fit on one split and score on a held-out split (the authors fit and
 score on the same samples, which flatters flexible readouts).
@@ -15,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
@@ -23,7 +26,8 @@ from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 
-from aninfonce_tf.evaluation.features import batched_features
+from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_blocks
+from aninfonce_tf.evaluation.features import level_features
 
 
 def _split(latents, features, train_fraction: float, seed: int):
@@ -175,7 +179,8 @@ def identifiability_scores(
 
 
 class IdentifiabilityEvaluator:
-    """Scores a `ContrastiveModel`'s unscaled embeddings against true latents.
+    """Scores a `ContrastiveModel`'s unscaled embeddings (its "projector" level,
+    `features.level_features`) against true latents; an `Evaluator`.
 
     Args:
         observations: `[N, ...]` held-out inputs.
@@ -216,6 +221,28 @@ class IdentifiabilityEvaluator:
         self.nonlinear = nonlinear
         self.batch_size = batch_size
 
+    @classmethod
+    def for_setup(
+        cls, setup: SyntheticSetup, observations, latents, nonlinear: bool = False
+    ) -> IdentifiabilityEvaluator:
+        """Scores against the latents of `setup`: per block of high and low concentration,
+        and Lambda_hat against its Lambda (up to a common factor off the sphere).
+
+        Args:
+            setup: the data-generating process the latents come from.
+            observations: `[N, ...]` held-out inputs.
+            latents: `[N, n]` their latents.
+            nonlinear: also fit the kernel-ridge R^2 (slower).
+        """
+        return cls(
+            observations,
+            latents,
+            concentration_blocks(setup.concentration),
+            setup.concentration,
+            normalize_concentration=setup.space != "sphere",
+            nonlinear=nonlinear,
+        )
+
     def score_names(self, anisotropic: bool) -> set[str]:
         """The scalar scores `evaluate` returns (block scores as `block_r2/NAME`)."""
         names = {"linear_r2", "mcc", "mcc_spearman"}
@@ -227,11 +254,10 @@ class IdentifiabilityEvaluator:
         return names
 
     def features(self, model) -> np.ndarray:
-        return batched_features(
-            lambda batch: model.embed(batch, scaled=False), self.observations, self.batch_size
-        )
+        """`[N, d]` unscaled embeddings of the observations."""
+        return level_features(model, self.observations, "projector", self.batch_size)
 
-    def evaluate(self, model) -> dict:
+    def evaluate(self, model) -> dict[str, Any]:
         """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)

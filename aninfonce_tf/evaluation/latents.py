@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.kernel_ridge import KernelRidge
@@ -32,7 +33,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.rendered import LATENTS, Latent
-from aninfonce_tf.evaluation.features import level_features, ridge_r2
+from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
@@ -171,8 +172,8 @@ def latent_scores(
 
 class LatentEvaluator:
     """`latent_scores` of a `ContrastiveModel` at the backbone (encoder) output and at
-    the projector output (normalised, before Lambda_hat), and the augmentation
-    readout of `probes` when augmented views are given.
+    the projector output (normalised, before Lambda_hat; `features.LEVELS`), and the
+    augmentation readout of `probes` when augmented views are given. An `Evaluator`.
 
     Args:
         images: `[N, S, S, 3]` held-out un-augmented renders.
@@ -201,8 +202,6 @@ class LatentEvaluator:
     (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'shape_accuracy'])
     """
 
-    LEVELS = ("backbone", "projector")
-
     def __init__(
         self,
         images,
@@ -227,9 +226,6 @@ class LatentEvaluator:
         self.specs = specs
         self.blas_threads = blas_threads
 
-    def _features(self, model, images, level: str) -> np.ndarray:
-        return level_features(model, images, level, self.batch_size)
-
     def score_names(self, anisotropic: bool) -> set[str]:
         """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,
         `<level>/block_linear_r2/<block>`, `<level>/<class latent>_accuracy` (and
@@ -239,27 +235,31 @@ class LatentEvaluator:
         classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
         kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)
         names = set()
-        for level, kind in itertools.product(self.LEVELS, kinds):
+        for level, kind in itertools.product(LEVELS, kinds):
             names |= {f"{level}/{kind}_r2/{latent}" for latent in continuous}
             names.add(f"{level}/{kind}_r2_mean")
             names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
-        for level in self.LEVELS:
+        for level in LEVELS:
             names |= {f"{level}/{latent}_accuracy" for latent in classes}
             if self.views is not None:
                 names.add(f"{level}/augmentation_readout")
         return names
 
-    def evaluate(self, model) -> dict:
+    def evaluate(self, model) -> dict[str, Any]:
+        """`{level: latent_scores (and the readout)}` for each of `LEVELS`, and
+        `lambda_hat` of a model with one."""
         scores = {}
-        for level in self.LEVELS:
-            features = self._features(model, self.images, level)
-            views = None if self.views is None else self._features(model, self.views, level)
+        for level in LEVELS:
+            features = level_features(model, self.images, level, self.batch_size)
+            view_features = None
+            if self.views is not None:
+                view_features = level_features(model, self.views, level, self.batch_size)
             with threadpool_limits(self.blas_threads, user_api="blas"):
                 scores[level] = latent_scores(
                     features, self.latents, self.blocks, self.nonlinear, specs=self.specs
                 )
-                if views is not None:
-                    scores[level].update(augmentation_readout(views, self.view_params))
+                if view_features is not None:
+                    scores[level].update(augmentation_readout(view_features, self.view_params))
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
         return scores

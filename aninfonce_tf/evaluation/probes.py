@@ -55,6 +55,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegressionCV
@@ -65,8 +66,8 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.augment import JITTER_OPS
-from aninfonce_tf.evaluation.features import level_features, ridge_r2
+from aninfonce_tf.data.image_ops import JITTER_OPS
+from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 
 # The logistic probes' inverse L2 penalties, chosen by FOLDS-fold cross-validation.
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -89,29 +90,6 @@ APPLIED_BY = {
     **{op: "jitter" for op in JITTER_OPS},
     "blur_sigma": "blur",
 }
-
-
-def stratified_order(labels, seed=0) -> np.ndarray:
-    """A seeded random order of the indices of `labels` in which every prefix holds
-    each class in proportion to its share of `labels` (to about one example): each
-    class's members in a random order, the j-th of a class of n placed at (j + 1/2) / n
-    of the way (ties between classes in a random order).
-
-    Example:
-
-    >>> labels = np.array([0] * 6 + [1] * 3)
-    >>> np.bincount(labels[stratified_order(labels)[:3]]).tolist()
-    [2, 1]
-    """
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"`labels` must be one-dimensional; got shape {labels.shape}.")
-    rng = np.random.default_rng(seed)
-    grouped = np.lexsort((rng.random(len(labels)), labels))  # by class, random within
-    _, inverse, counts = np.unique(labels[grouped], return_inverse=True, return_counts=True)
-    rank = np.arange(len(labels)) - (np.cumsum(counts) - counts)[inverse]
-    keys = (rank + 0.5) / counts[inverse]
-    return grouped[np.lexsort((rng.random(len(labels)), keys))]
 
 
 def logistic_probe(
@@ -260,8 +238,8 @@ def augmentation_readout(features, params: dict, seed: int = 0) -> dict:
 class ImageProbeEvaluator:
     """Class accuracy (linear probe, kNN at k = 20 and 200) and augmentation readout
     of a `ContrastiveModel`, at the backbone (encoder) output and at the projector
-    output (normalised, before Lambda_hat), side by side; the module docstring
-    defines each score.
+    output (normalised, before Lambda_hat), side by side (`features.LEVELS`); the
+    module docstring defines each score. An `Evaluator`.
 
     Args:
         train_images, train_labels: what the class probes fit on.
@@ -294,7 +272,6 @@ class ImageProbeEvaluator:
     ['backbone', 'projector']
     """
 
-    LEVELS = ("backbone", "projector")
     # The scalar scores of each level.
     SCORES = (
         "class_accuracy",
@@ -320,21 +297,20 @@ class ImageProbeEvaluator:
         self.batch_size = batch_size
         self.blas_threads = blas_threads
 
-    def _features(self, model, images, level: str) -> np.ndarray:
-        return level_features(model, images, level, self.batch_size)
-
     def score_names(self, anisotropic: bool) -> set[str]:
         """`<level>/<score>` for each of `SCORES` (the per-target readouts are
         scalars too, but which targets vary depends on the views)."""
         del anisotropic
-        return {f"{level}/{name}" for level in self.LEVELS for name in self.SCORES}
+        return {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
 
-    def evaluate(self, model) -> dict:
+    def evaluate(self, model) -> dict[str, Any]:
+        """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
+        with one."""
         scores = {}
-        for level in self.LEVELS:
-            train = self._features(model, self.train_images, level)
-            test = self._features(model, self.test_images, level)
-            views = self._features(model, self.views, level)
+        for level in LEVELS:
+            train = level_features(model, self.train_images, level, self.batch_size)
+            test = level_features(model, self.test_images, level, self.batch_size)
+            views = level_features(model, self.views, level, self.batch_size)
             labelled = (train, self.train_labels, test, self.test_labels)
             with threadpool_limits(self.blas_threads, user_api="blas"):
                 scores[level] = {
@@ -358,5 +334,4 @@ __all__ = [
     "linear_probe_accuracy",
     "logistic_probe",
     "readout_targets",
-    "stratified_order",
 ]

@@ -15,14 +15,12 @@ from matplotlib.colors import hsv_to_rgb, rgb_to_hsv
 from sklearn.datasets import load_sample_images
 
 from aninfonce_tf.data.augment import (
-    JITTER_OPS,
+    AUGMENTATION_PRESETS,
     PARAMETERS,
-    PRESETS,
     SimCLRAugment,
     augment_pairs,
-    gaussian_blur,
-    resized_crop,
 )
+from aninfonce_tf.data.image_ops import JITTER_OPS, gaussian_blur, resized_crop
 
 PHOTOS = np.stack([image[:384, :384] for image in load_sample_images().images])  # uint8
 NOTHING = SimCLRAugment(
@@ -198,7 +196,7 @@ def test_crops_reach_every_side_of_the_image():
 
 
 def test_images_padded_into_a_batch_give_the_views_they_give_alone():
-    augment = PRESETS["simclr_cifar10"]
+    augment = AUGMENTATION_PRESETS["simclr_cifar10"]
     alone, params = augment(PHOTOS[:, :200, :300], seed=[5, 0])
     canvas = np.zeros((2, 320, 320, 3), "uint8")
     canvas[:, :200, :300] = PHOTOS[:, :200, :300]
@@ -311,15 +309,17 @@ def test_probabilities_are_respected():
 
 
 def test_the_presets_follow_their_papers():
-    simclr = PRESETS["simclr_imagenet"]  # jitter strength 1.0
+    simclr = AUGMENTATION_PRESETS["simclr_imagenet"]  # jitter strength 1.0
     assert (simclr.brightness, simclr.contrast, simclr.saturation, simclr.hue) == (0.8,) * 3 + (
         0.2,
     )
     assert simclr.blur_probability == 0.5 and simclr.blur_kernel_size == 23
     assert (
-        PRESETS["mocov2_imagenet"].crop_scale == PRESETS["simsiam_cifar10"].crop_scale == (0.2, 1)
+        AUGMENTATION_PRESETS["mocov2_imagenet"].crop_scale
+        == AUGMENTATION_PRESETS["simsiam_cifar10"].crop_scale
+        == (0.2, 1)
     )
-    assert all(augment.random_jitter_order for augment in PRESETS.values())
+    assert all(augment.random_jitter_order for augment in AUGMENTATION_PRESETS.values())
 
 
 def test_the_same_seed_gives_the_same_views_eagerly_and_under_a_parallel_map():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import experiment
+from aninfonce_tf import runner
 from aninfonce_tf.configs import mnist_vae
 from aninfonce_tf.data import vae
 from tests.run_outputs import check_run
@@ -74,7 +74,7 @@ def test_a_decoder_save_cut_short_leaves_no_cache_to_load(tmp_path, monkeypatch)
 @pytest.mark.slow
 def test_the_image_experiment_runs_end_to_end(tmp_path):
     argv = ["--smoke", "--out", str(tmp_path / "run"), "--vae-cache-dir", str(tmp_path / "vae")]
-    results = experiment.main(mnist_vae, argv)
+    results = runner.main(mnist_vae, argv)
     for name in ("aninfonce", "infonce"):
         assert results[name]["steps"] == 20
         assert {"linear_r2", "mcc", "block_r2"} <= set(results[name])

@@ -12,9 +12,10 @@ from threadpoolctl import threadpool_info
 
 from aninfonce_tf import ContrastiveModel, DiagonalScaling, projection_head
 from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.probe_sets import stratified_order
 from aninfonce_tf.evaluation import probes
 from aninfonce_tf.evaluation.callbacks import scalar_items
-from aninfonce_tf.evaluation.features import level_features
+from aninfonce_tf.evaluation.features import LEVELS, level_features
 from aninfonce_tf.evaluation.probes import (
     C_GRID,
     FOLDS,
@@ -26,7 +27,6 @@ from aninfonce_tf.evaluation.probes import (
     linear_probe_accuracy,
     logistic_probe,
     readout_targets,
-    stratified_order,
 )
 
 RNG = np.random.default_rng(0)
@@ -246,7 +246,7 @@ def test_features_of_uint8_images_and_float16_views_are_those_of_float32_ones():
         [keras.Input((8, 8, 3)), keras.layers.Conv2D(8, 3), keras.layers.GlobalAveragePooling2D()]
     )
     model = ContrastiveModel(encoder, projector=projection_head([16], 4))
-    for level in ImageProbeEvaluator.LEVELS:
+    for level in LEVELS:
         reference = level_features(model, images, level, batch_size=5)
         np.testing.assert_array_equal(
             level_features(model, as_uint8, level, batch_size=5),

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -35,21 +34,27 @@ SeedScores = Mapping[str, Mapping[str, float | None]]
 
 
 def paired_variants(names: Sequence[str]) -> list[tuple[str, str]]:
-    """The `(AnInfoNCE variant, InfoNCE variant)` pairs among `names` that differ only
-    in the loss being anisotropic (`aninfonce` and `infonce`, `aninfonce_ensemble` and
-    `infonce_ensemble`, ...).
+    """The `(AnInfoNCE variant, other variant)` pairs among `names` whose paired
+    difference the summary reports: each variant with a per-dimension Lambda_hat
+    against every variant without one that is built with the same options (plain,
+    hard negatives, ensemble): `aninfonce` against `infonce` and the learned isotropic
+    `aninfonce_isotropic`, `aninfonce_ensemble` against `infonce_ensemble`, ...
 
     Example:
 
-    >>> paired_variants(["infonce", "aninfonce", "infonce_ensemble"])
-    [('aninfonce', 'infonce')]
+    >>> paired_variants(["infonce", "aninfonce", "infonce_ensemble", "aninfonce_isotropic"])
+    [('aninfonce', 'infonce'), ('aninfonce', 'aninfonce_isotropic')]
     """
     pairs = []
     for name in names:
         variant = LOSS_VARIANTS[name]
         if variant.anisotropic:
-            isotropic = dataclasses.replace(variant, anisotropic=False)
-            pairs += [(name, other) for other in names if LOSS_VARIANTS[other] == isotropic]
+            pairs += [
+                (name, other)
+                for other in names
+                if not LOSS_VARIANTS[other].anisotropic
+                and LOSS_VARIANTS[other].options == variant.options
+            ]
     return pairs
 
 

@@ -14,12 +14,10 @@ import tensorflow as tf
 from keras import ops
 
 from aninfonce_tf import logsumexp
+from aninfonce_tf.logsumexp import MASKED_LOGIT
 
 SIMILARITIES = ("euclidean", "cosine")
 CANDIDATE_SETS = ("nt_xent", "one_directional")
-
-# Stands in for -inf on masked logits: finite, so 0 * mask never makes a NaN.
-_MASKED_LOGIT = -1e9
 
 
 def _as_float(x):
@@ -190,11 +188,11 @@ def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_b
     if hard_negative_beta:
         negative_mask = candidate_mask * (1.0 - positive_mask)
         scaled = hard_negative_beta * ops.stop_gradient(logits)
-        scaled = ops.where(negative_mask > 0, scaled, _MASKED_LOGIT)
+        scaled = ops.where(negative_mask > 0, scaled, MASKED_LOGIT)
         num_negatives = ops.sum(negative_mask, axis=-1, keepdims=True)
         log_weights = ops.log(num_negatives) + ops.log_softmax(scaled, axis=-1)
         log_weights = ops.where(negative_mask > 0, log_weights, 0.0)
-    masked = ops.where(candidate_mask > 0, logits + log_weights, _MASKED_LOGIT)
+    masked = ops.where(candidate_mask > 0, logits + log_weights, MASKED_LOGIT)
     return ops.logsumexp(masked, axis=-1) - positive_logit
 
 
@@ -354,7 +352,7 @@ def positive_accuracy(logits, positive_index, candidate_mask):
     collapsed encoder, whose logits are all equal, scores 0.
     """
     positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
-    negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, _MASKED_LOGIT)
+    negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, MASKED_LOGIT)
     hits = ops.greater(positive_logit, ops.max(negatives, axis=-1))
     return ops.mean(ops.cast(hits, "float32"))
 
@@ -370,7 +368,7 @@ def uniformity(u, t: float = 2.0):
     n = ops.shape(u)[0]
     sq_dist = -2.0 * pairwise_similarity(u, u, "euclidean")
     off_diagonal = 1.0 - ops.eye(n, dtype=u.dtype)
-    masked = ops.where(off_diagonal > 0, -t * sq_dist, _MASKED_LOGIT)
+    masked = ops.where(off_diagonal > 0, -t * sq_dist, MASKED_LOGIT)
     count = ops.cast(n * (n - 1), u.dtype)
     return ops.logsumexp(ops.reshape(masked, [-1])) - ops.log(count)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import ops
+from aninfonce_tf import functional
 from tests import reference
 
 
@@ -22,7 +22,7 @@ def _loss_and_gradients(z1, z2, **options):
     z1, z2 = tf.constant(z1), tf.constant(z2)
     with tf.GradientTape() as tape:
         tape.watch([z1, z2])
-        loss = tf.reduce_mean(ops.info_nce(z1, z2, **options))
+        loss = tf.reduce_mean(functional.info_nce(z1, z2, **options))
     g1, g2 = tape.gradient(loss, [z1, z2])
     return float(loss), g1.numpy(), g2.numpy()
 
@@ -85,24 +85,28 @@ def test_hard_negative_weights_tend_to_the_plain_loss_as_beta_goes_to_zero():
 
 def test_ensemble_is_weighted_sum_over_temperatures():
     z1, z2 = _pair(6, 4, seed=5)
-    ensemble = np.mean(ops.info_nce(z1, z2, "cosine", [0.1, 0.5], ensemble_weights=[1.0, 3.0]))
-    single = [np.mean(ops.info_nce(z1, z2, "cosine", t)) for t in (0.1, 0.5)]
+    ensemble = np.mean(
+        functional.info_nce(z1, z2, "cosine", [0.1, 0.5], ensemble_weights=[1.0, 3.0])
+    )
+    single = [np.mean(functional.info_nce(z1, z2, "cosine", t)) for t in (0.1, 0.5)]
     np.testing.assert_allclose(ensemble, 0.25 * single[0] + 0.75 * single[1], rtol=1e-6)
 
 
 def test_float32_agrees_with_float64():
     z1, z2 = _pair(16, 8, seed=6)
-    loss64 = np.mean(ops.info_nce(z1, z2, "cosine", 0.1))
-    loss32 = np.mean(ops.info_nce(z1.astype("float32"), z2.astype("float32"), "cosine", 0.1))
+    loss64 = np.mean(functional.info_nce(z1, z2, "cosine", 0.1))
+    loss32 = np.mean(functional.info_nce(z1.astype("float32"), z2.astype("float32"), "cosine", 0.1))
     np.testing.assert_allclose(loss32, loss64, rtol=1e-5)
 
 
 def test_half_precision_inputs_compute_in_float32():
     z1, z2 = _pair(16, 8, seed=7)
-    losses = ops.info_nce(tf.constant(z1, tf.bfloat16), tf.constant(z2, tf.bfloat16), "cosine", 0.1)
+    losses = functional.info_nce(
+        tf.constant(z1, tf.bfloat16), tf.constant(z2, tf.bfloat16), "cosine", 0.1
+    )
     assert losses.dtype == tf.float32
     rounded = [tf.cast(tf.cast(z, tf.bfloat16), tf.float32) for z in (z1, z2)]
-    np.testing.assert_allclose(losses, ops.info_nce(*rounded, "cosine", 0.1), rtol=1e-6)
+    np.testing.assert_allclose(losses, functional.info_nce(*rounded, "cosine", 0.1), rtol=1e-6)
 
 
 @pytest.mark.parametrize("candidates", ["nt_xent", "one_directional"])
@@ -110,8 +114,8 @@ def test_permuting_the_batch_leaves_the_loss_unchanged(candidates):
     z1, z2 = _pair(9, 5, seed=8)
     order = np.random.default_rng(0).permutation(9)
     np.testing.assert_allclose(
-        np.mean(ops.info_nce(z1, z2, candidates=candidates)),
-        np.mean(ops.info_nce(z1[order], z2[order], candidates=candidates)),
+        np.mean(functional.info_nce(z1, z2, candidates=candidates)),
+        np.mean(functional.info_nce(z1[order], z2[order], candidates=candidates)),
         rtol=1e-10,
     )
 
@@ -120,12 +124,12 @@ def test_permuting_the_batch_leaves_the_loss_unchanged(candidates):
 def test_swapping_views_leaves_nt_xent_unchanged(similarity):
     z1, z2 = _pair(9, 5, seed=9)
     np.testing.assert_allclose(
-        np.mean(ops.info_nce(z1, z2, similarity)),
-        np.mean(ops.info_nce(z2, z1, similarity)),
+        np.mean(functional.info_nce(z1, z2, similarity)),
+        np.mean(functional.info_nce(z2, z1, similarity)),
         rtol=1e-10,
     )
     one_way = [
-        np.mean(ops.info_nce(a, b, similarity, candidates="one_directional"))
+        np.mean(functional.info_nce(a, b, similarity, candidates="one_directional"))
         for a, b in ((z1, z2), (z2, z1))
     ]
     assert not np.isclose(*one_way)
@@ -133,9 +137,9 @@ def test_swapping_views_leaves_nt_xent_unchanged(similarity):
 
 def test_gathered_candidates_reproduce_the_full_batch_loss():
     z1, z2 = _pair(8, 4, seed=10)
-    full = ops.info_nce(z1, z2)
+    full = functional.info_nce(z1, z2)
     halves = [
-        ops.info_nce(z1[s], z2[s], z1_all=z1, z2_all=z2, row_offset=s.start)
+        functional.info_nce(z1[s], z2[s], z1_all=z1, z2_all=z2, row_offset=s.start)
         for s in (slice(0, 4), slice(4, 8))
     ]
     np.testing.assert_allclose(np.mean(np.concatenate(halves)), np.mean(full), rtol=1e-12)
@@ -156,21 +160,23 @@ def test_large_concentrations_and_zero_vectors_stay_finite():
 
 def test_accuracy_alignment_uniformity():
     z = np.eye(4)
-    logits, positive, mask = ops.contrastive_logits(z, z, "cosine")
-    assert float(ops.positive_accuracy(logits, positive, mask)) == 1.0
-    assert float(ops.alignment(z, z)) == 0.0
+    logits, positive, mask = functional.contrastive_logits(z, z, "cosine")
+    assert float(functional.positive_accuracy(logits, positive, mask)) == 1.0
+    assert float(functional.alignment(z, z)) == 0.0
     # Orthonormal vectors: every distinct pair is at squared distance 2.
-    np.testing.assert_allclose(float(ops.uniformity(z)), -4.0, rtol=1e-6)
+    np.testing.assert_allclose(float(functional.uniformity(z)), -4.0, rtol=1e-6)
 
 
-@pytest.mark.parametrize("candidates", ops.CANDIDATE_SETS)
+@pytest.mark.parametrize("candidates", functional.CANDIDATE_SETS)
 def test_accuracy_matches_numpy_argmax(candidates):
     z1, z2 = _pair(16, 3, seed=5, unit=False)
-    logits, positive, mask = ops.contrastive_logits(z1, z2, candidates=candidates)
+    logits, positive, mask = functional.contrastive_logits(z1, z2, candidates=candidates)
     masked = np.where(np.asarray(mask) > 0, np.asarray(logits), -np.inf)
     expected = np.mean(np.argmax(masked, axis=-1) == np.asarray(positive))
     assert 0.0 < expected < 1.0  # a case where some rows are wrong
-    np.testing.assert_allclose(float(ops.positive_accuracy(logits, positive, mask)), expected)
+    np.testing.assert_allclose(
+        float(functional.positive_accuracy(logits, positive, mask)), expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -184,23 +190,23 @@ def test_accuracy_matches_numpy_argmax(candidates):
 )
 def test_bad_shapes_raise(z1, z2, message):
     with pytest.raises(ValueError, match=message):
-        ops.info_nce(z1, z2)
+        functional.info_nce(z1, z2)
 
 
 def test_bad_options_raise():
     z1, z2 = _pair(4, 3)
     with pytest.raises(ValueError, match="similarity"):
-        ops.info_nce(z1, z2, similarity="dot")
+        functional.info_nce(z1, z2, similarity="dot")
     with pytest.raises(ValueError, match="candidates"):
-        ops.info_nce(z1, z2, candidates="all")
+        functional.info_nce(z1, z2, candidates="all")
     for temperature in (0.0, float("nan"), float("inf"), [0.1, float("nan")], []):
         with pytest.raises(ValueError, match="`temperature` must be one or more positive, finite"):
-            ops.info_nce(z1, z2, temperature=temperature)
+            functional.info_nce(z1, z2, temperature=temperature)
     with pytest.raises(ValueError, match="ensemble_weights"):
-        ops.info_nce(z1, z2, temperature=[0.1, 0.2], ensemble_weights=[1.0])
+        functional.info_nce(z1, z2, temperature=[0.1, 0.2], ensemble_weights=[1.0])
 
 
 def test_a_collapsed_encoder_scores_zero_accuracy():
     z = np.ones((8, 3), "float32")  # every logit equal
-    logits, positive, mask = ops.contrastive_logits(z, z, "cosine")
-    assert float(ops.positive_accuracy(logits, positive, mask)) == 0.0
+    logits, positive, mask = functional.contrastive_logits(z, z, "cosine")
+    assert float(functional.positive_accuracy(logits, positive, mask)) == 0.0

@@ -1,32 +1,23 @@
-"""The run configuration every experiment shares, and the command line built from
-any config dataclass.
+"""The run configuration every experiment shares.
 
 An experiment's config (`aninfonce_tf.configs.synthetic.SyntheticConfig`, ...)
 subclasses `RunConfig`, adds its own fields with `option(...)` and may change the
-defaults of the shared ones. Every field is a flag: `batch_size` is `--batch-size`.
-
-Example:
-
->>> config, options = parse_config({"mine": RunConfig()}, ["--steps", "600"])
->>> (config.steps, options.preset)
-(600, 'mine')
+defaults of the shared ones. Every field is a flag (`aninfonce_tf.runner.cli`):
+`batch_size` is `--batch-size`.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import dataclasses
 import math
-import sys
-import types
 import typing
 
+from aninfonce_tf import optimizers
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
 
-OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
-LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
 EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution", "log_every")
@@ -35,6 +26,19 @@ EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution", "log_eve
 class UsageError(ValueError):
     """A setting that cannot run, found before training: the recipes print it as one
     line and exit with status 2, as argparse does for a bad flag."""
+
+
+@contextlib.contextmanager
+def as_usage_errors():
+    """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
+    the run directory) as `UsageError`s, which the recipes print as one line; every
+    other error keeps its traceback."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except ValueError as error:
+        raise UsageError(str(error)) from error
 
 
 def option(default, help: str, choices: typing.Sequence[str] | None = None):
@@ -63,12 +67,12 @@ class RunConfig:
     )
     steps: int = option(1000, "training steps per loss")
     batch_size: int = option(256, "positive pairs per step (global, over every replica)")
-    optimizer: str = option("adam", "encoder optimizer", OPTIMIZERS)
+    optimizer: str = option("adam", "encoder optimizer", optimizers.OPTIMIZERS)
     learning_rate: float = option(1e-3, "encoder learning rate")
     learning_rate_schedule: str = option(
         "constant",
         "encoder learning rate: constant, or cosine (decays to 0 over `steps`)",
-        LEARNING_RATE_SCHEDULES,
+        optimizers.LEARNING_RATE_SCHEDULES,
     )
     warmup_steps: int = option(
         0, "steps over which the encoder learning rate rises linearly from 0 (0: none)"
@@ -154,6 +158,10 @@ class RunConfig:
             )
         return names
 
+    def muon_exclude_layers(self) -> list[str]:
+        """`muon_exclude` as a list of keywords (Keras' `exclude_layers`)."""
+        return split_list(self.muon_exclude)
+
     def epoch_steps(self) -> int:
         """Steps between backup checkpoints, each at the end of a Keras epoch:
         `save_every`, or by default the largest divisor of `eval_every` from 100 to 1000
@@ -218,11 +226,6 @@ class RunConfig:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
-        if self.weight_decay and self.optimizer == "adam":
-            raise ValueError(
-                f"`weight_decay` ({self.weight_decay}) would be ignored by `optimizer` adam; "
-                "use adamw (decoupled decay), sgd or muon, or pass --weight-decay 0."
-            )
         if self.batch_size < 2:
             raise ValueError(f"`batch_size` must be at least 2; got {self.batch_size}.")
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
@@ -251,23 +254,7 @@ class RunConfig:
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
-        if self.l2_weight_decay and (self.optimizer not in ("sgd", "lars") or self.weight_decay):
-            raise ValueError(
-                f"`l2_weight_decay` ({self.l2_weight_decay}) needs `optimizer` sgd or lars and "
-                f"no decoupled `weight_decay`; got {self.optimizer!r} and {self.weight_decay}."
-            )
-        if self.optimizer == "lars" and self.weight_decay:
-            raise ValueError(
-                f"`optimizer` lars decays the weights by `l2_weight_decay` (inside the trust "
-                f"ratio, as SimCLR); got the decoupled `weight_decay` {self.weight_decay}."
-            )
-        if self.muon_exclude and self.optimizer != "muon":
-            raise ValueError(
-                f"`muon_exclude` ({self.muon_exclude!r}) needs `optimizer` muon; got "
-                f"{self.optimizer!r} (with a preset that sets it, pass --muon-exclude '')."
-            )
-        if not 0.0 <= self.ema_momentum < 1.0:
-            raise ValueError(f"`ema_momentum` must be in [0, 1); got {self.ema_momentum}.")
+        optimizers.check_settings(self)
         for name in ("optimizer", "learning_rate_schedule", "parametrization", "strategy"):
             choices = _field(type(self), name).metadata["choices"]
             if getattr(self, name) not in choices:
@@ -317,124 +304,4 @@ def _field(cls, name: str) -> dataclasses.Field:
     return next(f for f in dataclasses.fields(cls) if f.name == name)
 
 
-def parse_config(
-    presets: dict[str, RunConfig],
-    argv=None,
-    description: str = "",
-    smoke: dict | None = None,
-    parents: typing.Sequence[argparse.ArgumentParser] = (),
-) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
-    `--seeds 0,1,2` and a `--field value` override of every field of the presets'
-    dataclass.
-
-    The chosen preset (the first of `presets` by default), shrunk by the `smoke`
-    overrides under `--smoke`, gives the defaults that `--help` shows. Unknown flags
-    (abbreviations included) and bad values exit with argparse's usage error, so a
-    mistyped flag never runs with a default silently.
-
-    Args:
-        presets: named configs of one dataclass; the first is the default.
-        argv: arguments (default `sys.argv[1:]`).
-        description: the `--help` description.
-        smoke: field overrides of `--smoke`; None: no `--smoke` flag.
-        parents: parsers (made with `add_help=False`) of a recipe's own flags,
-            shown by `--help` and parsed into `options`.
-
-    Returns:
-        `(config, options)`: the config `resolved()` (the fields other fields set
-        follow the values given); `options` has `preset`, `out`, `seeds` (a list of
-        seeds, or None) and `smoke` (False when no smoke overrides are given).
-    """
-    choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    choice.add_argument(
-        "--preset", choices=list(presets), default=next(iter(presets)), help="preset config"
-    )
-    if smoke is not None:
-        choice.add_argument(
-            "--smoke", action="store_true", help="a tiny run of the whole pipeline (< 1 min)"
-        )
-    chosen, _ = choice.parse_known_args(argv)
-    preset = presets[chosen.preset]
-    smoke_run = getattr(chosen, "smoke", False)
-    if smoke_run:
-        preset = dataclasses.replace(preset, **smoke)
-    parser = argparse.ArgumentParser(
-        description=description,
-        parents=[choice, *parents],
-        formatter_class=_DefaultsHelpFormatter,
-        allow_abbrev=False,
-    )
-    parser.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
-    parser.add_argument(
-        "--seeds",
-        type=_seed_list,
-        help="run each seed of a comma-separated list (e.g. 0,1,2) into OUT/seed_<k>/ and "
-        "summarise them in OUT/summary.json; instead of --seed",
-    )
-    defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
-    groups = {
-        True: parser.add_argument_group(f"run (defaults: {defaults_from})"),
-        False: parser.add_argument_group(f"experiment (defaults: {defaults_from})"),
-    }
-    shared = {f.name for f in dataclasses.fields(RunConfig)}
-    hints = typing.get_type_hints(type(preset))
-    for field in dataclasses.fields(preset):
-        default = getattr(preset, field.name)
-        kind = _scalar_type(hints[field.name])
-        argument = {"default": default, "help": field.metadata["help"]}
-        if kind is bool:
-            argument.update(type=_boolean, metavar="{true,false}")
-        else:
-            argument.update(type=kind, choices=field.metadata.get("choices"))
-        groups[field.name in shared].add_argument("--" + field.name.replace("_", "-"), **argument)
-    options = parser.parse_args(argv)
-    argv = sys.argv[1:] if argv is None else argv
-    if options.seeds and any(arg.split("=")[0] == "--seed" for arg in argv):
-        parser.error("--seed and --seeds exclude each other: --seeds sets each run's seed")
-    options.smoke = smoke_run
-    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
-    try:  # the fields other fields set follow the values given
-        return dataclasses.replace(preset, **values).resolved(), options
-    except ValueError as error:
-        parser.error(str(error))
-
-
-def _scalar_type(hint) -> type:
-    """`int`, `float | None` -> `int`, `float`: the type a flag's text converts to."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        (hint,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    return hint
-
-
-class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each default, except an unset (None or empty) one."""
-
-    def _get_help_string(self, action):
-        if action.default in (None, ""):
-            return action.help
-        return super()._get_help_string(action)
-
-
-def _seed_list(text: str) -> list[int]:
-    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`)."""
-    try:
-        seeds = [int(item) for item in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
-        raise argparse.ArgumentTypeError(
-            f"expected distinct non-negative integers such as 0,1,2; got {text!r}"
-        )
-    return seeds
-
-
-def _boolean(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes"):
-        return True
-    if text.lower() in ("0", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-__all__ = ["RunConfig", "UsageError", "option", "parse_config", "split_list"]
+__all__ = ["EXECUTION_FIELDS", "RunConfig", "UsageError", "as_usage_errors", "option", "split_list"]

@@ -1,0 +1,276 @@
+"""The pixel work of the SimCLR views: resized crop, colour jitter, grayscale and
+Gaussian blur as pure TensorFlow functions of a batch of images and per-image
+parameters, and `views_from_parameters`, which runs them all as one XLA computation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+from numpy.typing import ArrayLike
+
+# The colour jitter's operations, as `jitter_order` numbers them.
+JITTER_OPS = ("brightness", "contrast", "saturation", "hue")
+# How far outside [0, 1] float images may reach (as resizing leaves them; clipped on
+# the way): images in [0, 255] or [-1, 1] would give views clipped to white or black.
+FLOAT_SLACK = 0.25
+
+
+def grayscale(images: tf.Tensor) -> tf.Tensor:
+    """ITU-R 601 luma of `[..., 3]` RGB `images`, kept as 3 equal channels."""
+    luma = tf.reduce_sum(images * tf.constant([0.299, 0.587, 0.114]), axis=-1, keepdims=True)
+    return tf.broadcast_to(luma, tf.shape(images))
+
+
+def color_jitter(
+    images: tf.Tensor,
+    brightness: tf.Tensor,
+    contrast: tf.Tensor,
+    saturation: tf.Tensor,
+    hue: tf.Tensor,
+    order: tf.Tensor | None = None,
+) -> tf.Tensor:
+    """Applies per-image factors, clipping to [0, 1] after each operation:
+    brightness `x * b`; contrast `(x - mean luma) * c + mean luma`; saturation
+    `luma + s * (x - luma)`; hue: `h` added to the HSV hue (mod 1).
+
+    Args:
+        images: `[B, H, W, 3]` floats in [0, 1].
+        brightness, contrast, saturation, hue: `[B]` factors; 1, 1, 1, 0 leave
+            an image as it is.
+        order: `[B, 4]` integers, the operations (numbered as in `JITTER_OPS`)
+            in the order each image gets them; default: `JITTER_OPS`' order.
+
+    Returns:
+        `[B, H, W, 3]` floats in [0, 1].
+    """
+
+    def per_image(value):
+        return value[:, None, None, None]
+
+    factors = tf.stack([brightness, contrast, saturation], axis=1)
+    if order is None:
+        for op in range(3):
+            images = _blend(images, op, per_image(factors[:, op]))
+        return _shift_hue(images, per_image(hue))
+    # The hue shift, the costly operation, runs once for the batch: each image's
+    # operations before it go through three slots before, those after it through
+    # three slots after, and the slots an image does not need leave it as it is.
+    order = tf.cast(order, tf.int32)
+    position = tf.argmax(tf.cast(order == 3, tf.int32), axis=1, output_type=tf.int32)
+
+    def blend_slot(images, index, used):
+        op = tf.where(used, tf.gather(order, tf.minimum(index, 3), batch_dims=1), 0)
+        factor = tf.where(used, tf.gather(factors, op, batch_dims=1), 1.0)
+        return _blend(images, per_image(op), per_image(factor))
+
+    for slot in range(3):
+        images = blend_slot(images, tf.zeros_like(position) + slot, slot < position)
+    images = _shift_hue(images, per_image(hue))
+    for slot in range(3):
+        images = blend_slot(images, position + 1 + slot, position + 1 + slot <= 3)
+    return images
+
+
+def _blend(images: tf.Tensor, op: int | tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
+    """Brightness (`op` 0), contrast (1) or saturation (2): a blend with black, the
+    mean luma or the pixel's luma, clipped. `op`: an int, or `[B, 1, 1, 1]`."""
+    luma = grayscale(images)
+    targets = (0.0, tf.reduce_mean(luma, axis=[1, 2, 3], keepdims=True), luma)
+    if isinstance(op, int):
+        target = targets[op]
+    else:
+        target = tf.where(op == 1, targets[1], tf.where(op == 2, targets[2], 0.0))
+    return tf.clip_by_value(factor * images + (1.0 - factor) * target, 0.0, 1.0)
+
+
+def _shift_hue(images: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
+    """`shift` (turns) added to the HSV hue."""
+    hsv = tf.image.rgb_to_hsv(images)
+    shifted = tf.math.floormod(hsv[..., :1] + shift, 1.0)
+    return tf.image.hsv_to_rgb(tf.concat([shifted, hsv[..., 1:]], -1))
+
+
+def _reflect(index: np.ndarray, length: int) -> np.ndarray:
+    """Indices outside `[0, length)` mirrored at the edges (NumPy's `reflect`)."""
+    index = np.abs(index)
+    return np.where(index > length - 1, 2 * (length - 1) - index, index)
+
+
+def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
+    """Per-image Gaussian blur with reflect padding, separable: one 1-D kernel along
+    each axis, written as a product with a banded `[B, n, n]` matrix per axis (the
+    padding folded into it). Two batched matrix products are fast with and without
+    XLA, where a depthwise convolution with one kernel per image is ~100x slower
+    under XLA on CPU.
+
+    Args:
+        images: `[B, H, W, C]` floats, with static `H` and `W` above `kernel_size // 2`.
+        sigma: `[B]` standard deviations in pixels.
+        kernel_size: taps of the kernel (odd).
+
+    Returns:
+        The blurred `[B, H, W, C]` images.
+
+    Raises:
+        ValueError: for images without a static height and width above `kernel_size // 2`.
+    """
+    radius = kernel_size // 2
+    offsets = np.arange(-radius, radius + 1)
+    kernels = tf.exp(-0.5 * tf.square(offsets.astype("float32")[None, :] / sigma[:, None]))
+    kernels /= tf.reduce_sum(kernels, axis=1, keepdims=True)  # [B, K]
+
+    def banded(length):
+        taps = _reflect(np.arange(length)[:, None] + offsets, length)  # [n, K]
+        return tf.einsum("bk,ikj->bij", kernels, tf.one_hot(taps, length))
+
+    height, width = images.shape[1], images.shape[2]
+    if height is None or width is None or radius >= min(height, width):
+        raise ValueError(
+            f"`images` must have static height and width above kernel_size // 2 = {radius}; "
+            f"got shape {images.shape}."
+        )
+    images = tf.einsum("bij,bjwc->biwc", banded(height), images)
+    return tf.einsum("bij,bhjc->bhic", banded(width), images)
+
+
+def _resampling_taps(
+    start: tf.Tensor, extent: tf.Tensor, length: tf.Tensor, canvas: int, size: int
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """For each image and output pixel along one axis: the source pixels and the
+    weights of an antialiased bilinear resampling (`tf.image.resize`'s triangle
+    kernel, widened by the scale when shrinking) of `[start, start + extent)`, in
+    pixels of an image `length` pixels long at the start of a `canvas` axis.
+
+    Returns:
+        `(indices [B, size, K] int32, weights [B, size, K])`.
+    """
+    scale = (extent / size)[:, None, None]
+    radius = tf.maximum(scale, 1.0)
+    taps = math.ceil(2 * max(1.0, canvas / size))  # the most pixels within a radius
+    centre = start[:, None, None] + (tf.range(size, dtype=tf.float32)[:, None] + 0.5) * scale - 0.5
+    index = tf.floor(centre - radius) + 1.0 + tf.range(taps, dtype=tf.float32)
+    inside = (index >= 0.0) & (index < length[:, None, None])
+    weights = tf.where(inside, tf.nn.relu(1.0 - tf.abs(index - centre) / radius), 0.0)
+    weights /= tf.reduce_sum(weights, axis=-1, keepdims=True)
+    return tf.cast(tf.clip_by_value(index, 0.0, canvas - 1.0), tf.int32), weights
+
+
+def resized_crop(
+    images: tf.Tensor, boxes: ArrayLike, size: int, image_sizes: ArrayLike | None = None
+) -> tf.Tensor:
+    """The crop `boxes` of `images`, each resized to `size x size` with an
+    antialiased bilinear kernel (as `tf.image.resize(..., antialias=True)`); batched,
+    one box per image, XLA-compilable.
+
+    Args:
+        images: `[B, H, W, C]` floats.
+        boxes: `[B, 4]` boxes `y1, x1, y2, x2` as fractions of each image's height
+            and width (`0, 0, 1, 1`: the whole image, edge to edge).
+        size: side of the output.
+        image_sizes: `[B, 2]` height and width of each image, placed at the top
+            left of the `H x W` canvas (default: every image fills it).
+
+    Returns:
+        `[B, size, size, C]` floats.
+    """
+    canvas_height, canvas_width = images.shape[1], images.shape[2]
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    if image_sizes is None:
+        image_sizes = tf.zeros_like(boxes[:, :2]) + [[canvas_height, canvas_width]]
+    image_sizes = tf.cast(image_sizes, tf.float32)
+    images = tf.cast(images, tf.float32)
+    batch = tf.shape(images)[0]
+    for axis, canvas in ((1, canvas_height), (2, canvas_width)):
+        length = image_sizes[:, axis - 1]
+        start, end = boxes[:, axis - 1] * length, boxes[:, axis + 1] * length
+        index, weights = _resampling_taps(start, end - start, length, canvas, size)
+        gathered = tf.gather(images, tf.reshape(index, [batch, -1]), axis=axis, batch_dims=1)
+        if axis == 1:  # [B, size * K, W, C]
+            gathered = tf.reshape(gathered, [batch, size, -1, *gathered.shape[2:]])
+            images = tf.einsum("bskwc,bsk->bswc", gathered, weights)
+        else:  # [B, size, size * K, C]
+            gathered = tf.reshape(gathered, [batch, gathered.shape[1], size, -1, images.shape[3]])
+            images = tf.einsum("bhskc,bsk->bhsc", gathered, weights)
+    return images
+
+
+@tf.function(jit_compile=True)
+def views_from_parameters(
+    images: tf.Tensor,
+    image_sizes: tf.Tensor,
+    params: dict[str, tf.Tensor],
+    image_size: int,
+    random_order: bool,
+    blur_kernel_size: int,
+) -> tf.Tensor:
+    """Every pixel op, per image, fused by XLA into a few passes: the resized crop,
+    flip, colour jitter (in the drawn order, or the fixed one), grayscale, blur and
+    solarisation. The draws stay outside: XLA takes seconds longer to compile them
+    than they take to run.
+
+    Args:
+        images: `[B, H, W, 3]` uint8 (scaled to [0, 1] after the crop) or floats in
+            [0, 1].
+        image_sizes: `[B, 2]` height and width of each image on the canvas (see
+            `resized_crop`).
+        params: the per-image parameters `SimCLRAugment` draws: `crop_box` `[B, 4]`,
+            `jitter_order` `[B, 4]` and `[B]` `flip`, the factors of `JITTER_OPS`,
+            `grayscale`, `blur`, `blur_sigma` and `solarize` (flags applied where
+            positive).
+        image_size: side of the square views.
+        random_order: jitter each image in its `jitter_order`, else in the order of
+            `JITTER_OPS`.
+        blur_kernel_size: taps of the blur's kernel; 0: no blur.
+
+    Returns:
+        `[B, image_size, image_size, 3]` float32 views in [0, 1].
+    """
+    views = resized_crop(images, params["crop_box"], image_size, image_sizes)
+    if images.dtype == tf.uint8:
+        views /= 255.0
+
+    def where(name, changed, unchanged):
+        return tf.where(params[name][:, None, None, None] > 0, changed, unchanged)
+
+    views = where("flip", views[:, :, ::-1], views)
+    factors = (params[name] for name in JITTER_OPS)
+    views = color_jitter(views, *factors, params["jitter_order"] if random_order else None)
+    views = where("grayscale", grayscale(views), views)
+    if blur_kernel_size:
+        sigma = tf.maximum(params["blur_sigma"], 1e-3)
+        views = where("blur", gaussian_blur(views, sigma, blur_kernel_size), views)
+    return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
+
+
+def checked_unit_range(images: tf.Tensor) -> tf.Tensor:
+    """Float `images`, checked to lie in [0, 1] up to `FLOAT_SLACK`.
+
+    Raises:
+        ValueError: eagerly, for values outside that range; in a graph
+            (`Dataset.map`) an assertion raises `InvalidArgumentError` instead.
+    """
+    inside = tf.reduce_all((images >= -FLOAT_SLACK) & (images <= 1.0 + FLOAT_SLACK))
+    message = "float `images` must lie in [0, 1] (for [0, 255] pass uint8, or divide by 255)"
+    if tf.executing_eagerly():
+        if not inside:
+            low, high = float(tf.reduce_min(images)), float(tf.reduce_max(images))
+            raise ValueError(f"{message}; got values in [{low:.4g}, {high:.4g}].")
+        return images
+    low, high = tf.reduce_min(images), tf.reduce_max(images)
+    check = tf.debugging.Assert(inside, [f"{message}; got values in", low, high])
+    with tf.control_dependencies([check]):
+        return tf.identity(images)
+
+
+__all__ = [
+    "FLOAT_SLACK",
+    "JITTER_OPS",
+    "checked_unit_range",
+    "color_jitter",
+    "gaussian_blur",
+    "grayscale",
+    "resized_crop",
+    "views_from_parameters",
+]

@@ -1,0 +1,142 @@
+"""How training reads a batch of pairs: its two views, from tuples or dicts.
+
+Pair sources yield `(view1, view2)` or dicts with `view1`, `view2` and extra keys
+(latents, augmentation parameters, labels); `ContrastiveModel` trains on the views
+only, and these functions say what is wrong with any other structure.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+VIEW_KEYS = ("view1", "view2")
+
+
+def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """`dataset` as training reads it: of a dict batch only its two views, and a batch
+    of fewer than 2 rows refused.
+
+    Both happen in tf.data, before the compiled step: extra keys (latents,
+    augmentation parameters, labels, file names) would otherwise be fed to it, where
+    XLA refuses strings, and XLA drops the assertion on a last batch of one row.
+
+    Example:
+
+    >>> rows = {"view1": np.zeros((5, 2)), "view2": np.ones((5, 2)), "name": ["a"] * 5}
+    >>> data = training_views(tf.data.Dataset.from_tensor_slices(rows).batch(2))
+    >>> sorted(data.element_spec)
+    ['view1', 'view2']
+    >>> [len(batch["view1"]) for batch in data.take(2)]
+    [2, 2]
+    >>> list(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...at least 2 rows...
+    """
+    spec = dataset.element_spec
+    if isinstance(spec, tuple) and len(spec) == 1:  # `Dataset.from_tensors((batch,))`
+        spec = spec[0]
+    if isinstance(spec, dict) and all(key in spec for key in VIEW_KEYS):
+        extra_keys, view = len(spec) > len(VIEW_KEYS), spec["view1"]
+    elif isinstance(spec, tuple) and len(spec) == 2:
+        extra_keys, view = False, spec[0]
+    else:
+        return dataset  # `split_views` says what is wrong with it
+    rows = view.shape[0] if view.shape.rank else None
+    if not extra_keys and rows is not None:
+        return dataset
+
+    def views(*batch):
+        batch = batch[0] if len(batch) == 1 else batch
+        if isinstance(batch, dict):
+            batch = {key: batch[key] for key in VIEW_KEYS}
+        if rows is not None:
+            return batch
+        first = batch["view1"] if isinstance(batch, dict) else batch[0]
+        check = tf.debugging.assert_greater_equal(
+            tf.shape(first)[0],
+            2,
+            message=(
+                "Each batch needs at least 2 rows to have negatives: batch the dataset with "
+                "drop_remainder=True, or so that no last batch of one row is left. Rows"
+            ),
+        )
+        with tf.control_dependencies([check]):
+            return tf.nest.map_structure(tf.identity, batch)
+
+    return dataset.map(views)
+
+
+def fit_input(x, batch_size: int | None):
+    """`fit`'s `x` with `training_views` applied (a dataset) or checked (arrays)."""
+    if isinstance(x, tf.data.Dataset):
+        return training_views(x)
+    if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):
+        x = {key: x[key] for key in VIEW_KEYS}
+    arrays = [a for a in keras.tree.flatten(x) if getattr(a, "shape", None)]
+    if arrays:
+        rows, batch_size = int(arrays[0].shape[0]), batch_size or 32  # Keras' default
+        if rows % batch_size == 1:
+            raise ValueError(
+                f"{rows} rows in batches of {batch_size} leave a last batch of one row, which "
+                "has no negatives: drop a row, or pass another `batch_size`."
+            )
+    return x
+
+
+def split_views(data):
+    """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys.
+
+    Raises:
+        TypeError: for any other structure.
+        ValueError: when the two views' static shapes differ.
+    """
+    while isinstance(data, (tuple, list)) and len(data) == 1:
+        # `fit(x=(view1, view2))` and `fit(x=dict)` arrive wrapped as a 1-tuple.
+        data = data[0]
+    if isinstance(data, dict):
+        missing = [key for key in VIEW_KEYS if key not in data]
+        if missing:
+            raise TypeError(
+                f"A dict batch needs the keys {VIEW_KEYS}; missing {missing} in {sorted(data)}."
+            )
+        view1, view2 = data["view1"], data["view2"]
+    elif isinstance(data, (tuple, list)) and len([d for d in data if d is not None]) == 2:
+        # Keras' array adapters pad `(x, y)` with a `None` sample weight.
+        view1, view2 = [d for d in data if d is not None]
+    else:
+        raise TypeError(
+            "Each batch must be `(view1, view2)` or a dict with 'view1' and 'view2'; "
+            f"got {type(data).__name__}."
+        )
+    for name, view in (("view1", view1), ("view2", view2)):
+        dtype = keras.backend.standardize_dtype(view.dtype)
+        if not (dtype.startswith(("float", "int", "uint", "bfloat"))):
+            raise TypeError(f"`{name}` must hold numbers; got dtype {dtype}.")
+    if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
+        raise ValueError(
+            f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
+            f"and {tuple(view2.shape)} (`fit(x, y)` and `(x, y)` batches are read as the two "
+            "views, not as inputs and targets)."
+        )
+    return view1, view2
+
+
+def check_batched(view, encoder) -> None:
+    """Raises `ValueError` when `view` has the shape of one observation of a functional
+    `encoder` instead of a batch of them (an unbatched dataset)."""
+    inputs = getattr(encoder, "inputs", None)  # known for functional encoders
+    if (
+        inputs
+        and view.shape.rank is not None
+        and view.shape.is_compatible_with(inputs[0].shape[1:])
+    ):
+        raise ValueError(
+            f"The views have shape {tuple(view.shape)} and the encoder takes "
+            f"{tuple(inputs[0].shape)}: each element of the data must be a batch of "
+            "views; batch the dataset (`dataset.batch(batch_size)`)."
+        )
+
+
+__all__ = ["VIEW_KEYS", "check_batched", "fit_input", "split_views", "training_views"]

@@ -1,0 +1,164 @@
+"""The probe sets of the image experiments: examples of a split drawn stratified by
+class into NumPy arrays, as centre squares for the class probes and with augmented
+views for the readout, and the images per class of each set.
+
+Example:
+
+>>> examples = tf.data.Dataset.from_tensor_slices(
+...     {"image": np.zeros((12, 6, 8, 3), "uint8"), "label": np.arange(12) % 3}
+... )
+>>> arrays, labels, pool = stratified_arrays(examples, 6, seed=0, prepare=centre_squares(4))
+>>> arrays["image"].shape, class_counts(labels, pool)
+((6, 4, 4, 3), {0: 2, 1: 2, 2: 2})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+from numpy.typing import ArrayLike
+
+from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.datasets import on_canvas
+
+# The probe sets are drawn from the first PROBE_POOL times as many examples of a split
+# as they need: tfds writes a split's examples in a random order, so that this part
+# of ImageNet's training split holds its classes in proportion.
+PROBE_POOL = 5
+
+# What `stratified_arrays` makes of an example and its index in the pool.
+Prepare = Callable[[dict, tf.Tensor], dict]
+
+
+def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.ndarray:
+    """A seeded random order of the indices of `labels` in which every prefix holds
+    each class in proportion to its share of `labels` (to about one example): each
+    class's members in a random order, the j-th of a class of n placed at (j + 1/2) / n
+    of the way (ties between classes in a random order).
+
+    Raises:
+        ValueError: for `labels` that are not one-dimensional.
+
+    Example:
+
+    >>> labels = np.array([0] * 6 + [1] * 3)
+    >>> np.bincount(labels[stratified_order(labels)[:3]]).tolist()
+    [2, 1]
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"`labels` must be one-dimensional; got shape {labels.shape}.")
+    rng = np.random.default_rng(seed)
+    grouped = np.lexsort((rng.random(len(labels)), labels))  # by class, random within
+    _, inverse, counts = np.unique(labels[grouped], return_inverse=True, return_counts=True)
+    rank = np.arange(len(labels)) - (np.cumsum(counts) - counts)[inverse]
+    keys = (rank + 0.5) / counts[inverse]
+    return grouped[np.lexsort((rng.random(len(labels)), keys))]
+
+
+def stratified_arrays(
+    dataset: tf.data.Dataset, count: int, seed: int | Sequence[int], prepare: Prepare
+) -> tuple[dict, np.ndarray, np.ndarray]:
+    """`count` examples of the first `PROBE_POOL * count` of `dataset` in the order
+    of `stratified_order` (each prefix holds the classes in proportion), each made
+    into a structure of tensors by `prepare(example, index)` (`index`: its place in
+    the pool): two passes, the first over the labels alone.
+
+    Args:
+        dataset: `{"image", "label", ...}` examples.
+        count: examples to draw (fewer where the pool holds fewer).
+        seed: of `stratified_order`.
+        prepare: what each drawn example is kept as.
+
+    Returns:
+        `prepare`'s structure of `[n, ...]` arrays, their `[n]` labels and the pool's
+        labels.
+    """
+    pool = dataset.take(PROBE_POOL * count)
+    pool_labels = np.concatenate(
+        [labels.numpy() for labels in pool.map(lambda example: example["label"]).batch(4096)]
+    )
+    drawn = stratified_order(pool_labels, seed)[:count]
+    wanted = np.zeros(len(pool_labels), bool)
+    wanted[drawn] = True
+    kept = pool.enumerate().filter(lambda index, _: tf.gather(wanted, index))
+    prepared = kept.map(
+        lambda index, example: (example["label"], prepare(example, index)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    # The k-th example kept (in the pool's order) is the destination[k]-th drawn.
+    destination = np.argsort(drawn)
+    labels = np.empty(len(drawn), pool_labels.dtype)
+    arrays = tf.nest.map_structure(
+        lambda spec: np.empty((len(drawn), *spec.shape), spec.dtype.as_numpy_dtype),
+        prepared.element_spec[1],
+    )
+    start = 0
+    for batch_labels, values in prepared.batch(256):
+        rows = destination[start : start + len(batch_labels)]
+        labels[rows] = batch_labels.numpy()
+        for array, value in zip(tf.nest.flatten(arrays), tf.nest.flatten(values), strict=True):
+            array[rows] = value.numpy()
+        start += len(rows)
+    return arrays, labels, pool_labels
+
+
+def centre_square(image: tf.Tensor, size: int) -> tf.Tensor:
+    """The centre square of a uint8 image, resized to `size` (antialiased), as uint8:
+    a quarter of float32's memory (ImageNet's 2 x 10,000 probe squares at 224 px take
+    3 GB, not 12); the probes' features read it as the augmentations do, / 255."""
+    shorter = tf.reduce_min(tf.shape(image)[:2])
+    image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
+    resized = tf.image.resize(image, [size, size], antialias=True)
+    return tf.cast(tf.round(tf.clip_by_value(resized, 0.0, 255.0)), tf.uint8)
+
+
+def centre_squares(size: int) -> Prepare:
+    """The `prepare` of the class probes' images: `{"image": centre_square}`."""
+
+    def square(example: dict, index: tf.Tensor) -> dict:
+        return {"image": centre_square(example["image"], size)}
+
+    return square
+
+
+def centre_squares_and_views(
+    augment: SimCLRAugment, seed: tf.Tensor, canvas: int | None = None
+) -> Prepare:
+    """The `prepare` of the probes' test images: the centre square of each (of
+    `augment`'s image size, as `centre_squares`) and a view of it with its parameters
+    (`view`, `params`), drawn as the training views are: from the image placed on a
+    `canvas` where one is given (`datasets.on_canvas`), with `seed` folded with the
+    example's index in the pool.
+
+    The views are float16: half of float32's memory (ImageNet's 10,000 views: 3 GB,
+    not 6).
+    """
+    square = centre_squares(augment.image_size)
+
+    def square_and_view(example: dict, index: tf.Tensor) -> dict:
+        placed = on_canvas(example, canvas) if canvas else example
+        view_seed = tf.random.experimental.stateless_fold_in(seed, index)
+        view, params = augment(placed["image"], view_seed, placed.get("image_size"))
+        view = tf.cast(view, tf.float16)
+        return {**square(example, index), "view": view, "params": params}
+
+    return square_and_view
+
+
+def class_counts(labels: np.ndarray, pool_labels: np.ndarray) -> dict[int, int]:
+    """Examples of each class of the pool among `labels` (0 for the classes left out)."""
+    return {int(label): int(np.sum(labels == label)) for label in np.unique(pool_labels)}
+
+
+__all__ = [
+    "PROBE_POOL",
+    "centre_square",
+    "centre_squares",
+    "centre_squares_and_views",
+    "class_counts",
+    "stratified_arrays",
+    "stratified_order",
+]

@@ -1,0 +1,54 @@
+"""The evaluator protocol: what `callbacks.EvaluationCallback` and the runner call on
+every evaluator (`IdentifiabilityEvaluator`, `ImageProbeEvaluator`, `LatentEvaluator`
+or one of your own).
+
+Example:
+
+>>> class Constant:
+...     def evaluate(self, model):
+...         return {"mcc": 0.9}
+...     def score_names(self, anisotropic):
+...         return {"mcc"}
+>>> isinstance(Constant(), Evaluator)
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Scores a model on held-out data, during `fit` (`EvaluationCallback`) and after.
+
+    Any object with these two methods is an evaluator; `isinstance(obj, Evaluator)`
+    checks that it has them (not their signatures).
+    """
+
+    def evaluate(self, model: Any) -> dict[str, Any]:
+        """Scores `model`.
+
+        Args:
+            model: the model to score, typically a `ContrastiveModel`.
+
+        Returns:
+            `{score name: value}`, each value a number, a list of numbers or a dict
+            of them; the numbers of nested dicts are logged as `outer/inner`.
+        """
+        ...
+
+    def score_names(self, anisotropic: bool) -> set[str]:
+        """The scalar scores `evaluate` returns, which `--stop-at` may name.
+
+        Args:
+            anisotropic: whether the model learns a Lambda_hat (AnInfoNCE) or not
+                (InfoNCE): some scores exist only with one.
+
+        Returns:
+            The names, nested ones as `outer/inner`.
+        """
+        ...
+
+
+__all__ = ["Evaluator"]

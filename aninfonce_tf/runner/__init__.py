@@ -1,0 +1,36 @@
+"""The runner every recipe shares, one module per job.
+
+A recipe hands `main` its config module (`aninfonce_tf.configs.*`): a config
+dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`. The runner owns the
+rest:
+
+- `cli`: the command line (`parse_config`, `main`);
+- `loop`: `run` (every loss variant of a config) and `run_seeds` (over seeds);
+- `context`: `RunContext`, the strategy and whether this process is the chief,
+  decided once per run and passed down;
+- `training`: one variant's model built (`build_model`) and trained
+  (`train_variant`);
+- `run_directory`: the run directory claimed, resumed from and written atomically;
+- `report`: `results.json`'s run record, the tables and figures.
+"""
+
+from aninfonce_tf.runner.cli import main, parse_config, recipe_run_directory
+from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.loop import run, run_seeds
+from aninfonce_tf.runner.parts import Experiment
+from aninfonce_tf.runner.report import RUN_ENTRIES, figure_title, results_table
+from aninfonce_tf.runner.training import build_model
+
+__all__ = [
+    "RUN_ENTRIES",
+    "Experiment",
+    "RunContext",
+    "build_model",
+    "figure_title",
+    "main",
+    "parse_config",
+    "recipe_run_directory",
+    "results_table",
+    "run",
+    "run_seeds",
+]

@@ -1,0 +1,49 @@
+"""`RunContext`: where this process runs, decided once per run and passed down."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import tensorflow as tf
+
+from aninfonce_tf import distribute
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """The strategy of a run and this process's place in it.
+
+    Args:
+        strategy: the `tf.distribute` strategy every variant trains under.
+        chief: whether this process writes the run's outputs (results, figures,
+            models, TensorBoard): the only process of a single-host run.
+        multi_worker: whether the strategy spans several workers.
+
+    Example:
+
+    >>> context = RunContext.create("default")
+    >>> context.chief, context.multi_worker, context.work_dir(Path("run"))
+    (True, False, PosixPath('run'))
+    """
+
+    strategy: tf.distribute.Strategy
+    chief: bool
+    multi_worker: bool
+
+    @classmethod
+    def create(cls, strategy: str = "default", tpu: str = "") -> RunContext:
+        """The context of the strategy named `strategy` (`distribute.STRATEGIES`)."""
+        instance = distribute.get_strategy(strategy, tpu)
+        return cls(instance, distribute.is_chief(instance), distribute.is_multi_worker(instance))
+
+    def work_dir(self, run_dir: Path) -> Path:
+        """The directory of this worker's own files (histories, backups): `run_dir` on
+        the chief, `run_dir/workers/<task>` on every other worker."""
+        if self.chief:
+            return run_dir
+        resolver = self.strategy.cluster_resolver
+        return run_dir / "workers" / f"{resolver.task_type}-{resolver.task_id}"
+
+
+__all__ = ["RunContext"]

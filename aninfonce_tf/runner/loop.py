@@ -1,0 +1,185 @@
+"""The run of an experiment: every loss variant of a config, over one seed or several.
+
+The path from a recipe's command line to `results.json`: `cli.main` parses the config
+and hands it to `run` (or `run_seeds`), which validates it, claims the run directory
+(`run_directory`), makes the `RunContext` once, trains each variant
+(`training.train_variant`), saves it (`run_directory`) and reports (`report`).
+
+Example (the synthetic experiment, tiny):
+
+>>> import tempfile
+>>> from aninfonce_tf.configs import synthetic
+>>> config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
+>>> results = run(config, synthetic.build, Path(tempfile.mkdtemp()), verbose=0)  # doctest: +ELLIPSIS
+== aninfonce: 40 steps of 128 pairs
+...
+>>> results["aninfonce"]["steps"]
+40
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+
+from aninfonce_tf.checkpoints import remove_backup, write_json
+from aninfonce_tf.configs.base import RunConfig, as_usage_errors
+from aninfonce_tf.data.pairs import split_views
+from aninfonce_tf.evaluation.callbacks import check_targets, parse_targets
+from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.runner import report, run_directory
+from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.parts import Experiment
+from aninfonce_tf.runner.training import train_variant
+from aninfonce_tf.statistics import summarize, summary_table
+
+
+def run(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
+) -> dict:
+    """Trains every loss variant of `config` on the experiment `build(config)` and
+    scores them.
+
+    Rerun into the same `run_dir` with the same config, it skips the variants
+    already finished and resumes an interrupted one from its last backup
+    checkpoint (every `save_every` steps and at each evaluation), evaluation
+    history included, to the result an uninterrupted run gives; with another
+    config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu` and
+    `export` may change). Every file a resume reads, and the saved models, is
+    replaced atomically, so a kill at any instant leaves a run that resumes; the
+    figures are written again by every rerun, and TensorBoard's event files are
+    appended to.
+
+    Args:
+        config: the experiment's config (a `RunConfig`).
+        build: `config -> Experiment`.
+        run_dir: where results, plots, checkpoints, models and logs go.
+        verbose: Keras' `fit` verbosity (default: a progress bar on a terminal,
+            a line per evaluation otherwise).
+        callbacks: extra Keras callbacks for every variant's `fit`.
+        preset: the name of the preset `config` comes from, for `results.json`
+            and the figures' titles.
+        smoke: whether `config` is a `--smoke` run (as `preset`).
+
+    Returns:
+        `{variant: result}`, as written under `variants` in `run_dir/results.json`,
+        beside the `run` record (`run_record`; the layout: `aninfonce_tf.schema`).
+
+    Raises:
+        UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that
+            cannot run, before any training and before anything is written. Other
+            errors (of `build`, say) are raised as they are.
+    """
+    return _run(config, build, run_dir, verbose, callbacks, preset, smoke)[0]
+
+
+def _run(
+    config, build, run_dir, verbose, callbacks, preset, smoke, context=None
+) -> tuple[dict, Experiment]:
+    """`run`, returning the experiment too; `context` is made from the config once
+    when not given."""
+    if verbose is None:
+        verbose = 1 if sys.stdout.isatty() else 2
+    with as_usage_errors():
+        config = config.resolved()
+        config.validate()
+        stop_at = parse_targets(config.stop_at)
+        names = config.loss_names()
+        saved = run_directory.claim_run_directory(run_dir, config)
+    context = context or RunContext.create(config.strategy, config.tpu)
+    experiment = build(config)
+    with as_usage_errors():
+        has_concentration = {name: LOSS_VARIANTS[name].learns_concentration for name in names}
+        check_targets(stop_at, experiment.evaluators, has_concentration)
+    results = {name: saved[name] for name in names if run_directory.finished(run_dir, saved, name)}
+    record = report.run_record(config, experiment, preset, smoke)
+    input_spec = split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
+    for name in names:
+        if name in results:
+            print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+        else:
+            if context.chief and not (run_dir / "config.json").exists():
+                run_dir.mkdir(parents=True, exist_ok=True)
+                write_json(run_dir / "config.json", dataclasses.asdict(config))
+            model, results[name] = train_variant(
+                config, experiment, name, run_dir, context, stop_at, verbose, callbacks
+            )
+            if context.chief:
+                if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                    run_directory.save_variant(model, run_dir / name, input_spec, config.export)
+                run_directory.write_results(run_dir, record, results)
+        # Kept until the variant's outputs are written: a kill before resumes from it.
+        remove_backup(context.work_dir(run_dir) / "backup", name)
+    if context.chief:
+        title = report.figure_title(config, preset, smoke)
+        figures = report.write_plots(results, experiment, run_dir, title)
+        steps = max(result["steps"] for result in results.values())
+        report.log_figures(figures, run_dir / "tensorboard" / "figures", steps)
+    print(report.results_table(results, experiment.table_columns))
+    for name, result in results.items():
+        if "stopped" in result:
+            print(f"{name}: {result['stopped']}; its scores are from the last evaluation before.")
+    print(f"results: {run_dir / 'results.json'}")
+    print(f"TensorBoard: tensorboard --logdir {run_dir / 'tensorboard'}")
+    return results, experiment
+
+
+def run_seeds(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    seeds: Sequence[int],
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
+    context: RunContext | None = None,
+) -> dict:
+    """`run`s `config` once per seed into `run_dir/seed_<k>/` (with `seed` k), then
+    writes `run_dir/summary.json`: per variant and scalar score the mean, sd and n
+    over the seeds, and the paired difference AnInfoNCE - InfoNCE with its 95 %
+    t-interval (`aninfonce_tf.statistics.summarize`). The printed table shows the
+    experiment's `table_columns` (default: every scalar score).
+
+    Each seed resumes like a single run: rerun, it skips the finished seeds and
+    variants and resumes an interrupted one. `preset` and `smoke`: as for `run`;
+    `context`: the run's `RunContext` (default: made from `config` once).
+
+    Returns:
+        The summary, as written to `summary.json`.
+    """
+    context = context or RunContext.create(config.strategy, config.tpu)
+    scores = {}
+    for seed in seeds:
+        seed_dir = run_dir / f"seed_{seed}"
+        print(f"=== seed {seed}: {seed_dir}", flush=True)
+        results, experiment = _run(
+            dataclasses.replace(config, seed=seed),
+            build,
+            seed_dir,
+            verbose,
+            callbacks,
+            preset,
+            smoke,
+            context,
+        )
+        scores[seed] = {name: report.variant_scores(result) for name, result in results.items()}
+    summary = summarize(scores)
+    if context.chief:
+        write_json(run_dir / "summary.json", summary)
+    print(summary_table(summary, experiment.table_columns))
+    print(f"summary: {run_dir / 'summary.json'}")
+    return summary
+
+
+__all__ = ["run", "run_seeds"]

@@ -1,0 +1,179 @@
+"""Training one loss variant: its model built and compiled, then `fit` with
+evaluation, targets, NaN stop and checkpoint-and-resume."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import keras
+
+from aninfonce_tf import distribute, optimizers
+from aninfonce_tf.checkpoints import Backup
+from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.data.pairs import training_views
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    StopOnNonFiniteLoss,
+    TrainingLogger,
+    scalar_items,
+)
+from aninfonce_tf.losses import loss_variant
+from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.parts import Experiment
+from aninfonce_tf.runner.run_directory import drop_events_after, points_until
+
+
+def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
+    """The encoder, projector, optional Lambda_hat and compiled loss of one variant,
+    under `config`'s precision (call it inside the strategy's scope)."""
+    previous_policy = keras.config.dtype_policy()
+    if config.mixed_precision:
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        encoder = experiment.encoder()
+        projector = experiment.projector() if experiment.projector else None
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+    loss, scaling = loss_variant(
+        variant, normalized=experiment.normalize, seed=config.seed, **config.loss_options()
+    )
+    model = ContrastiveModel(
+        encoder, projector=projector, normalize=experiment.normalize, scaling=scaling, name=variant
+    )
+    model.compile(
+        optimizer=optimizers.encoder_optimizer(config),
+        loss=loss,
+        # Lambda_hat's own Adam: no weight decay pulling it to a constant.
+        concentration_optimizer=(
+            keras.optimizers.Adam(config.concentration_learning_rate) if scaling else None
+        ),
+        jit_compile=config.jit_compile,
+        steps_per_execution=config.steps_per_execution,
+    )
+    return model
+
+
+def train_variant(
+    config: RunConfig,
+    experiment: Experiment,
+    variant: str,
+    run_dir: Path,
+    context: RunContext,
+    stop_at: dict[str, float],
+    verbose: int,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> tuple[ContrastiveModel, dict]:
+    """Trains one loss variant (resuming its backup, if any) and returns the model
+    and its result: final scores, steps, seconds, final loss, score and loss curves.
+
+    Keras' epochs last `config.epoch_steps()` steps; at the end of each, the backup
+    keeps a checkpoint (`checkpoints.Backup`), and every `eval_every` steps the
+    evaluators score the model. TensorBoard (`run_dir/tensorboard/<variant>`, on the
+    chief) gets the scores of each evaluation and, every `config.log_steps()` steps,
+    the training metrics and Lambda_hat; the console a line per evaluation with the
+    experiment's `table_columns` (with `verbose`)."""
+    strategy = context.strategy
+    work_dir = context.work_dir(run_dir)
+    variant_dir = work_dir / variant
+    variant_dir.mkdir(parents=True, exist_ok=True)
+    epoch_steps = config.epoch_steps()
+    backup = Backup(work_dir / "backup" / variant, epoch_steps)
+    if context.multi_worker:  # each worker has its own backup: one step
+        start_step = backup.restore_on_every_worker(
+            functools.partial(distribute.gather_from_workers, strategy)
+        )
+    else:
+        start_step = backup.restore()
+    if start_step % epoch_steps:
+        raise UsageError(
+            f"The backup of {variant} in {run_dir} is at step {start_step}, which epochs of "
+            f"{epoch_steps} steps (the default `save_every` for this `steps_per_execution`) "
+            "cannot resume: pass the --steps-per-execution that it was trained with."
+        )
+    history_path = variant_dir / "history.json"
+    loss_path = variant_dir / "loss_curve.json"
+    history, loss_curve, reached = [], [], None
+    if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
+        drop_events_after(run_dir / "tensorboard" / variant, start_step)
+    if start_step:
+        history = points_until(history_path, start_step)
+        loss_curve = points_until(loss_path, start_step)
+        print(f"   resuming {variant} at step {start_step}", flush=True)
+        last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
+        if stop_at and all(last.get(name, -math.inf) >= v for name, v in stop_at.items()):
+            # The run stopped there, at its targets: nothing is left to train.
+            reached = {"step": start_step, "seconds": history[-1]["seconds"]}
+    with strategy.scope():
+        keras.utils.set_random_seed(config.seed)
+        model = build_model(config, experiment, variant)
+    logs = str(run_dir / "tensorboard" / variant) if context.chief else None
+    evaluation = EvaluationCallback(
+        experiment.evaluators,
+        logs,
+        every_epochs=config.eval_every // epoch_steps,
+        steps_per_epoch=epoch_steps,
+        stop_at=stop_at,
+        history=history,
+        history_path=str(history_path),
+        verbose=int(verbose != 0),
+        columns=experiment.table_columns,
+        scores_in_logs=False,  # Keras' progress line shows the training metrics only
+    )
+    evaluation.reached = reached
+    training = TrainingLogger(
+        logs, config.log_steps(), history=loss_curve, history_path=str(loss_path)
+    )
+    non_finite = StopOnNonFiniteLoss()
+    # The backup after the evaluation and the loss curve: a checkpoint never runs ahead
+    # of history.json and loss_curve.json.
+    fit_callbacks = [non_finite, training, evaluation, backup, *callbacks]
+    sharded = context.multi_worker and experiment.worker_train_data
+    if sharded:
+        data = strategy.distribute_datasets_from_function(
+            lambda context: training_views(experiment.worker_train_data(start_step, context))
+        )
+    elif strategy.num_replicas_in_sync > 1:
+        data = distribute.distribute_global_batches(
+            strategy, lambda: training_views(experiment.train_data(start_step)), config.batch_size
+        )
+    else:
+        data = experiment.train_data(start_step)
+    reading = " (each worker reads its own shard)" if sharded else ""
+    print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs{reading}", flush=True)
+    start = time.perf_counter()
+    fit_history = model.fit(
+        data,
+        steps_per_epoch=epoch_steps,
+        initial_epoch=start_step // epoch_steps,
+        epochs=(reached["step"] if reached else config.steps) // epoch_steps,
+        callbacks=fit_callbacks,
+        verbose=verbose,
+        shuffle=False,  # fresh pairs every step; True would only make Keras warn
+    )
+    seconds = time.perf_counter() - start + (history[-1]["seconds"] if history else 0.0)
+    curve = evaluation.history
+    final = curve[-1] if curve else {}
+    # Resumed at its last step, `fit` runs no epoch: the loss is the checkpoint's.
+    losses = fit_history.history.get("loss") or [backup.restored_logs["loss"]]
+    result = {
+        **{k: v for k, v in final.items() if k not in ("step", "seconds")},
+        # Counted from the batches, as the callbacks count them (none ran: resumed at the end).
+        "steps": max(training.step, start_step),
+        "wall_seconds": round(seconds, 1),
+        "final_loss": float(losses[-1]),
+        "curve": curve,
+        "loss_curve": training.history,
+    }
+    if stop_at:
+        result["target_reached"] = evaluation.reached
+    if non_finite.stopped_at is not None:
+        result["stopped"] = f"non-finite loss by step {non_finite.stopped_at}"
+    return model, result
+
+
+__all__ = ["build_model", "train_variant"]

@@ -1,0 +1,141 @@
+"""The open set of losses: the registry, the learned isotropic control, and a loss
+defined in this file (not in the package) trained by `fit` and run by a recipe."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from aninfonce_tf import (
+    ContrastiveLoss,
+    ContrastiveModel,
+    DiagonalScaling,
+    InfoNCE,
+    IsotropicAnInfoNCE,
+    functional,
+    mlp_encoder,
+    register_loss,
+)
+from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
+from tests.support import load_recipe
+
+
+@keras.saving.register_keras_serializable(package="tests")
+class DecoupledInfoNCE(ContrastiveLoss):
+    """Decoupled contrastive loss (Yeh et al., 2022): the positive is left out of the
+    denominator. Defined here, outside the package, as a user would."""
+
+    stat_names = ("accuracy",)
+
+    def __init__(self, temperature: float = 0.2, name: str = "decoupled", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.temperature = temperature
+
+    def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
+        logits, positive, candidates = functional.contrastive_logits(
+            z1, z2, "cosine", self.temperature, "nt_xent", z1_all, z2_all, row_offset
+        )
+        positive_mask = ops.one_hot(positive, ops.shape(logits)[1])
+        negatives = ops.where(candidates * (1.0 - positive_mask) > 0, logits, -1e9)
+        losses = ops.logsumexp(negatives, axis=-1) - ops.sum(logits * positive_mask, axis=-1)
+        accuracy = functional.positive_accuracy(logits, positive, candidates)
+        return losses, {"accuracy": accuracy}
+
+    @classmethod
+    def from_options(cls, options, **variant_options):
+        return cls(temperature=options.infonce_temperature)
+
+    def get_config(self):
+        return {**super().get_config(), "temperature": self.temperature}
+
+
+@pytest.fixture
+def decoupled():
+    register_loss("decoupled")(DecoupledInfoNCE)
+    yield "decoupled"
+    del LOSS_VARIANTS["decoupled"]
+
+
+def _pairs(rows=256, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, 6)).astype("float32")
+    return x, x + 0.05 * rng.normal(size=x.shape).astype("float32")
+
+
+def test_a_loss_defined_outside_the_package_trains_with_fit():
+    keras.utils.set_random_seed(0)
+    model = ContrastiveModel(mlp_encoder(6, 4, [32]))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=DecoupledInfoNCE())
+    history = model.fit(_pairs(), batch_size=64, epochs=8, verbose=0).history
+    assert {"loss", "accuracy", "alignment", "uniformity"} <= set(history)
+    assert "candidates" not in history  # only the statistics the loss declares
+    assert history["loss"][-1] < history["loss"][0] - 0.5
+    assert history["accuracy"][-1] > 0.5
+
+
+def test_a_loss_that_returns_undeclared_statistics_is_refused():
+    class Undeclared(DecoupledInfoNCE):
+        stat_names = ()
+
+    model = ContrastiveModel(mlp_encoder(6, 4, [8]))
+    model.compile(loss=Undeclared())
+    with pytest.raises(ValueError, match=r"returned the statistics \['accuracy'\]"):
+        model.fit(_pairs(64), batch_size=32, epochs=1, verbose=0)
+
+
+def test_a_user_loss_runs_through_a_recipe_by_name(decoupled, tmp_path):
+    recipe = load_recipe("synthetic")
+    results = recipe.main(
+        ["--smoke", "--losses", f"{decoupled},infonce", "--out", str(tmp_path)]
+    )
+    assert set(results) == {decoupled, "infonce"}
+    assert results[decoupled]["steps"] == results["infonce"]["steps"] == 40
+    assert 0.0 < results[decoupled]["linear_r2"] <= 1.0
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["run"]["config"]["losses"] == f"{decoupled},infonce"
+    assert (tmp_path / decoupled / "model.keras").exists()
+
+
+def test_registering_checks_the_class_and_keeps_names_apart(decoupled):
+    with pytest.raises(TypeError, match="ContrastiveLoss subclass"):
+        register_loss("not_a_loss")(dict)
+    with pytest.raises(ValueError, match="already registered to InfoNCE"):
+        register_loss("infonce")(DecoupledInfoNCE)
+    register_loss(decoupled)(DecoupledInfoNCE)  # the same class again: a re-run cell
+    loss, scaling = loss_variant(decoupled, infonce_temperature=0.3)
+    assert isinstance(loss, DecoupledInfoNCE) and loss.temperature == 0.3 and scaling is None
+
+
+def test_the_learned_isotropic_variant_is_cosine_infonce_at_a_learned_temperature():
+    loss, scaling = loss_variant("aninfonce_isotropic", initial_concentration=4.0)
+    assert type(loss) is IsotropicAnInfoNCE and scaling.tied
+    rng = np.random.default_rng(1)
+    u = functional.l2_normalize(rng.normal(size=(8, 5)).astype("float32"))
+    v = functional.l2_normalize(u + 0.3 * rng.normal(size=(8, 5)).astype("float32"))
+    np.testing.assert_allclose(
+        float(loss(scaling(u), scaling(v))), float(InfoNCE(temperature=0.25)(u, v)), rtol=1e-5
+    )
+    # It starts where AnInfoNCE's Lambda_hat is centred, without AnInfoNCE's noise.
+    np.testing.assert_allclose(np.asarray(scaling.concentration), [4.0] * 5, rtol=1e-6)
+
+
+def test_the_isotropic_concentration_is_trained_and_stays_one_value():
+    keras.utils.set_random_seed(0)
+    loss, scaling = loss_variant("aninfonce_isotropic", initial_concentration=2.0)
+    model = ContrastiveModel(mlp_encoder(6, 4, [32]), scaling=scaling)
+    model.compile(optimizer="adam", loss=loss, concentration_optimizer=5e-2)
+    model.fit(_pairs(), batch_size=64, epochs=4, verbose=0)
+    learned = np.asarray(model.concentration)
+    assert learned.shape == (4,) and np.ptp(learned) == 0.0
+    assert learned[0] > 2.5  # close positives: a sharper (lower) temperature pays
+    assert len(model.scaling.trainable_variables[0].numpy()) == 1
+
+
+def test_the_isotropic_loss_refuses_a_per_dimension_scaling():
+    model = ContrastiveModel(mlp_encoder(6, 4, [8]), scaling=DiagonalScaling(5.0))
+    with pytest.raises(ValueError, match="tied=True"):
+        model.compile(loss=IsotropicAnInfoNCE())
+    with pytest.raises(ValueError, match="one float"):
+        DiagonalScaling([1.0, 2.0], tied=True)
