@@ -60,13 +60,8 @@ from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
-from aninfonce_tf.losses import (
-    AnInfoNCE,
-    ContrastiveLoss,
-    InfoNCE,
-    IsotropicAnInfoNCE,
-    register_loss,
-)
+from aninfonce_tf.loss_variants import register_loss
+from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE, IsotropicAnInfoNCE
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 

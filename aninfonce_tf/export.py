@@ -49,6 +49,7 @@ def export_encoder(
     Example:
 
     >>> import json, tempfile
+    >>> from aninfonce_tf.layers import DiagonalScaling
     >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
     >>> path = export_encoder(model, tempfile.mkdtemp() + "/encoder")

@@ -4,7 +4,7 @@
 against the candidate columns (its own column masked out) and how far its positive's
 logit lies above its largest negative one, in one of two ways:
 
-- dense (`block_size=None`, the default of `ops.info_nce`): the `[rows,
+- dense (`block_size=None`, the default of `functional.info_nce`): the `[rows,
   candidates]` logits in one piece. The forward pass keeps the masked exponentials
   it sums, and the backward pass is two matmuls over them, with no further pass
   over the matrix: on the 2-core CPU the paper's loss at B = 1000 took 6.2 ms
@@ -14,7 +14,7 @@ logit lies above its largest negative one, in one of two ways:
   memory that grows with rows x k instead of rows x candidates. The forward pass
   keeps a running max and sum; the backward pass recomputes each block's logits.
 
-Values and gradients equal those of the logits matrix (`ops.contrastive_logits`)
+Values and gradients equal those of the logits matrix (`functional.contrastive_logits`)
 up to float32 rounding.
 """
 
@@ -71,7 +71,7 @@ def logsumexp_over_candidates(
 def similarity_logits(rows, columns, similarity: str, temperature: float):
     """`[R, C]` similarities / temperature: `"dot"` products, or `"euclidean"`
     -1/2 ||row - column||^2 = row.column - 1/2 ||row||^2 - 1/2 ||column||^2, one
-    matmul instead of R*C*d differences (`ops.pairwise_similarity` uses it too)."""
+    matmul instead of R*C*d differences (`functional.pairwise_similarity` uses it too)."""
     logits = tf.matmul(rows, columns, transpose_b=True)
     if similarity == "euclidean":
         logits -= 0.5 * tf.reduce_sum(tf.square(rows), axis=1, keepdims=True)

@@ -1,12 +1,12 @@
-"""Keras `Loss` classes of the contrastive family and the registry of loss variants.
+"""Keras `Loss` classes of the contrastive family and the protocol they share.
 
 Every loss is a `ContrastiveLoss`. The protocol `ContrastiveModel` and the runner
 rely on is small: `per_row_losses(z1, z2, z1_all=, z2_all=, row_offset=)` returns the
 per-anchor-row losses and a dict of the statistics named in `stat_names`, and the
 class attribute `concentration` says whether the model must hold a trainable
 Lambda_hat (`"diagonal"`, `"isotropic"`) or none (None). A new loss is one class, in
-this package or in a user's file; `register_loss(name)` makes it a variant that the
-recipes run by name (`--losses name`).
+this package or in a user's file; `loss_variants.register_loss(name)` makes it a
+variant that the recipes run by name (`--losses name`).
 
 Called as `loss(z1, z2)` on two batches of embeddings (row i of each a positive
 pair), a loss returns the mean over the anchor rows; as every Keras loss, the value is
@@ -16,9 +16,8 @@ calls `per_row_losses` instead and gathers negatives across replicas.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import keras
 import numpy as np
@@ -26,35 +25,12 @@ import numpy as np
 from aninfonce_tf import functional
 from aninfonce_tf.layers import DiagonalScaling
 
+if TYPE_CHECKING:
+    from aninfonce_tf.loss_variants import LossOptions
+
 CONCENTRATIONS = ("diagonal", "isotropic")
-
-
-@dataclasses.dataclass(frozen=True)
-class LossOptions:
-    """The run settings a loss variant is built from (the recipes' loss flags).
-
-    Args:
-        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
-            cosine similarity, otherwise the Euclidean one (box and R^n latents).
-        infonce_temperature: temperature of plain and hard-negative InfoNCE.
-        hard_negative_beta: beta of the hard-negative variants.
-        ensemble_temperatures: temperatures of the ensemble variants. For AnInfoNCE
-            they become global concentration multipliers centred on the learned
-            Lambda_hat (divided by their median).
-        initial_concentration: Lambda_hat's start (variants that learn one).
-        parametrization: Lambda_hat's parametrisation.
-        seed: seed of Lambda_hat's initial noise.
-        block_size: the losses' `block_size` (None: dense).
-    """
-
-    normalized: bool = True
-    infonce_temperature: float = 0.2
-    hard_negative_beta: float = 0.5
-    ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5)
-    initial_concentration: float = 5.0
-    parametrization: str = "exp"
-    seed: int | None = None
-    block_size: int | None = None
+# What `ContrastiveModel` logs itself; a loss's statistics take other names.
+RESERVED_LOG_NAMES = ("loss", "alignment", "uniformity", "lambda_min", "lambda_max")
 
 
 class ContrastiveLoss(keras.losses.Loss):
@@ -64,19 +40,15 @@ class ContrastiveLoss(keras.losses.Loss):
     or `"isotropic"`: the trainable Lambda_hat the model must hold) and `stat_names`
     (the statistics `per_row_losses` returns, logged by `fit`). To run in the
     recipes, override `from_options` when the class takes arguments from the run's
-    loss flags, and register it with `register_loss`.
+    loss flags, and register it with `loss_variants.register_loss`.
 
     Example (a loss defined in a user's file):
 
-    >>> @register_loss("squared_alignment")
-    ... class SquaredAlignment(ContrastiveLoss):
+    >>> class SquaredAlignment(ContrastiveLoss):
     ...     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
     ...         return keras.ops.sum(keras.ops.square(z1 - z2), axis=-1), {}
     >>> float(SquaredAlignment()(np.zeros((2, 3)), np.ones((2, 3))))
     3.0
-    >>> "squared_alignment" in LOSS_VARIANTS
-    True
-    >>> del LOSS_VARIANTS["squared_alignment"]
     """
 
     concentration: ClassVar[str | None] = None
@@ -135,86 +107,6 @@ class ContrastiveLoss(keras.losses.Loss):
                 seed=options.seed,
             )
         return None
-
-
-@dataclasses.dataclass(frozen=True)
-class LossVariant:
-    """A registered loss variant: a loss class and the fixed options it is built with."""
-
-    loss_class: type[ContrastiveLoss]
-    options: Mapping = dataclasses.field(default_factory=dict)
-
-    @property
-    def learns_concentration(self) -> bool:
-        """Whether the model holds a trainable Lambda_hat (diagonal or isotropic)."""
-        return self.loss_class.concentration is not None
-
-    @property
-    def anisotropic(self) -> bool:
-        """Whether Lambda_hat has one value per dimension."""
-        return self.loss_class.concentration == "diagonal"
-
-    @property
-    def hard_negatives(self) -> bool:
-        return bool(self.options.get("hard_negatives"))
-
-
-# Every variant the recipes can run, by name: filled by `register_loss`.
-LOSS_VARIANTS: dict[str, LossVariant] = {}
-
-
-def register_loss(name: str, **options):
-    """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
-    built by `cls.from_options(run_options, **options)`. Registering a name again
-    replaces it only with a class of the same qualified name (a re-run definition).
-
-    Raises:
-        TypeError: for a class that is not a `ContrastiveLoss`.
-        ValueError: for a name already held by another class.
-    """
-
-    def register(cls):
-        if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
-            raise TypeError(f"`register_loss` takes a ContrastiveLoss subclass; got {cls!r}.")
-        held = LOSS_VARIANTS.get(name)
-        if held and held.loss_class.__qualname__ != cls.__qualname__:
-            raise ValueError(
-                f"The loss variant {name!r} is already registered to "
-                f"{held.loss_class.__qualname__}; choose another name."
-            )
-        if cls.concentration not in (None, *CONCENTRATIONS):
-            raise ValueError(
-                f"`{cls.__name__}.concentration` must be None or one of {CONCENTRATIONS}; "
-                f"got {cls.concentration!r}."
-            )
-        LOSS_VARIANTS[name] = LossVariant(cls, dict(options))
-        return cls
-
-    return register
-
-
-def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling | None]:
-    """The loss and Lambda_hat layer of the registered variant `name`.
-
-    Args:
-        name: a key of `LOSS_VARIANTS`.
-        **options: fields of `LossOptions`.
-
-    Returns:
-        `(loss, scaling)`; `scaling` is None for a variant without Lambda_hat.
-
-    Example:
-
-    >>> loss, scaling = loss_variant("aninfonce_ensemble", ensemble_temperatures=[0.5, 1, 2])
-    >>> type(loss).__name__, loss.temperature, type(scaling).__name__
-    ('AnInfoNCE', [0.5, 1.0, 2.0], 'DiagonalScaling')
-    """
-    if name not in LOSS_VARIANTS:
-        raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
-    variant = LOSS_VARIANTS[name]
-    run_options = LossOptions(**options)
-    loss = variant.loss_class.from_options(run_options, **variant.options)
-    return loss, variant.loss_class.concentration_layer(run_options)
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -437,19 +329,6 @@ class IsotropicAnInfoNCE(AnInfoNCE):
         super().__init__(name=name, **kwargs)
 
 
-# The variants the recipes compare, in the order `--help` lists them.
-for _name, _class, _options in (
-    ("aninfonce", AnInfoNCE, {}),
-    ("infonce", InfoNCE, {}),
-    ("aninfonce_isotropic", IsotropicAnInfoNCE, {}),
-    ("aninfonce_hard_negatives", AnInfoNCE, {"hard_negatives": True}),
-    ("infonce_hard_negatives", InfoNCE, {"hard_negatives": True}),
-    ("aninfonce_ensemble", AnInfoNCE, {"ensemble": True}),
-    ("infonce_ensemble", InfoNCE, {"ensemble": True}),
-):
-    register_loss(_name, **_options)(_class)
-
-
 def _ensemble_temperatures(options: LossOptions) -> list[float]:
     # Checked here, so that the message names the recipes' flag.
     return functional.check_temperature(
@@ -458,13 +337,10 @@ def _ensemble_temperatures(options: LossOptions) -> list[float]:
 
 
 __all__ = [
+    "CONCENTRATIONS",
+    "RESERVED_LOG_NAMES",
     "AnInfoNCE",
     "ContrastiveLoss",
     "InfoNCE",
     "IsotropicAnInfoNCE",
-    "LOSS_VARIANTS",
-    "LossOptions",
-    "LossVariant",
-    "loss_variant",
-    "register_loss",
 ]

@@ -19,7 +19,7 @@ from keras import ops
 from aninfonce_tf import distribute, functional
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
 from aninfonce_tf.layers import DiagonalScaling
-from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
+from aninfonce_tf.losses import RESERVED_LOG_NAMES, AnInfoNCE, ContrastiveLoss, InfoNCE
 
 # The uniformity metric is estimated on at most this many rows of view 1: its pairs
 # grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
@@ -202,11 +202,19 @@ class ContrastiveModel(keras.Model):
         """A mean metric per statistic the compiled loss returns (`stat_names`)."""
         if list(self._stat_trackers) == list(stat_names):
             return
+        reserved = set(stat_names) & set(RESERVED_LOG_NAMES)
+        if reserved:
+            raise ValueError(
+                f"The loss's `stat_names` use {sorted(reserved)}, which the model logs "
+                "itself; rename those statistics."
+            )
         # Created at compile, after the model is built: Keras locks a built layer's
         # state, and metrics add state, so the lock is lifted for them.
         locked = self._tracker.locked
         self._tracker.unlock()
         try:
+            for metric in self._stat_trackers.values():  # a loss compiled before
+                self._tracker.untrack(metric)
             self._stat_trackers = {name: keras.metrics.Mean(name=name) for name in stat_names}
         finally:
             if locked:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.loss_variants import LOSS_VARIANTS
 
 # Scores of one seed: {variant: {score: value}}; a value may be None (not measured).
 SeedScores = Mapping[str, Mapping[str, float | None]]

@@ -92,6 +92,8 @@ def run_grid(
     unknown = sorted(set(grid) - known)
     if unknown:
         raise ValueError(f"`grid` names fields the config does not have: {unknown}.")
+    if {"strategy", "tpu"} & set(grid):
+        raise UsageError("a grid runs every cell on one strategy: leave `strategy` and `tpu` out.")
     planned = []  # every cell checked before the first one runs
     for values, cell_seeds in grid_cells(grid, seeds, corner_seeds):
         name, cell_config = cell_name(values), dataclasses.replace(config, **values)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.evaluation.callbacks import scalar_items
-from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import RUN_ENTRIES
 from aninfonce_tf.schema import validate_results
 
@@ -62,7 +62,7 @@ def check_tensorboard(log_dir: Path, variants: dict, figures=()) -> None:
         losses = [point["step"] for point in result["loss_curve"]]
         assert losses and scalars["train/loss"] == losses, name
         assert all(steps == losses for tag, steps in scalars.items() if tag.startswith("train/"))
-        if LOSS_VARIANTS[name].anisotropic:
+        if LOSS_VARIANTS[name].learns_concentration:
             dimensions = [tag for tag in scalars if tag.startswith("lambda_hat/")]
             assert len(dimensions) == len(result["lambda_hat"]), name
             assert all(scalars[tag] == losses for tag in dimensions)

@@ -19,7 +19,7 @@ from aninfonce_tf import (
     InfoNCE,
     SimCLRAugment,
     augment_pairs,
-    ops,
+    functional,
     runner,
 )
 from aninfonce_tf.checkpoints import Backup, read_json
@@ -28,9 +28,9 @@ from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
 from aninfonce_tf.evaluation.callbacks import StopOnNonFiniteLoss
-from aninfonce_tf.losses import loss_variant
-from aninfonce_tf.models import export_encoder
-from tests import test_models, test_ops
+from aninfonce_tf.export import export_encoder
+from aninfonce_tf.loss_variants import loss_variant
+from tests import test_functional, test_models
 from tests.support import ROOT
 
 BAD_INPUT_TABLE = ROOT / "docs" / "bad-input.md"
@@ -79,7 +79,7 @@ CASES = {
     ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
     "embeddings of rank 3": (
-        lambda _: ops.info_nce(np.zeros((4, 2, 3)), np.zeros((4, 2, 3))),
+        lambda _: functional.info_nce(np.zeros((4, 2, 3)), np.zeros((4, 2, 3))),
         ValueError,
         "must have rank 2",
     ),
@@ -339,7 +339,9 @@ def _saved_model_one_liner(tmp_path, capsys):
 
 
 def _hard_negatives_at_a_temperature(tmp_path, capsys):
-    test_ops.test_hard_negatives_weight_beta_times_the_logit_at_any_temperature("cosine", 0.5)
+    test_functional.test_hard_negatives_weight_beta_times_the_logit_at_any_temperature(
+        "cosine", 0.5
+    )
 
 
 def _augment_seeds(tmp_path, capsys):

@@ -9,6 +9,7 @@ import pytest
 from keras import ops
 
 from aninfonce_tf import (
+    AnInfoNCE,
     ContrastiveLoss,
     ContrastiveModel,
     DiagonalScaling,
@@ -18,7 +19,7 @@ from aninfonce_tf import (
     mlp_encoder,
     register_loss,
 )
-from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
 from tests.support import load_recipe
 
 
@@ -87,9 +88,7 @@ def test_a_loss_that_returns_undeclared_statistics_is_refused():
 
 def test_a_user_loss_runs_through_a_recipe_by_name(decoupled, tmp_path):
     recipe = load_recipe("synthetic")
-    results = recipe.main(
-        ["--smoke", "--losses", f"{decoupled},infonce", "--out", str(tmp_path)]
-    )
+    results = recipe.main(["--smoke", "--losses", f"{decoupled},infonce", "--out", str(tmp_path)])
     assert set(results) == {decoupled, "infonce"}
     assert results[decoupled]["steps"] == results["infonce"]["steps"] == 40
     assert 0.0 < results[decoupled]["linear_r2"] <= 1.0
@@ -139,3 +138,45 @@ def test_the_isotropic_loss_refuses_a_per_dimension_scaling():
         model.compile(loss=IsotropicAnInfoNCE())
     with pytest.raises(ValueError, match="one float"):
         DiagonalScaling([1.0, 2.0], tied=True)
+
+
+def test_registering_refuses_another_class_of_the_same_name_or_other_options(decoupled):
+    class InfoNCE(DecoupledInfoNCE):  # a user's class named like the package's
+        pass
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_loss("infonce")(InfoNCE)
+    with pytest.raises(ValueError, match="already registered"):
+        register_loss("aninfonce", hard_negatives=True)(AnInfoNCE)
+
+
+def test_statistics_named_like_the_models_own_logs_are_refused():
+    class Shadowing(DecoupledInfoNCE):
+        stat_names = ("loss",)
+
+    with pytest.raises(ValueError, match=r"\['loss'\]"):
+        register_loss("shadowing")(Shadowing)
+    with pytest.raises(ValueError, match=r"\['loss'\]"):
+        ContrastiveModel(mlp_encoder(6, 4, [8])).compile(loss=Shadowing())
+
+
+def test_compiling_with_another_loss_logs_only_its_statistics():
+    model = ContrastiveModel(mlp_encoder(6, 4, [8]))
+    model.compile(loss=InfoNCE())
+    model.compile(loss=DecoupledInfoNCE())
+    history = model.fit(_pairs(64), batch_size=32, epochs=1, verbose=0).history
+    assert "accuracy" in history and "candidates" not in history
+    assert sorted(m.name for m in model.metrics).count("accuracy") == 1
+
+
+def test_a_model_with_the_isotropic_concentration_reloads_exactly(tmp_path):
+    loss, scaling = loss_variant("aninfonce_isotropic", initial_concentration=3.0)
+    model = ContrastiveModel(mlp_encoder(6, 4, [8]), scaling=scaling)
+    model.compile(optimizer="adam", loss=loss, concentration_optimizer=1e-2)
+    model.fit(_pairs(64), batch_size=32, epochs=1, verbose=0)
+    model.save(tmp_path / "model.keras")
+    restored = keras.models.load_model(tmp_path / "model.keras")
+    assert restored.scaling.tied and type(restored.contrastive_loss) is IsotropicAnInfoNCE
+    np.testing.assert_array_equal(restored.concentration, model.concentration)
+    x = _pairs(4)[0]
+    np.testing.assert_allclose(restored.embed(x), model.embed(x), rtol=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aninfonce_tf import AnInfoNCE, InfoNCE, functional
-from aninfonce_tf.losses import loss_variant
+from aninfonce_tf.loss_variants import loss_variant
 from tests import harness
 
 

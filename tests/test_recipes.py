@@ -11,7 +11,7 @@ import pytest
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
-from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import cli as config_module
 from tests.run_outputs import check_run
 from tests.support import ROOT
@@ -219,8 +219,8 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    anisotropic = [name for name, variant in LOSS_VARIANTS.items() if variant.anisotropic]
-    figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in anisotropic)]
+    learned = [name for name, variant in LOSS_VARIANTS.items() if variant.learns_concentration]
+    figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in learned)]
     # results.json follows its schema; TensorBoard has each scalar once, against the
     # step, and the figures as images (`tests/run_outputs.py`).
     saved = check_run(tmp_path, figures)

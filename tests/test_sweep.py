@@ -20,7 +20,8 @@ def fake_runs(monkeypatch):
     rises with the crop's smallest area, AnInfoNCE's style R^2 0.1 above InfoNCE's."""
     calls = []
 
-    def run_seeds(config, build, run_dir, seeds, **labels):
+    def run_seeds(config, build, run_dir, seeds, context=None, **labels):
+        assert context.chief  # one RunContext for the whole grid
         calls.append((config, Path(run_dir), list(seeds), labels))
         scores = {}
         for seed in seeds:

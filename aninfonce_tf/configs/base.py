@@ -16,7 +16,7 @@ import typing
 from aninfonce_tf import optimizers
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
-from aninfonce_tf.losses import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
 
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
@@ -199,7 +199,7 @@ class RunConfig:
         return min(divisors, key=lambda d: (abs(math.log(d / wanted)), d))
 
     def loss_options(self) -> dict:
-        """The keyword arguments of `losses.loss_variant` that this config sets."""
+        """The keyword arguments of `loss_variants.loss_variant` that this config sets."""
         return dict(
             infonce_temperature=self.infonce_temperature,
             hard_negative_beta=self.hard_negative_beta,
@@ -226,6 +226,7 @@ class RunConfig:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
+        optimizers.check_settings(self)
         if self.batch_size < 2:
             raise ValueError(f"`batch_size` must be at least 2; got {self.batch_size}.")
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
@@ -254,7 +255,6 @@ class RunConfig:
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
-        optimizers.check_settings(self)
         for name in ("optimizer", "learning_rate_schedule", "parametrization", "strategy"):
             choices = _field(type(self), name).metadata["choices"]
             if getattr(self, name) not in choices:

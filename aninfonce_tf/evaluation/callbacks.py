@@ -84,8 +84,8 @@ def check_targets(
     Args:
         stop_at: `{score name: target}`.
         evaluators: the `Evaluator`s whose `score_names` the targets may name.
-        variants: `{variant name: anisotropic}`; only AnInfoNCE variants have a
-            Lambda_hat to score.
+        variants: `{variant name: anisotropic}`; only variants with a per-dimension
+            Lambda_hat have one to compare with the true concentrations.
     """
     for name, anisotropic in variants.items():
         known = set().union(*(e.score_names(anisotropic) for e in evaluators))

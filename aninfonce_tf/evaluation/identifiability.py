@@ -264,7 +264,8 @@ class IdentifiabilityEvaluator:
         if getattr(model, "scaling", None) is not None:
             learned = np.asarray(model.scaling.concentration)
             scores["lambda_hat"] = learned.tolist()
-            if self.true_concentration is not None:
+            # A tied Lambda_hat (one learned temperature) has no order to compare.
+            if self.true_concentration is not None and not model.scaling.tied:
                 scores.update(
                     concentration_agreement(
                         learned,

@@ -30,7 +30,7 @@ from aninfonce_tf.checkpoints import remove_backup, write_json
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors
 from aninfonce_tf.data.pairs import split_views
 from aninfonce_tf.evaluation.callbacks import check_targets, parse_targets
-from aninfonce_tf.losses import LOSS_VARIANTS
+from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.parts import Experiment
@@ -99,8 +99,8 @@ def _run(
     context = context or RunContext.create(config.strategy, config.tpu)
     experiment = build(config)
     with as_usage_errors():
-        has_concentration = {name: LOSS_VARIANTS[name].learns_concentration for name in names}
-        check_targets(stop_at, experiment.evaluators, has_concentration)
+        anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
+        check_targets(stop_at, experiment.evaluators, anisotropic)
     results = {name: saved[name] for name in names if run_directory.finished(run_dir, saved, name)}
     record = report.run_record(config, experiment, preset, smoke)
     input_spec = split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
@@ -158,6 +158,8 @@ def run_seeds(
     Returns:
         The summary, as written to `summary.json`.
     """
+    with as_usage_errors():
+        config.resolved().validate()  # before a strategy is set up for it
     context = context or RunContext.create(config.strategy, config.tpu)
     scores = {}
     for seed in seeds:

@@ -1,5 +1,5 @@
-"""What a run reports: the `run` record of `results.json`, the printed tables, the
-and the figures (also as TensorBoard images)."""
+"""What a run reports: the `run` record of `results.json`, the printed tables and
+the figures (also as TensorBoard images)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from aninfonce_tf.evaluation.callbacks import (
     TrainingLogger,
     scalar_items,
 )
-from aninfonce_tf.losses import loss_variant
+from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.parts import Experiment

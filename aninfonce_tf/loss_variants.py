@@ -1,0 +1,169 @@
+"""The loss variants the recipes run by name: a registry of `ContrastiveLoss` classes
+and the run settings (`LossOptions`) each variant is built from.
+
+`register_loss(name)` adds a class, from this package or a user's file; `loss_variant`
+builds a variant's loss and the Lambda_hat layer its model holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from aninfonce_tf.layers import DiagonalScaling
+from aninfonce_tf.losses import (
+    CONCENTRATIONS,
+    RESERVED_LOG_NAMES,
+    AnInfoNCE,
+    ContrastiveLoss,
+    InfoNCE,
+    IsotropicAnInfoNCE,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossOptions:
+    """The run settings a loss variant is built from (the recipes' loss flags).
+
+    Args:
+        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
+            cosine similarity, otherwise the Euclidean one (box and R^n latents).
+        infonce_temperature: temperature of plain and hard-negative InfoNCE.
+        hard_negative_beta: beta of the hard-negative variants.
+        ensemble_temperatures: temperatures of the ensemble variants. For AnInfoNCE
+            they become global concentration multipliers centred on the learned
+            Lambda_hat (divided by their median).
+        initial_concentration: Lambda_hat's start (variants that learn one).
+        parametrization: Lambda_hat's parametrisation.
+        seed: seed of Lambda_hat's initial noise.
+        block_size: the losses' `block_size` (None: dense).
+    """
+
+    normalized: bool = True
+    infonce_temperature: float = 0.2
+    hard_negative_beta: float = 0.5
+    ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5)
+    initial_concentration: float = 5.0
+    parametrization: str = "exp"
+    seed: int | None = None
+    block_size: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LossVariant:
+    """A registered loss variant: a loss class and the fixed options it is built with."""
+
+    loss_class: type[ContrastiveLoss]
+    options: Mapping = dataclasses.field(default_factory=dict)
+
+    @property
+    def learns_concentration(self) -> bool:
+        """Whether the model holds a trainable Lambda_hat (diagonal or isotropic)."""
+        return self.loss_class.concentration is not None
+
+    @property
+    def anisotropic(self) -> bool:
+        """Whether Lambda_hat has one value per dimension."""
+        return self.loss_class.concentration == "diagonal"
+
+    @property
+    def hard_negatives(self) -> bool:
+        return bool(self.options.get("hard_negatives"))
+
+
+# Every variant the recipes can run, by name: filled by `register_loss`.
+LOSS_VARIANTS: dict[str, LossVariant] = {}
+
+
+def register_loss(name: str, **options):
+    """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
+    built by `cls.from_options(run_options, **options)`. Registering a name again
+    is allowed only for the same class (module and qualified name: a re-run
+    definition) with the same options.
+
+    Raises:
+        TypeError: for a class that is not a `ContrastiveLoss`.
+        ValueError: for a name already held by another class.
+
+    Example (a loss defined in a user's file):
+
+    >>> import keras
+    >>> @register_loss("squared_alignment")
+    ... class SquaredAlignment(ContrastiveLoss):
+    ...     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
+    ...         return keras.ops.sum(keras.ops.square(z1 - z2), axis=-1), {}
+    >>> loss, scaling = loss_variant("squared_alignment")
+    >>> type(loss).__name__, scaling
+    ('SquaredAlignment', None)
+    >>> del LOSS_VARIANTS["squared_alignment"]
+    """
+
+    def register(cls):
+        if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
+            raise TypeError(f"`register_loss` takes a ContrastiveLoss subclass; got {cls!r}.")
+        held = LOSS_VARIANTS.get(name)
+        if held and (_class_name(held.loss_class), held.options) != (_class_name(cls), options):
+            raise ValueError(
+                f"The loss variant {name!r} is already registered to "
+                f"{held.loss_class.__qualname__} with the options {dict(held.options)}; "
+                "choose another name."
+            )
+        reserved = set(cls.stat_names) & set(RESERVED_LOG_NAMES)
+        if reserved:
+            raise ValueError(
+                f"`{cls.__name__}.stat_names` uses the names {sorted(reserved)}, which the "
+                "model logs itself; rename those statistics."
+            )
+        if cls.concentration not in (None, *CONCENTRATIONS):
+            raise ValueError(
+                f"`{cls.__name__}.concentration` must be None or one of {CONCENTRATIONS}; "
+                f"got {cls.concentration!r}."
+            )
+        LOSS_VARIANTS[name] = LossVariant(cls, dict(options))
+        return cls
+
+    return register
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling | None]:
+    """The loss and Lambda_hat layer of the registered variant `name`.
+
+    Args:
+        name: a key of `LOSS_VARIANTS`.
+        **options: fields of `LossOptions`.
+
+    Returns:
+        `(loss, scaling)`; `scaling` is None for a variant without Lambda_hat.
+
+    Example:
+
+    >>> loss, scaling = loss_variant("aninfonce_ensemble", ensemble_temperatures=[0.5, 1, 2])
+    >>> type(loss).__name__, loss.temperature, type(scaling).__name__
+    ('AnInfoNCE', [0.5, 1.0, 2.0], 'DiagonalScaling')
+    """
+    if name not in LOSS_VARIANTS:
+        raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
+    variant = LOSS_VARIANTS[name]
+    run_options = LossOptions(**options)
+    loss = variant.loss_class.from_options(run_options, **variant.options)
+    return loss, variant.loss_class.concentration_layer(run_options)
+
+
+# The variants the recipes compare, in the order `--help` lists them.
+for _name, _class, _options in (
+    ("aninfonce", AnInfoNCE, {}),
+    ("infonce", InfoNCE, {}),
+    ("aninfonce_isotropic", IsotropicAnInfoNCE, {}),
+    ("aninfonce_hard_negatives", AnInfoNCE, {"hard_negatives": True}),
+    ("infonce_hard_negatives", InfoNCE, {"hard_negatives": True}),
+    ("aninfonce_ensemble", AnInfoNCE, {"ensemble": True}),
+    ("infonce_ensemble", InfoNCE, {"ensemble": True}),
+):
+    register_loss(_name, **_options)(_class)
+
+
+__all__ = ["LOSS_VARIANTS", "LossOptions", "LossVariant", "loss_variant", "register_loss"]
