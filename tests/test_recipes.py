@@ -12,14 +12,14 @@ from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
-from aninfonce_tf.runner import cli as config_module
+from aninfonce_tf.runner import cli
 from tests.run_outputs import check_run
 from tests.support import ROOT
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
     preset = synthetic.SyntheticConfig()
-    config, options = config_module.parse_config(
+    config, options = cli.parse_config(
         {"default": preset},
         [
             "--batch-size",
@@ -51,11 +51,11 @@ PRESETS = {
 
 
 def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
-    config, options = config_module.parse_config(PRESETS, [], smoke={"steps": 5})
+    config, options = cli.parse_config(PRESETS, [], smoke={"steps": 5})
     assert (config.steps, options.preset, options.smoke) == (100, "first", False)
-    config, _ = config_module.parse_config(PRESETS, ["--preset", "second"], smoke={"steps": 5})
+    config, _ = cli.parse_config(PRESETS, ["--preset", "second"], smoke={"steps": 5})
     assert (config.steps, config.dim) == (200, 6)
-    config, options = config_module.parse_config(
+    config, options = cli.parse_config(
         PRESETS, ["--smoke", "--dim", "4", "--preset=second"], smoke={"steps": 5}
     )
     assert (config.steps, config.dim, options.smoke) == (5, 4, True)
@@ -75,14 +75,14 @@ def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
 )
 def test_mistyped_flags_and_values_stop_with_a_usage_error(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
-        config_module.parse_config(PRESETS, argv)
+        cli.parse_config(PRESETS, argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_help_lists_every_field_with_its_text_and_the_presets_value(capsys):
     with pytest.raises(SystemExit):
-        config_module.parse_config(PRESETS, ["--preset", "second", "--help"])
+        cli.parse_config(PRESETS, ["--preset", "second", "--help"])
     # Compared without whitespace: argparse wraps lines, also at hyphens.
     text = "".join(capsys.readouterr().out.split())
     for field in dataclasses.fields(synthetic.SyntheticConfig):
@@ -219,8 +219,8 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    learned = [name for name, variant in LOSS_VARIANTS.items() if variant.learns_concentration]
-    figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in learned)]
+    anisotropic = [name for name, variant in LOSS_VARIANTS.items() if variant.anisotropic]
+    figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in anisotropic)]
     # results.json follows its schema; TensorBoard has each scalar once, against the
     # step, and the figures as images (`tests/run_outputs.py`).
     saved = check_run(tmp_path, figures)
