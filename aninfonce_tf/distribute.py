@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 
 import keras
@@ -153,6 +154,21 @@ def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
     True everywhere else."""
     mirrored = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
     return not isinstance(strategy, mirrored)
+
+
+def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
+    """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
+    cannot, one step per call under the mirrored strategies (with a warning)."""
+    if jit_compile and not supports_jit(strategy):
+        jit_compile = False
+    if steps_per_execution > 1 and not supports_multi_step(strategy):
+        warnings.warn(
+            f"steps_per_execution={steps_per_execution} fails under "
+            f"{type(strategy).__name__} (keras-team/keras#19246): running one step per call.",
+            stacklevel=3,
+        )
+        steps_per_execution = 1
+    return jit_compile, steps_per_execution
 
 
 def num_replicas() -> int:

@@ -7,9 +7,8 @@ logit lies above its largest negative one, in one of two ways:
 - dense (`block_size=None`, the default of `functional.info_nce`): the `[rows,
   candidates]` logits in one piece. The forward pass keeps the masked exponentials
   it sums, and the backward pass is two matmuls over them, with no further pass
-  over the matrix: on the 2-core CPU the paper's loss at B = 1000 took 6.2 ms
-  forward and backward under XLA, against 10.1 ms through automatic
-  differentiation of the logits (benchmarks/README.md).
+  over the matrix, faster than automatic differentiation of the logits
+  (docs/speed.md has the measured times).
 - blockwise (`block_size=k`): streamed over blocks of k candidate columns, in
   memory that grows with rows x k instead of rows x candidates. The forward pass
   keeps a running max and sum; the backward pass recomputes each block's logits.

@@ -7,19 +7,15 @@ updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rat
 
 from __future__ import annotations
 
-import contextlib
-import math
-import numbers
-import warnings
-
 import keras
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf import distribute, functional
+from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
 from aninfonce_tf.layers import DiagonalScaling
-from aninfonce_tf.losses import RESERVED_LOG_NAMES, AnInfoNCE, ContrastiveLoss, InfoNCE
+from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
+from aninfonce_tf.step_metrics import StepMetrics
 
 # The uniformity metric is estimated on at most this many rows of view 1: its pairs
 # grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
@@ -42,58 +38,68 @@ class _EpochsWithSteps(keras.callbacks.Callback):
         self.epochs_with_steps += bool(logs and "loss" in logs)
 
 
+class _TwoOptimizers:
+    """How a `ContrastiveModel` trains Lambda_hat with its own optimizer: the variables
+    each optimizer updates, both optimizers built before `fit`, and one step's update."""
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Under a strategy Keras builds the model from the first batch averaged over
+        # the replicas; MultiWorkerMirroredStrategy cannot reduce a dict batch and
+        # fails. The model and both optimizers are built before `fit` (`build`,
+        # `compile`), as without a strategy, where Keras skips this step too.
+        if self.built and all(
+            optimizer is None or optimizer.built
+            for optimizer in (getattr(self, "optimizer", None), self.concentration_optimizer)
+        ):
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def _build_optimizers(self):
+        # Each optimizer holds state only for the variables it updates, built eagerly
+        # (not inside the first traced step) so that saving and loading match.
+        if not self.built or getattr(self, "optimizer", None) is None:
+            return
+        main_variables, concentration_variables = self._split_variables()
+        if optimizers.uses_weight_average(self.optimizer):
+            # Keras averages the variables an optimizer was built on and, at the end of
+            # `fit`, writes the average into every trainable variable of the model: the
+            # main optimizer's average covers Lambda_hat too (which it never updates).
+            main_variables = self.trainable_variables
+        for optimizer, variables in (
+            (self.optimizer, main_variables),
+            (self.concentration_optimizer, concentration_variables),
+        ):
+            if optimizer is not None and variables and not optimizer.built:
+                optimizer.build(variables)
+
+    def _split_variables(self):
+        if self.concentration_optimizer is None or self.scaling is None:
+            return self.trainable_variables, []
+        concentration_ids = {id(v) for v in self.scaling.trainable_variables}
+        others = [v for v in self.trainable_variables if id(v) not in concentration_ids]
+        return others, list(self.scaling.trainable_variables)
+
+    def _apply_gradients(self, gradients, main_variables, concentration_variables, separate):
+        """One step of both optimizers (`separate`: the main one scales the loss)."""
+        split = len(main_variables)
+        if concentration_variables:
+            # First, so that a weight average kept by the main optimizer sees this step's
+            # Lambda_hat; under a loss scale, skipped where the main step overflows.
+            if separate:
+                distribute.apply_unless_overflow(
+                    self.optimizer,
+                    self.concentration_optimizer,
+                    gradients[:split],
+                    gradients[split:],
+                    concentration_variables,
+                )
+            else:
+                self.concentration_optimizer.apply(gradients[split:], concentration_variables)
+        self.optimizer.apply(gradients[:split], main_variables)
+
+
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
-class LatestValue(keras.metrics.Metric):
-    """A metric that reports the last value it was given (a value every replica
-    holds alike, such as a statistic of Lambda_hat: the first replica's is kept).
-
-    Example:
-
-    >>> metric = LatestValue(name="lambda_max")
-    >>> metric.update_state(3.0); metric.update_state(5.0)
-    >>> float(metric.result())
-    5.0
-    """
-
-    def __init__(self, name: str = "latest_value", dtype=None):
-        super().__init__(name=name, dtype=dtype)
-        self.value = self.add_variable(
-            shape=(), initializer="zeros", name="value", aggregation="only_first_replica"
-        )
-
-    def update_state(self, value):
-        self.value.assign(ops.cast(value, self.dtype))
-
-    def result(self):
-        return ops.convert_to_tensor(self.value)
-
-
-def uses_weight_average(optimizer) -> bool:
-    """Whether `optimizer` (or the one a `LossScaleOptimizer` wraps) keeps Keras'
-    exponential moving average of the weights (`use_ema=True`)."""
-    return bool(getattr(getattr(optimizer, "inner_optimizer", optimizer), "use_ema", False))
-
-
-@contextlib.contextmanager
-def averaged_weights(model: keras.Model):
-    """Within the block the model holds its optimizer's moving average of the weights
-    (`use_ema=True`), afterwards its own weights again; without an average, nothing
-    changes. Uses `keras.callbacks.SwapEMAWeights`, whose swap keeps no third copy.
-    """
-    if not uses_weight_average(model.optimizer):
-        yield model
-        return
-    swap = keras.callbacks.SwapEMAWeights()
-    swap.set_model(model)
-    swap.on_test_begin()
-    try:
-        yield model
-    finally:
-        swap.on_test_end()
-
-
-@keras.saving.register_keras_serializable(package="aninfonce_tf")
-class ContrastiveModel(keras.Model):
+class ContrastiveModel(_TwoOptimizers, keras.Model):
     """Contrastive learner over positive pairs, for InfoNCE, AnInfoNCE or any
     `losses.ContrastiveLoss`.
 
@@ -139,34 +145,14 @@ class ContrastiveModel(keras.Model):
         self.scaling = scaling
         self.concentration_optimizer = None
         self.contrastive_loss = None
-        self._trackers = {
-            name: keras.metrics.Mean(name=name) for name in ("loss", "alignment", "uniformity")
-        }
-        if scaling is not None:
-            self._trackers.update(
-                {name: LatestValue(name=name) for name in ("lambda_min", "lambda_max")}
-            )
-        self._stat_trackers = {}
+        self.step_metrics = StepMetrics(concentration=scaling is not None)
         if getattr(encoder, "built", False) and getattr(encoder, "inputs", None):
             self.build(tuple(encoder.inputs[0].shape))
 
     def build(self, input_shape):
         if isinstance(input_shape, dict):
             input_shape = input_shape["view1"]
-        features = self.encoder.compute_output_spec(keras.KerasTensor(input_shape))
-        if not self.encoder.built:
-            self.encoder.build(input_shape)
-        shape = features.shape
-        if self.projector is not None:
-            if not self.projector.built:
-                self.projector.build(shape)
-            shape = self.projector.compute_output_shape(shape)
-        if len(shape) != 2:
-            source = "encoder" if self.projector is None else "encoder and projector"
-            raise ValueError(
-                f"The embeddings must be [batch, features]; got shape {tuple(shape)} from the "
-                f"{source}: end the encoder with a Flatten or GlobalAveragePooling2D."
-            )
+        shape = _build_embedding(self.encoder, self.projector, input_shape)
         if self.scaling is not None and not self.scaling.built:
             self.scaling.build(shape)
         self.built = True
@@ -197,28 +183,6 @@ class ContrastiveModel(keras.Model):
     def concentration(self):
         """Lambda_hat, shape `[d]`; None for plain InfoNCE without scaling."""
         return None if self.scaling is None else self.scaling.concentration
-
-    def _track_statistics(self, stat_names) -> None:
-        """A mean metric per statistic the compiled loss returns (`stat_names`)."""
-        if list(self._stat_trackers) == list(stat_names):
-            return
-        reserved = set(stat_names) & set(RESERVED_LOG_NAMES)
-        if reserved:
-            raise ValueError(
-                f"The loss's `stat_names` use {sorted(reserved)}, which the model logs "
-                "itself; rename those statistics."
-            )
-        # Created at compile, after the model is built: Keras locks a built layer's
-        # state, and metrics add state, so the lock is lifted for them.
-        locked = self._tracker.locked
-        self._tracker.unlock()
-        try:
-            for metric in self._stat_trackers.values():  # a loss compiled before
-                self._tracker.untrack(metric)
-            self._stat_trackers = {name: keras.metrics.Mean(name=name) for name in stat_names}
-        finally:
-            if locked:
-                self._tracker.lock()
 
     def compile(
         self,
@@ -263,8 +227,8 @@ class ContrastiveModel(keras.Model):
             )
         loss.check_scaling(self.scaling)
         optimizer = keras.optimizers.get(optimizer)
-        concentration_optimizer = _concentration_optimizer(concentration_optimizer)
-        jit_compile, steps_per_execution = _supported_execution(
+        concentration_optimizer = optimizers.concentration_optimizer(concentration_optimizer)
+        jit_compile, steps_per_execution = distribute.supported_execution(
             self.distribute_strategy, jit_compile, steps_per_execution
         )
         super().compile(
@@ -275,7 +239,7 @@ class ContrastiveModel(keras.Model):
         )
         self.contrastive_loss = loss
         self.concentration_optimizer = concentration_optimizer
-        self._track_statistics(loss.stat_names)
+        self.step_metrics.track_statistics(loss.stat_names)
         self._contrastive_compile_config = dict(
             optimizer=optimizer,
             loss=loss,
@@ -284,36 +248,6 @@ class ContrastiveModel(keras.Model):
             steps_per_execution=steps_per_execution,
         )
         self._build_optimizers()
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Under a strategy Keras builds the model from the first batch averaged over
-        # the replicas; MultiWorkerMirroredStrategy cannot reduce a dict batch and
-        # fails. The model and both optimizers are built before `fit` (`build`,
-        # `compile`), as without a strategy, where Keras skips this step too.
-        if self.built and all(
-            optimizer is None or optimizer.built
-            for optimizer in (getattr(self, "optimizer", None), self.concentration_optimizer)
-        ):
-            return
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-
-    def _build_optimizers(self):
-        # Each optimizer holds state only for the variables it updates, built eagerly
-        # (not inside the first traced step) so that saving and loading match.
-        if not self.built or getattr(self, "optimizer", None) is None:
-            return
-        main_variables, concentration_variables = self._split_variables()
-        if uses_weight_average(self.optimizer):
-            # Keras averages the variables an optimizer was built on and, at the end of
-            # `fit`, writes the average into every trainable variable of the model: the
-            # main optimizer's average covers Lambda_hat too (which it never updates).
-            main_variables = self.trainable_variables
-        for optimizer, variables in (
-            (self.optimizer, main_variables),
-            (self.concentration_optimizer, concentration_variables),
-        ):
-            if optimizer is not None and variables and not optimizer.built:
-                optimizer.build(variables)
 
     def get_compile_config(self):
         if not getattr(self, "_contrastive_compile_config", None):
@@ -325,14 +259,7 @@ class ContrastiveModel(keras.Model):
 
     @property
     def metrics(self):
-        return [*self._trackers.values(), *self._stat_trackers.values()]
-
-    def _split_variables(self):
-        if self.concentration_optimizer is None or self.scaling is None:
-            return self.trainable_variables, []
-        concentration_ids = {id(v) for v in self.scaling.trainable_variables}
-        others = [v for v in self.trainable_variables if id(v) not in concentration_ids]
-        return others, list(self.scaling.trainable_variables)
+        return self.step_metrics.metrics
 
     def _losses_and_logs(self, data, training):
         view1, view2 = split_views(data)
@@ -361,22 +288,6 @@ class ContrastiveModel(keras.Model):
             "uniformity": functional.uniformity(u[:batch][:UNIFORMITY_ROWS]),
         }
         return loss, values
-
-    def _logs(self, values):
-        if self.scaling is not None:
-            # Read after the update: the Lambda_hat the next step uses.
-            values = dict(values)
-            values["lambda_min"] = ops.min(self.scaling.concentration)
-            values["lambda_max"] = ops.max(self.scaling.concentration)
-        trackers = {**self._trackers, **self._stat_trackers}
-        for name, value in values.items():
-            trackers[name].update_state(value)
-        logs = {name: tracker.result() for name, tracker in trackers.items()}
-        if distribute.is_multi_worker(self.distribute_strategy):
-            # Keras 3 reduces step outputs of a multi-worker strategy along axis 0,
-            # which fails on scalars (tensorflow/tensorflow#72388): give them one.
-            logs = {name: ops.reshape(value, [1]) for name, value in logs.items()}
-        return logs
 
     def fit(self, x=None, *args, **kwargs):
         x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
@@ -409,26 +320,16 @@ class ContrastiveModel(keras.Model):
             del tape
         else:
             gradients = tape.gradient(scaled_loss, main_variables + concentration_variables)
-        split = len(main_variables)
-        if concentration_variables:
-            # First, so that a weight average kept by the main optimizer sees this step's
-            # Lambda_hat.
-            if separate:
-                distribute.apply_unless_overflow(
-                    self.optimizer,
-                    self.concentration_optimizer,
-                    gradients[:split],
-                    gradients[split:],
-                    concentration_variables,
-                )
-            else:
-                self.concentration_optimizer.apply(gradients[split:], concentration_variables)
-        self.optimizer.apply(gradients[:split], main_variables)
-        return self._logs(values)
+        self._apply_gradients(gradients, main_variables, concentration_variables, separate)
+        return self.step_metrics.update(
+            values, self.concentration, distribute.is_multi_worker(self.distribute_strategy)
+        )
 
     def test_step(self, data):
         _, values = self._losses_and_logs(data, training=False)
-        return self._logs(values)
+        return self.step_metrics.update(
+            values, self.concentration, distribute.is_multi_worker(self.distribute_strategy)
+        )
 
     def get_config(self):
         config = super().get_config()
@@ -448,23 +349,24 @@ class ContrastiveModel(keras.Model):
         return cls(**config)
 
 
-def _concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
-    """`compile`'s `concentration_optimizer` as an optimizer: a learning rate gives
-    Adam at that rate, a name or an optimizer goes through `keras.optimizers.get`."""
-    if isinstance(value, bool):
-        raise TypeError(
-            "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
-            f"got {value}."
+def _build_embedding(encoder, projector, input_shape) -> tuple:
+    """Builds the encoder and projector for `input_shape` and returns the shape of the
+    embeddings, refused unless `[batch, features]`."""
+    features = encoder.compute_output_spec(keras.KerasTensor(input_shape))
+    if not encoder.built:
+        encoder.build(input_shape)
+    shape = features.shape
+    if projector is not None:
+        if not projector.built:
+            projector.build(shape)
+        shape = projector.compute_output_shape(shape)
+    if len(shape) != 2:
+        source = "encoder" if projector is None else "encoder and projector"
+        raise ValueError(
+            f"The embeddings must be [batch, features]; got shape {tuple(shape)} from the "
+            f"{source}: end the encoder with a Flatten or GlobalAveragePooling2D."
         )
-    if isinstance(value, numbers.Real):
-        rate = float(value)
-        if not (math.isfinite(rate) and rate >= 0):
-            raise ValueError(
-                "`concentration_optimizer` as a learning rate must be finite and not "
-                f"negative; got {value}."
-            )
-        return keras.optimizers.Adam(rate)
-    return None if value is None else keras.optimizers.get(value)
+    return shape
 
 
 def _refuse_metrics(compile_kwargs: dict) -> None:
@@ -479,19 +381,4 @@ def _refuse_metrics(compile_kwargs: dict) -> None:
             )
 
 
-def _supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
-    """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
-    cannot, one step per call under the mirrored strategies (with a warning)."""
-    if jit_compile and not distribute.supports_jit(strategy):
-        jit_compile = False
-    if steps_per_execution > 1 and not distribute.supports_multi_step(strategy):
-        warnings.warn(
-            f"steps_per_execution={steps_per_execution} fails under "
-            f"{type(strategy).__name__} (keras-team/keras#19246): running one step per call.",
-            stacklevel=3,
-        )
-        steps_per_execution = 1
-    return jit_compile, steps_per_execution
-
-
-__all__ = ["ContrastiveModel", "LatestValue", "averaged_weights", "uses_weight_average"]
+__all__ = ["ContrastiveModel"]

@@ -16,6 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import math
+import numbers
 from collections.abc import Sequence
 
 import keras
@@ -248,6 +251,50 @@ class CoupledSGD(_CoupledWeightDecay):
         self.assign_sub(variable, learning_rate * buffer)
 
 
+def uses_weight_average(optimizer) -> bool:
+    """Whether `optimizer` (or the one a `LossScaleOptimizer` wraps) keeps Keras'
+    exponential moving average of the weights (`use_ema=True`)."""
+    return bool(getattr(getattr(optimizer, "inner_optimizer", optimizer), "use_ema", False))
+
+
+@contextlib.contextmanager
+def averaged_weights(model: keras.Model):
+    """Within the block the model holds its optimizer's moving average of the weights
+    (`use_ema=True`), afterwards its own weights again; without an average, nothing
+    changes. Uses `keras.callbacks.SwapEMAWeights`, whose swap keeps no third copy.
+    """
+    if not uses_weight_average(model.optimizer):
+        yield model
+        return
+    swap = keras.callbacks.SwapEMAWeights()
+    swap.set_model(model)
+    swap.on_test_begin()
+    try:
+        yield model
+    finally:
+        swap.on_test_end()
+
+
+def concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
+    """`ContrastiveModel.compile`'s `concentration_optimizer` as an optimizer: a learning
+    rate gives Adam at that rate, a name or an optimizer goes through
+    `keras.optimizers.get`, None stays None."""
+    if isinstance(value, bool):
+        raise TypeError(
+            "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
+            f"got {value}."
+        )
+    if isinstance(value, numbers.Real):
+        rate = float(value)
+        if not (math.isfinite(rate) and rate >= 0):
+            raise ValueError(
+                "`concentration_optimizer` as a learning rate must be finite and not "
+                f"negative; got {value}."
+            )
+        return keras.optimizers.Adam(rate)
+    return None if value is None else keras.optimizers.get(value)
+
+
 def check_settings(config) -> None:
     """Raises `ValueError` for optimizer settings of a run config that contradict each
     other (a weight decay the optimizer would ignore, ...)."""
@@ -333,6 +380,9 @@ def encoder_optimizer(config) -> keras.optimizers.Optimizer:
 
 __all__ = [
     "LARS",
+    "averaged_weights",
+    "concentration_optimizer",
+    "uses_weight_average",
     "LEARNING_RATE_SCHEDULES",
     "OPTIMIZERS",
     "CoupledSGD",

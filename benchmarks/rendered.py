@@ -32,7 +32,7 @@ from step_parts import milliseconds  # this directory's benchmark
 
 from aninfonce_tf.configs.rendered import PRESETS, build
 from aninfonce_tf.data.options import without_autotune
-from aninfonce_tf.data.rendered import render, sample_latents
+from aninfonce_tf.data.renderer import render, sample_latents
 from aninfonce_tf.runner import build_model
 
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.data import synthetic
+from aninfonce_tf.data import latent_distributions, synthetic
 
 
 def rates(function, pairs: int, repeats: int) -> tuple[float, float]:
@@ -37,7 +37,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.philox:
-        synthetic.standard_normal = lambda shape, seed: tf.random.stateless_normal(shape, seed)
+        latent_distributions.standard_normal = lambda shape, seed: tf.random.stateless_normal(
+            shape, seed
+        )
     print(
         f"{'Lambda':>10} {'conditional':>17} {'batch':>7} {'latent pairs/s':>21} {'tf.data pairs/s':>21}"
     )

@@ -17,7 +17,7 @@ every 500. A killed run resumes from its last checkpoint, taken at every evaluat
 
 Each image is one two-tone polygon on a plain background rendered in the input
 pipeline from its latents: `shape` (5 classes), `x`, `y`, `scale`, `rotation`,
-`object_hue`, `background_hue` (aninfonce_tf.data.rendered). The presets make a
+`object_hue`, `background_hue` (aninfonce_tf.data.renderer). The presets make a
 positive pair three ways (`--mode`):
 - quick (`augment`): two SimCLR views of one render, crops of 40-100 % of the image
   (SimCLR's 8-100 % leaves the object wholly out of 7.5 % of views), flip, colour jitter (s 0.5, p

@@ -234,7 +234,7 @@ def _integer_views(tmp_path, capsys):
 
 
 def _torn_checkpoint(tmp_path, capsys):
-    """The quick half; `test_kill_resume.py` kills whole runs at many points."""
+    """The quick half; `tests/runner/test_kill_resume.py` kills whole runs at many points."""
     model = _model()
     model.compile("adam", concentration_optimizer=1e-2)
     backup = Backup(tmp_path, steps_per_epoch=1)
@@ -256,7 +256,7 @@ def _torn_checkpoint(tmp_path, capsys):
 
 
 def _diverged_before_evaluation(tmp_path, capsys):
-    """The quick half; `test_experiment.py` runs it end to end."""
+    """The quick half; `tests/runner/test_loop.py` runs it end to end."""
     parts = synthetic.build(SMOKE)
     scores = {"linear_r2": 0.5, "linear_r2_per_latent": [0.5] * SMOKE.dim, "mcc": 0.4}
     results = {

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import AnInfoNCE, DiagonalScaling, InfoNCE, SphereNormalization, projection_head
-from tests import harness, reference
+from tests import reference, support
 
 
 @pytest.mark.parametrize("parametrization", ["softplus", "exp"])
@@ -110,9 +110,9 @@ def test_layer_harness(make_layer, tmp_path):
     x = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
     layer = make_layer()
     layer(x)
-    harness.assert_config_round_trip(layer)
-    harness.assert_saved_in_model(make_layer(), x, tmp_path)
-    outputs = harness.assert_float32_under_mixed_precision(make_layer, x)
+    support.assert_config_round_trip(layer)
+    support.assert_saved_in_model(make_layer(), x, tmp_path)
+    outputs = support.assert_float32_under_mixed_precision(make_layer, x)
     np.testing.assert_allclose(outputs, make_layer()(x.astype("float32")), rtol=1e-2, atol=1e-2)
 
 

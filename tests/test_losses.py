@@ -7,7 +7,7 @@ import pytest
 
 from aninfonce_tf import AnInfoNCE, InfoNCE, functional
 from aninfonce_tf.loss_variants import loss_variant
-from tests import harness
+from tests import support
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ def test_loss_wraps_the_functional_core(loss):
     z2 = z1 + 0.1 * rng.normal(size=(6, 3)).astype("float32")
     expected = np.mean(functional.info_nce(z1, z2, **loss.options))
     np.testing.assert_allclose(float(loss(z1, z2)), expected, rtol=1e-6)
-    restored = harness.assert_config_round_trip(loss)
+    restored = support.assert_config_round_trip(loss)
     np.testing.assert_allclose(float(restored(z1, z2)), expected, rtol=1e-6)
 
 

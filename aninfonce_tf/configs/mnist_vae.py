@@ -24,9 +24,9 @@ import tensorflow as tf
 from aninfonce_tf import plots
 from aninfonce_tf.configs.base import RunConfig, option, split_list
 from aninfonce_tf.configs.tuning import FAST
+from aninfonce_tf.data.latent_distributions import CONDITIONALS
 from aninfonce_tf.data.synthetic import (
     CONCENTRATION_PRESETS,
-    CONDITIONALS,
     SyntheticSetup,
     concentration_from_spec,
 )

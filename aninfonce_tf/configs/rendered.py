@@ -28,13 +28,12 @@ from aninfonce_tf import plots
 from aninfonce_tf.configs.base import RunConfig, option, split_list
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.rendered import (
-    CONTINUOUS,
     DEFAULT_CONCENTRATION,
-    LATENT_NAMES,
     PAIR_CONDITIONALS,
     PAIR_MODES,
     RenderedPairs,
 )
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
 from aninfonce_tf.encoders import small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator

@@ -22,10 +22,9 @@ import numpy as np
 from aninfonce_tf import plots
 from aninfonce_tf.configs.base import RunConfig, option, split_list
 from aninfonce_tf.configs.tuning import FAST
+from aninfonce_tf.data.latent_distributions import CONDITIONALS, LATENT_SPACES
 from aninfonce_tf.data.synthetic import (
     CONCENTRATION_PRESETS,
-    CONDITIONALS,
-    LATENT_SPACES,
     SyntheticSetup,
     concentration_from_spec,
 )
@@ -141,17 +140,10 @@ def build(config: SyntheticConfig) -> Experiment:
 
 
 PAPER = dict(FAST, steps=6000, eval_every=500)
-# On the linear Lambda the paper's encoder learns fastest at a constant 4e-3 after a
-# 300-step warm-up, scored on a moving average of its weights (momentum 0.99), with
-# Keras' Muon on the output layer and Adam on the hidden ones: both targets (MCC 0.95,
-# R^2 0.99) at steps 3250, 2250 and 2500 for seeds 0-2. The last latents to align are
-# the two most concentrated, whose gradient towards the axes is small; Muon
-# orthogonalises the output kernel's update, so that direction moves as fast as the
-# rest. Adam alone needed 3750, more than 5000 and 3750 steps; Muon on every kernel
-# costs ~1.6x a step (Newton-Schulz on the 500 x 500 kernels), and Muon at 8e-3 stalled
-# seed 0. Without warm-up 4e-3 collapsed; at a constant rate without the average R^2
-# stayed at 0.98 (benchmarks/README.md). On the two-valued Lambda 3e-3 collapsed part
-# of the low block (R^2 0.60), so the others keep Adam at a constant 1e-3.
+# The paper's linear Lambda: a 300-step warm-up to a constant 4e-3, a moving average of
+# the weights, Muon on the output layer and Adam on the hidden ones (docs/tuning.md,
+# points 5, 7 and 8; its measured steps to target in docs/results.md). The other
+# settings keep Adam at a constant 1e-3.
 PAPER_LINEAR = dict(
     PAPER,
     optimizer="muon",
@@ -181,11 +173,7 @@ PRESETS = {
     "paper-two-valued": SyntheticConfig(
         concentration="two_valued", initial_concentration=2.0, **PAPER
     ),
-    # n = 10: content Lambda 100..200 x5, style 10..20 x5. With content at 200..400 (the
-    # `quick` values) AnInfoNCE folded one style latent away in every run (seeds, Lambda_hat
-    # start and rate, encoder rate and width, batch 2000, loss ensemble) unless the
-    # encoder had more outputs than latents (`--embedding-dim 11` suffices; docs/tuning.md,
-    # point 6).
+    # n = 10: content Lambda 100..200 x5, style 10..20 x5 (docs/tuning.md, point 6).
     "content-style": SyntheticConfig(
         concentration="content_style", high=200.0, initial_concentration=5.0, **PAPER
     ),

@@ -1,17 +1,9 @@
-"""Images rendered in the `tf.data` graph from known latents: one two-tone polygon on a
-plain background, anti-aliased by its signed distance, and three ways to make a
-positive pair from the same latents (SimCLR views of one render, or two renders of
-latents drawn from a conditional).
-
-The renderer is TensorFlow ops only: batched, stateless-seeded and XLA-compilable,
-so pairs are drawn fresh every step with nothing pre-rendered.
+"""Positive pairs of images rendered in the `tf.data` graph from known latents
+(`renderer`), three ways: SimCLR views of one render, or two renders of latents drawn
+from a conditional; drawn fresh every step with nothing pre-rendered.
 
 Example:
 
->>> latents = sample_latents(4, seed=0)
->>> images = render(latents, size=32)
->>> tuple(images.shape), sorted(latents)[:3]
-((4, 32, 32, 3), ['background_hue', 'object_hue', 'rotation'])
 >>> pairs = RenderedPairs(mode="latent", size=32)
 >>> batch = next(iter(pairs.dataset(batch_size=8, seed=0)))
 >>> sorted(batch), tuple(batch["z1"].shape)
@@ -21,208 +13,31 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.synthetic import concentration_blocks, indexed_batches, sample_positive
-
-
-@dataclasses.dataclass(frozen=True)
-class Latent:
-    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`
-    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`."""
-
-    low: float
-    high: float
-    circular: bool = False
-    classes: int = 0
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-
-def _polygon(points) -> np.ndarray:
-    """Vertices moved so that the polygon's area centroid is the origin (the object's
-    pixel centroid is then its centre at any rotation) and scaled to the area of the
-    unit disk (an object of `scale` r covers pi r^2 of the image, whatever its shape)."""
-    points = np.asarray(points, "float64")
-    following = np.roll(points, -1, axis=0)
-    cross = points[:, 0] * following[:, 1] - following[:, 0] * points[:, 1]
-    area = cross.sum() / 2
-    centroid = ((points + following) * cross[:, None]).sum(0) / (6 * area)
-    return (points - centroid) * math.sqrt(math.pi / abs(area))
-
-
-_ARC = [(math.cos(a), math.sin(a)) for a in np.linspace(0, math.pi, 7)]
-# Object-frame vertices (y up). None has a rotational symmetry: each looks different
-# at every rotation in [0, 2 pi).
-SHAPES = {
-    "triangle": _polygon([(0, 1), (-0.8, -0.6), (0.8, -0.6)]),
-    "kite": _polygon([(0, 1), (-0.5, 0.3), (0, -1), (0.5, 0.3)]),
-    "half_disk": _polygon(_ARC),
-    "arrow": _polygon(
-        [(0, 1), (-0.75, 0.1), (-0.28, 0.1), (-0.28, -1), (0.28, -1), (0.28, 0.1), (0.75, 0.1)]
-    ),
-    "ell": _polygon([(-0.6, -0.9), (0.6, -0.9), (0.6, -0.3), (0, -0.3), (0, 0.9), (-0.6, 0.9)]),
-}
-# The farthest any vertex lies from its centroid, in units of `scale` (the triangle's
-# apex: 1.95).
-EXTENT = max(float(np.linalg.norm(v, axis=1).max()) for v in SHAPES.values())
-_VERTICES = max(len(v) for v in SHAPES.values())
-# Every polygon padded to the same vertex count by repeating its last vertex: the
-# zero-length edges this adds change neither the distance nor the winding number.
-_TABLE = np.stack(
-    [np.concatenate([v, np.repeat(v[-1:], _VERTICES - len(v), 0)]) for v in SHAPES.values()]
-).astype("float32")
-
-# With the centre in [0.3, 0.7] and `scale` at most 0.14 (EXTENT x 0.14 = 0.273), every
-# object stays 0.027 of the side inside the image: more than the half-pixel of its
-# anti-aliased edge at 19 pixels or more.
-LATENTS = {
-    "shape": Latent(0, len(SHAPES), classes=len(SHAPES)),
-    "x": Latent(0.3, 0.7),
-    "y": Latent(0.3, 0.7),
-    "scale": Latent(0.09, 0.14),
-    "rotation": Latent(0.0, 2 * math.pi, circular=True),
-    "object_hue": Latent(0.0, 1.0, circular=True),
-    "background_hue": Latent(0.0, 1.0, circular=True),
-}
-LATENT_NAMES = tuple(LATENTS)
-CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classes)
-# The object has value 1, the background BACKGROUND_SATURATION_VALUE: whatever the
-# hues, the brightest channel tells object from background.
-BACKGROUND_SATURATION_VALUE = (0.6, 0.45)
-# A marker of the object's front: its back half (below the centroid in the object's
-# frame) has saturation 1 - MARKER, its front half 1. With it a small CNN reads rotation
-# in a few thousand steps (rotation is otherwise a different feature of each shape).
-MARKER = 0.6
-# Width of the anti-aliased edge in pixels: coverage ramps linearly from 1 to 0 as the
-# signed distance goes from -EDGE/2 to EDGE/2.
-EDGE = 1.0
-
-
-def _seed(seed) -> tf.Tensor:
-    """A stateless seed `[2]` from an int or a `[2]` tensor."""
-    seed = tf.convert_to_tensor(seed)
-    if seed.shape.rank == 0:
-        return tf.stack([tf.cast(seed, tf.int64), tf.constant(0, tf.int64)])
-    return tf.cast(seed, tf.int64)
-
-
-def sample_latents(n: int, seed) -> dict[str, tf.Tensor]:
-    """`n` latents drawn uniformly from `LATENTS`' ranges.
-
-    Args:
-        n: how many.
-        seed: an int or a stateless seed of shape `[2]`.
-
-    Returns:
-        `{name: [n] tensor}`: `shape` int32, the others float32.
-    """
-    seeds = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), len(LATENTS)))
-    latents = {}
-    for (name, latent), seed_i in zip(LATENTS.items(), seeds, strict=True):
-        if latent.classes:
-            latents[name] = tf.random.stateless_uniform(
-                [n], seed_i, 0, latent.classes, dtype=tf.int32
-            )
-        else:
-            latents[name] = tf.random.stateless_uniform([n], seed_i, latent.low, latent.high)
-    return latents
-
-
-def _colours(hue, saturation_value):
-    saturation, value = saturation_value
-    hsv = tf.stack([hue, tf.fill(tf.shape(hue), saturation), tf.fill(tf.shape(hue), value)], -1)
-    return tf.image.hsv_to_rgb(hsv)[:, None, None, :]
-
-
-def _signed_distance(u, v, vertices):
-    """Exact signed distance from points `(u, v)` `[N, S, S, 1]` to each image's polygon
-    `[N, 1, 1, V, 2]`: negative inside (the parity of edge crossings of a ray)."""
-    start = vertices
-    end = tf.roll(vertices, 1, axis=-2)
-    ex, ey = end[..., 0] - start[..., 0], end[..., 1] - start[..., 1]
-    inverse_length = 1.0 / tf.maximum(ex * ex + ey * ey, 1e-12)
-    wx, wy = u - start[..., 0], v - start[..., 1]
-    t = tf.clip_by_value((wx * ex + wy * ey) * inverse_length, 0.0, 1.0)
-    bx, by = wx - ex * t, wy - ey * t
-    squared = tf.reduce_min(bx * bx + by * by, axis=-1)
-    above_start = v >= start[..., 1]
-    below_end = v < end[..., 1]
-    left = ex * wy > ey * wx
-    crosses = tf.equal(above_start, below_end) & tf.equal(below_end, left)
-    inside = tf.equal(tf.math.floormod(tf.reduce_sum(tf.cast(crosses, tf.int32), -1), 2), 1)
-    return tf.where(inside, -1.0, 1.0) * tf.sqrt(squared)
-
-
-def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
-    """Images of the objects that `latents` describe.
-
-    Pixel centres sit at `(i + 0.5) / size`; `x` runs along columns and `y` down rows,
-    as fractions of the side; `rotation` turns the object counter-clockwise on screen
-    (at 0 every shape points up, its saturated front half above its centroid); `scale`
-    is the radius of the disk of the object's area, as a fraction of the side. Wrap in
-    `tf.function(jit_compile=True)` for speed (the pair sources do).
-
-    Args:
-        latents: `{name: [N] tensor}` with every name of `LATENTS` (others are ignored).
-        size: side of the square images in pixels (from 19 on, the object and its
-            anti-aliased edge lie inside the image at every latent).
-
-    Returns:
-        `[N, size, size, 3]` float32 in [0, 1].
-    """
-    missing = [name for name in LATENTS if name not in latents]
-    if missing:
-        raise ValueError(f"`latents` lacks {missing}; it needs every name in LATENTS.")
-    if not isinstance(size, (int, np.integer)) or size < 8:
-        raise ValueError(f"`size` must be an int of at least 8; got {size!r}.")
-
-    def column(name):
-        return tf.cast(latents[name], tf.float32)[:, None, None, None]
-
-    centres = (tf.range(size, dtype=tf.float32) + 0.5) / size
-    # Screen offsets from the object's centre, y up, in units of `scale`.
-    scale = column("scale")
-    du = (centres[None, None, :, None] - column("x")) / scale
-    dv = (column("y") - centres[None, :, None, None]) / scale
-    cosine, sine = tf.cos(column("rotation")), tf.sin(column("rotation"))
-    # Into the object's frame: rotate the offsets clockwise by the rotation.
-    u = cosine * du + sine * dv
-    v = cosine * dv - sine * du
-    shape = tf.cast(latents["shape"], tf.int32)
-    vertices = tf.gather(tf.constant(_TABLE), shape)[:, None, None]
-    distance = _signed_distance(u, v, vertices) * (scale[..., 0] * size)  # in pixels
-    coverage = tf.clip_by_value(0.5 - distance / EDGE, 0.0, 1.0)[..., None]
-    background = _colours(
-        tf.cast(latents["background_hue"], tf.float32), BACKGROUND_SATURATION_VALUE
-    )
-    pure = _colours(tf.cast(latents["object_hue"], tf.float32), (1.0, 1.0))
-    # The marker, with an anti-aliased edge of its own.
-    front = tf.clip_by_value(0.5 + v * (scale * size) / EDGE, 0.0, 1.0)
-    saturation = 1.0 - MARKER * (1.0 - front)
-    foreground = 1.0 - saturation * (1.0 - pure)
-    return background + coverage * (foreground - background)
-
+from aninfonce_tf.data.latent_distributions import sample_positive
+from aninfonce_tf.data.renderer import (
+    CONTINUOUS,
+    LATENT_NAMES,
+    LATENTS,
+    _seed,
+    latent_matrix,
+    render,
+    sample_latents,
+)
+from aninfonce_tf.data.synthetic import concentration_blocks, indexed_batches
 
 # One compiled renderer for every pipeline (a trace per image side).
 _render_compiled = tf.function(render, jit_compile=True, reduce_retracing=True)
 
 
-def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
-    """`[N, len(LATENT_NAMES)]` float32: the latents as columns in `LATENT_NAMES` order
-    (`shape` as its class index)."""
-    return tf.stack([tf.cast(latents[name], tf.float32) for name in LATENT_NAMES], axis=1)
-
-
 PAIR_MODES = ("augment", "latent", "spike-slab")
-# The package's conditionals that need no sphere (see `synthetic.sample_positive`).
+# The package's conditionals that need no sphere (see
+# `latent_distributions.sample_positive`).
 PAIR_CONDITIONALS = ("normal", "laplace", "heteroscedastic", "mixture")
 # Per continuous latent, in units where its range is 2 wide: position and size move
 # little (std 0.1, 5 % of the range), rotation and both hues a lot (std 0.45).
@@ -427,17 +242,8 @@ class RenderedPairs:
 
 
 __all__ = [
-    "CONTINUOUS",
     "DEFAULT_CONCENTRATION",
-    "EXTENT",
-    "LATENTS",
-    "LATENT_NAMES",
     "PAIR_CONDITIONALS",
     "PAIR_MODES",
-    "SHAPES",
-    "Latent",
     "RenderedPairs",
-    "latent_matrix",
-    "render",
-    "sample_latents",
 ]

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.evaluation.protocol import Evaluator
-from aninfonce_tf.models import averaged_weights
+from aninfonce_tf.optimizers import averaged_weights
 
 
 def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:

@@ -32,7 +32,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.rendered import LATENTS, Latent
+from aninfonce_tf.data.renderer import LATENTS, Latent
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
 
@@ -115,7 +115,7 @@ def latent_scores(
         blocks: `{block: latent names}`, e.g. content and style, for block means.
         nonlinear: also fit the kernel ridge.
         seed: of the three-way split.
-        specs: each latent's range (`rendered.LATENTS`).
+        specs: each latent's range (`renderer.LATENTS`).
         max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
 
     Returns:

@@ -14,14 +14,14 @@ import tensorflow as tf
 from matplotlib.colors import rgb_to_hsv
 from sklearn.metrics import r2_score
 
-from aninfonce_tf.data import rendered
+from aninfonce_tf.data import rendered, renderer
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.rendered import (
+from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.renderer import (
     CONTINUOUS,
     LATENT_NAMES,
     LATENTS,
     SHAPES,
-    RenderedPairs,
     render,
     sample_latents,
 )
@@ -40,7 +40,7 @@ def _rgb(hue, saturation_value):
 def _coverage(images, latents):
     """Each pixel's object coverage c, from the channel in which the object's colour is 1
     at either saturation: pixel = bg + c (1 - bg) there."""
-    background = _rgb(latents["background_hue"], rendered.BACKGROUND_SATURATION_VALUE)
+    background = _rgb(latents["background_hue"], renderer.BACKGROUND_SATURATION_VALUE)
     channel = np.argmax(_rgb(latents["object_hue"], (1.0, 1.0)), axis=1)
     rows = np.arange(len(channel))
     pixels = np.asarray(images, "float64")[rows, :, :, channel]
@@ -84,7 +84,7 @@ def test_images_are_in_range_and_the_object_stays_inside():
         "object_hue": np.full(len(SHAPES) * count, 0.3, "float32"),
         "background_hue": np.full(len(SHAPES) * count, 0.8, "float32"),
     }
-    margin = LATENTS["x"].low - rendered.EXTENT * LATENTS["scale"].high
+    margin = LATENTS["x"].low - renderer.EXTENT * LATENTS["scale"].high
     # At 48 pixels the outermost pixel centres then lie beyond the anti-aliased edge.
     assert margin * 48 > 1.0
     images = render(latents, size=48).numpy()
@@ -124,8 +124,8 @@ def test_the_mean_hues_of_object_and_background_pixels_follow_the_hues():
         assert np.abs(hsv[i][outside][:, 1:] - [0.6, 0.45]).max() < 1e-4
         np.testing.assert_allclose(hsv[i][inside][:, 2], 1.0, atol=1e-5)
         saturations = hsv[i][inside][:, 1]
-        assert {1.0, round(1 - rendered.MARKER, 4)} <= set(saturations.round(4))
-        assert saturations.min() > 1 - rendered.MARKER - 1e-4
+        assert {1.0, round(1 - renderer.MARKER, 4)} <= set(saturations.round(4))
+        assert saturations.min() > 1 - renderer.MARKER - 1e-4
         object_hue = _circular_mean(hsv[i][inside][:, 0], hsv[i][inside][:, 1])
         background_hue = _circular_mean(hsv[i][outside][:, 0], 1.0)
         assert _turn_distance(object_hue, latents["object_hue"][i]) < 1e-3

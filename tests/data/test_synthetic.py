@@ -5,7 +5,7 @@ import pytest
 import scipy.special
 import tensorflow as tf
 
-from aninfonce_tf.data import synthetic
+from aninfonce_tf.data import latent_distributions, synthetic
 
 LINEAR = synthetic.concentration_preset("linear")
 
@@ -19,7 +19,7 @@ def _authors_positive(z, concentration, rng, tolerance=0.1):
 
 
 def test_standard_normal_is_normal_and_seeded():
-    draws = synthetic.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
+    draws = latent_distributions.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
     assert draws.shape == (5001, 40)
     flat = draws.ravel()
     assert scipy.stats.kstest(flat, "norm").pvalue > 1e-3
@@ -28,7 +28,7 @@ def test_standard_normal_is_normal_and_seeded():
     # Columns are uncorrelated (the sine and cosine halves land in different rows).
     correlation = np.corrcoef(draws[:, :2].T)[0, 1]
     assert abs(correlation) < 0.05
-    again = synthetic.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
+    again = latent_distributions.standard_normal([5001, 40], tf.constant([3, 4], tf.int64)).numpy()
     np.testing.assert_array_equal(draws, again)
 
 
@@ -38,7 +38,7 @@ def test_projected_normal_matches_the_authors_sampler():
     z /= np.linalg.norm(z)
     count = 20_000
     reference = np.stack([_authors_positive(z, LINEAR, rng) for _ in range(count)])
-    ours = synthetic.projected_normal_positive(
+    ours = latent_distributions.projected_normal_positive(
         tf.constant(np.tile(z, (count, 1)), tf.float32),
         tf.constant(LINEAR, tf.float32),
         tf.constant([0, 1]),
@@ -63,7 +63,7 @@ def test_rejection_keeps_only_accepted_proposals_and_fills_every_row():
     def accept(candidates):
         return candidates[..., 0] < 0.05  # rare: most rows need several rounds
 
-    out = synthetic._rejection_sample(
+    out = latent_distributions._rejection_sample(
         propose, accept, z, tf.constant([0, 2]), sample_shape=[1], proposals=3
     ).numpy()
     assert np.all(out < 0.05) and np.all(out > 0)
@@ -79,7 +79,7 @@ def test_rejection_fails_loudly_when_rows_stay_unaccepted():
         return candidates[..., 0] > 1.0
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="unaccepted"):
-        synthetic._rejection_sample(
+        latent_distributions._rejection_sample(
             propose, never, tf.zeros([4, 1]), tf.constant([0, 1]), [1], proposals=2
         )
 
@@ -89,7 +89,7 @@ def test_one_proposal_a_round_still_fills_rows_with_low_acceptance():
     # accepted, so some of 2000 rows need more than 100 rounds of one proposal.
     concentration = synthetic.concentration_preset("two_valued")
     z = tf.one_hot(tf.zeros([2000], tf.int32), 10)
-    positive = synthetic.projected_normal_positive(
+    positive = latent_distributions.projected_normal_positive(
         z, tf.constant(concentration, tf.float32), tf.constant([0, 6]), proposals=1
     )
     np.testing.assert_allclose(tf.norm(positive, axis=-1), 1.0, rtol=1e-5)
@@ -98,7 +98,9 @@ def test_one_proposal_a_round_still_fills_rows_with_low_acceptance():
 def test_von_mises_fisher_has_the_right_mean_cosine():
     kappa, dim = 15.0, 10
     z = tf.math.l2_normalize(tf.random.stateless_normal([20_000, dim], [0, 3]), axis=-1)
-    positive = synthetic.sample_positive(z, "vmf", np.full(dim, kappa), tf.constant([0, 4]))
+    positive = latent_distributions.sample_positive(
+        z, "vmf", np.full(dim, kappa), tf.constant([0, 4])
+    )
     mean_cosine = float(tf.reduce_mean(tf.reduce_sum(z * positive, -1)))
     expected = scipy.special.iv(dim / 2, kappa) / scipy.special.iv(dim / 2 - 1, kappa)
     assert abs(mean_cosine - expected) < 0.01
@@ -108,7 +110,7 @@ def test_von_mises_fisher_has_the_right_mean_cosine():
 @pytest.mark.parametrize("conditional", ["normal", "laplace"])
 def test_euclidean_noise_has_variance_one_over_concentration(conditional):
     z = tf.random.stateless_normal([50_000, 10], [0, 5])
-    positive = synthetic.sample_positive(
+    positive = latent_distributions.sample_positive(
         z, conditional, LINEAR, tf.constant([0, 6]), space="euclidean"
     )
     np.testing.assert_allclose(np.var(positive - z, axis=0), 1.0 / LINEAR, rtol=0.05)
@@ -119,7 +121,9 @@ def test_theory_breaking_conditionals_are_wider_than_normal():
     spread = {
         name: float(
             np.std(
-                synthetic.sample_positive(z, name, LINEAR, tf.constant([0, 8]), space="euclidean")
+                latent_distributions.sample_positive(
+                    z, name, LINEAR, tf.constant([0, 8]), space="euclidean"
+                )
                 - z
             )
         )
@@ -129,7 +133,7 @@ def test_theory_breaking_conditionals_are_wider_than_normal():
     assert spread["mixture"] > 1.3 * spread["normal"]
 
 
-@pytest.mark.parametrize("space", synthetic.LATENT_SPACES)
+@pytest.mark.parametrize("space", latent_distributions.LATENT_SPACES)
 def test_latents_and_positives_stay_in_their_space(space):
     setup = synthetic.SyntheticSetup(LINEAR, space=space, conditional="normal", generator_draws=50)
     z, positive = setup.sample_latent_pairs(2000, [0, 9])
@@ -170,7 +174,7 @@ def test_dataset_is_seeded_static_and_equal_to_eager_sampling():
     assert dataset.options().autotune.enabled is False
 
 
-@pytest.mark.parametrize("conditional", synthetic.CONDITIONALS)
+@pytest.mark.parametrize("conditional", latent_distributions.CONDITIONALS)
 def test_every_conditional_runs_inside_dataset_map_as_eagerly(conditional):
     space = "sphere" if conditional in ("projected_normal", "vmf") else "box"
     setup = synthetic.SyntheticSetup(

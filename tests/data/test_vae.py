@@ -13,7 +13,7 @@ import tensorflow as tf
 from aninfonce_tf import runner
 from aninfonce_tf.configs import mnist_vae
 from aninfonce_tf.data import vae
-from tests.run_outputs import check_run
+from tests.support import check_run
 
 
 def test_digits_are_upsampled_to_28_by_28_in_the_unit_range():

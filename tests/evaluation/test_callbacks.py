@@ -17,7 +17,7 @@ from aninfonce_tf.evaluation.callbacks import (
     scalar_items,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from tests.run_outputs import event_files
+from tests.support import event_files
 
 
 class RisingScores:

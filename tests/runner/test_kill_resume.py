@@ -13,7 +13,7 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
-from tests.run_outputs import check_tensorboard
+from tests.support import check_tensorboard
 
 # Tiny: epochs of 5 steps (a checkpoint each), evaluations every 10, two variants so
 # that a kill can fall between them; no export, and no XLA to compile in each process.

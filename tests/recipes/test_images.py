@@ -23,8 +23,7 @@ from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 from aninfonce_tf.runner.cli import parse_config
-from tests.run_outputs import check_run
-from tests.support import ROOT
+from tests.support import ROOT, check_run
 
 
 def _check_results(results: dict):

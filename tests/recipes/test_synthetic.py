@@ -13,8 +13,7 @@ from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import cli
-from tests.run_outputs import check_run
-from tests.support import ROOT
+from tests.support import ROOT, check_run
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
@@ -222,7 +221,7 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
     anisotropic = [name for name, variant in LOSS_VARIANTS.items() if variant.anisotropic]
     figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in anisotropic)]
     # results.json follows its schema; TensorBoard has each scalar once, against the
-    # step, and the figures as images (`tests/run_outputs.py`).
+    # step, and the figures as images (`tests/support.py`).
     saved = check_run(tmp_path, figures)
     results = saved["variants"]
     assert saved["run"]["preset"] == "quick" and saved["run"]["smoke"] is True

@@ -2,7 +2,7 @@
 config under `MultiWorkerMirroredStrategy` (TF_CONFIG set by the test) and saves its
 final weights and the candidates per anchor row it trained with.
 
-    python tests/multiworker_worker.py OUT_DIR [synthetic|photos]
+    python tests/runner/multiworker_worker.py OUT_DIR [synthetic|photos]
 """
 
 import dataclasses

@@ -16,7 +16,7 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
-from tests import multiworker_worker
+from tests.runner import multiworker_worker
 
 WORKER = Path(multiworker_worker.__file__)
 

@@ -8,9 +8,9 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
-from aninfonce_tf.data.rendered import CONTINUOUS, DEFAULT_CONCENTRATION, LATENT_NAMES
-from tests.run_outputs import check_run
-from tests.support import load_recipe
+from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
+from tests.support import check_run, load_recipe
 
 FIGURES = ["curves", "positive_pairs", "latent_r2", "lambda_hat"]
 

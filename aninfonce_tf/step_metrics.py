@@ -1,0 +1,98 @@
+"""What a `ContrastiveModel` step logs: the loss, alignment and uniformity, the loss's
+own statistics (`ContrastiveLoss.stat_names`) and Lambda_hat's extremes, as Keras
+metrics averaged over the steps since the last reset."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from aninfonce_tf.losses import RESERVED_LOG_NAMES
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class LatestValue(keras.metrics.Metric):
+    """A metric that reports the last value it was given (a value every replica
+    holds alike, such as a statistic of Lambda_hat: the first replica's is kept).
+
+    Example:
+
+    >>> metric = LatestValue(name="lambda_max")
+    >>> metric.update_state(3.0); metric.update_state(5.0)
+    >>> float(metric.result())
+    5.0
+    """
+
+    def __init__(self, name: str = "latest_value", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.value = self.add_variable(
+            shape=(), initializer="zeros", name="value", aggregation="only_first_replica"
+        )
+
+    def update_state(self, value):
+        self.value.assign(ops.cast(value, self.dtype))
+
+    def result(self):
+        return ops.convert_to_tensor(self.value)
+
+
+class StepMetrics:
+    """The metrics of a model's training and test steps.
+
+    Args:
+        concentration: whether the model holds a Lambda_hat, whose smallest and
+            largest values are logged (`lambda_min`, `lambda_max`).
+
+    Example:
+
+    >>> metrics = StepMetrics(concentration=False)
+    >>> metrics.track_statistics(("accuracy",))
+    >>> logs = metrics.update({"loss": 2.0, "alignment": 0.1, "uniformity": -1.0, "accuracy": 0.5})
+    >>> sorted(logs), float(logs["loss"])
+    (['accuracy', 'alignment', 'loss', 'uniformity'], 2.0)
+    """
+
+    def __init__(self, concentration: bool):
+        self.built_in = {name: keras.metrics.Mean(name=name) for name in RESERVED_LOG_NAMES[:3]}
+        if concentration:
+            self.built_in.update({name: LatestValue(name=name) for name in RESERVED_LOG_NAMES[3:]})
+        self.statistics = {}
+
+    def track_statistics(self, stat_names) -> None:
+        """A mean metric per statistic of the compiled loss (`stat_names`), replacing
+        those of a loss compiled before.
+
+        Raises:
+            ValueError: for a statistic named like a value the model logs itself.
+        """
+        reserved = set(stat_names) & set(RESERVED_LOG_NAMES)
+        if reserved:
+            raise ValueError(
+                f"The loss's `stat_names` use {sorted(reserved)}, which the model logs "
+                "itself; rename those statistics."
+            )
+        if list(self.statistics) != list(stat_names):
+            self.statistics = {name: keras.metrics.Mean(name=name) for name in stat_names}
+
+    @property
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return [*self.built_in.values(), *self.statistics.values()]
+
+    def update(self, values: dict, concentration=None, multi_worker: bool = False) -> dict:
+        """Updates the metrics with one step's `values` (and Lambda_hat's extremes, read
+        after the update: the Lambda_hat the next step uses) and returns the logs."""
+        if concentration is not None:
+            values = dict(values, lambda_min=ops.min(concentration))
+            values["lambda_max"] = ops.max(concentration)
+        metrics = {**self.built_in, **self.statistics}
+        for name, value in values.items():
+            metrics[name].update_state(value)
+        logs = {name: metric.result() for name, metric in metrics.items()}
+        if multi_worker:
+            # Keras 3 reduces step outputs of a multi-worker strategy along axis 0,
+            # which fails on scalars (tensorflow/tensorflow#72388): give them one.
+            logs = {name: ops.reshape(value, [1]) for name, value in logs.items()}
+        return logs
+
+
+__all__ = ["LatestValue", "StepMetrics"]
