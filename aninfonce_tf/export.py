@@ -27,7 +27,11 @@ def export_encoder(
     - `embed_scaled` (with a Lambda_hat): that embedding times sqrt(Lambda_hat), what
       the loss compares (`model.embed(x)`).
 
-    With a Lambda_hat, `concentration.json` beside them holds it (`lambda_hat`) and
+    The endpoints take observations as training saw them (`spec`'s dtype, and
+    float64 cast to it); for float images they also take uint8 images, divided by
+    255 as the augmentations read them in training. `inputs.json` says which dtypes
+    and shape each endpoint takes. With a Lambda_hat, `concentration.json` beside
+    them holds it (`lambda_hat`) and
     the endpoint whose dimensions it weighs (`space`: `"embed"`).
 
     Load it without this package with `keras.layers.TFSMLayer(directory,
@@ -80,9 +84,11 @@ def export_encoder(
     }
     if model.scaling is not None:
         endpoints["embed_scaled"] = lambda x: model.embed(x)
+    specs = _accepted_specs(spec)
     for name, function in endpoints.items():
-        archive.add_endpoint(name, tf.function(function, autograph=False), input_signature=[spec])
+        archive.add_endpoint(name, _observations_function(function, spec, specs))
     archive.write_out(str(directory), verbose=False)
+    write_json(directory / "inputs.json", _inputs_record(spec, specs))
     if model.concentration is not None:
         embedding = "projector output" if model.projector is not None else "encoder output"
         sphere = " on the unit sphere" if model.normalize else ""
@@ -97,6 +103,42 @@ def export_encoder(
         }
         write_json(directory / "concentration.json", concentration)
     return directory
+
+
+def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:
+    """`spec`, float64 for float observations, and uint8 for float images."""
+    specs = [spec]
+    if spec.dtype.is_floating and spec.dtype != tf.float64:
+        specs.append(tf.TensorSpec(spec.shape, tf.float64, name=spec.name))
+    if spec.dtype.is_floating and spec.shape.rank == 4:
+        specs.append(tf.TensorSpec(spec.shape, tf.uint8, name=spec.name))
+    return specs
+
+
+def _observations_function(function, spec: tf.TensorSpec, specs) -> tf.function:
+    """`function` as a `tf.function` traced for each of `specs`: uint8 images become
+    floats in [0, 1], any other dtype is cast to `spec`'s."""
+
+    def call(x):
+        if x.dtype == tf.uint8 and spec.dtype.is_floating:
+            x = tf.cast(x, tf.float32) / 255.0
+        return function(tf.cast(x, spec.dtype))
+
+    traced = tf.function(call, autograph=False)
+    for accepted in specs:
+        traced.get_concrete_function(accepted)
+    return traced
+
+
+def _inputs_record(spec: tf.TensorSpec, specs) -> dict:
+    record = {
+        "shape": [None, *spec.shape[1:]],
+        "dtype": spec.dtype.name,
+        "accepted_dtypes": [accepted.dtype.name for accepted in specs],
+    }
+    if any(accepted.dtype == tf.uint8 for accepted in specs):
+        record["uint8"] = "images in [0, 255], divided by 255 as training read them"
+    return record
 
 
 __all__ = ["export_encoder"]

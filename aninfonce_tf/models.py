@@ -20,6 +20,9 @@ from aninfonce_tf.step_metrics import StepMetrics
 # The uniformity metric is estimated on at most this many rows of view 1: its pairs
 # grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
 UNIFORMITY_ROWS = 512
+# Lambda_hat's own Adam rate when `compile` is given none: the authors' 10x the rate of
+# their encoder.
+DEFAULT_CONCENTRATION_LEARNING_RATE = 1e-2
 
 
 class _EpochsWithSteps(keras.callbacks.Callback):
@@ -41,6 +44,17 @@ class _EpochsWithSteps(keras.callbacks.Callback):
 class _TwoOptimizers:
     """How a `ContrastiveModel` trains Lambda_hat with its own optimizer: the variables
     each optimizer updates, both optimizers built before `fit`, and one step's update."""
+
+    def _default_concentration_optimizer(self) -> float | None:
+        if self.scaling is None or not self.scaling.trainable:
+            return None
+        print(
+            "Lambda_hat trains with its own Adam(learning_rate="
+            f"{DEFAULT_CONCENTRATION_LEARNING_RATE}); pass `concentration_optimizer=None` "
+            "to train it with `optimizer`, or another optimizer or rate.",
+            flush=True,
+        )
+        return DEFAULT_CONCENTRATION_LEARNING_RATE
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Under a strategy Keras builds the model from the first batch averaged over
@@ -188,7 +202,7 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         self,
         optimizer="adam",
         loss: ContrastiveLoss | None = None,
-        concentration_optimizer=None,
+        concentration_optimizer="default",
         jit_compile: bool | str = True,
         steps_per_execution: int = 1,
         **kwargs,
@@ -204,8 +218,11 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
                 (temperature 0.1) without.
             concentration_optimizer: optimizer of Lambda_hat, or a learning rate (a
                 finite number >= 0): Adam at that rate (the authors' choice; none of
-                `optimizer`'s weight decay, clipping or EMA). None uses `optimizer` for
-                all. Under mixed_float16 it skips the steps that the encoder's
+                `optimizer`'s weight decay, clipping or EMA). The default is Adam at
+                `DEFAULT_CONCENTRATION_LEARNING_RATE` (1e-2, said once when compiling):
+                under the encoder's small rate Lambda_hat would barely move and
+                AnInfoNCE would act as InfoNCE. None trains Lambda_hat with
+                `optimizer`. Under mixed_float16 it skips the steps that the encoder's
                 LossScaleOptimizer skips for overflow.
             jit_compile: XLA-compile the train step (on CPU Keras' "auto" turns XLA
                 off, and XLA is faster here).
@@ -227,6 +244,8 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
             )
         loss.check_scaling(self.scaling)
         optimizer = keras.optimizers.get(optimizer)
+        if isinstance(concentration_optimizer, str) and concentration_optimizer == "default":
+            concentration_optimizer = self._default_concentration_optimizer()
         concentration_optimizer = optimizers.concentration_optimizer(concentration_optimizer)
         jit_compile, steps_per_execution = distribute.supported_execution(
             self.distribute_strategy, jit_compile, steps_per_execution

@@ -100,6 +100,11 @@ CASES = {
         ValueError,
         "`fit\\(x, y\\)` and `\\(x, y\\)` batches are read as the two views",
     ),
+    "a dataset of (features, labels) batches": (
+        lambda _: _fit_dataset(tf.data.Dataset.from_tensor_slices((X, np.arange(8.0))).batch(4)),
+        ValueError,
+        "`fit\\(x, y\\)` and `\\(x, y\\)` batches are read as the two views",
+    ),
     "float images outside [0, 1] for SimCLRAugment": (
         lambda _: SimCLRAugment(image_size=4)(np.full((2, 6, 6, 3), 255.0), seed=0),
         ValueError,

@@ -559,3 +559,54 @@ def test_a_registered_subclassed_encoder_round_trips_through_load_model(tmp_path
     assert isinstance(reloaded.encoder, _SubclassedEncoder) and reloaded.encoder.width == 8
     np.testing.assert_array_equal(reloaded.embed(x1[:8]), model.embed(x1[:8]))
     np.testing.assert_array_equal(reloaded.concentration, model.concentration)
+
+
+def test_a_dataset_of_features_and_labels_is_refused_before_tracing():
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(64, 8)).astype("float32")
+    labels = rng.normal(size=64)  # float64 targets, as tabular data has them
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).batch(16)
+    model = ContrastiveModel(keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)]))
+    model.compile("adam")
+    with pytest.raises(ValueError, match=r"read as the two views, not as inputs and targets"):
+        model.fit(data, epochs=1, verbose=0)
+
+
+def test_lambda_hat_gets_its_own_optimizer_unless_told_otherwise(capsys):
+    defaulted = _model()
+    defaulted.compile(keras.optimizers.Adam(1e-4))
+    assert "own Adam(learning_rate=0.01)" in capsys.readouterr().out
+    optimizer = defaulted.concentration_optimizer
+    assert isinstance(optimizer, keras.optimizers.Adam) and optimizer is not defaulted.optimizer
+    assert float(optimizer.learning_rate) == pytest.approx(0.01)
+    shared = _model()
+    shared.compile(keras.optimizers.Adam(1e-4), concentration_optimizer=None)
+    assert shared.concentration_optimizer is None and capsys.readouterr().out == ""
+    # Trained alike, Lambda_hat moves with its own rate and barely with the encoder's.
+    for model in (defaulted, shared):
+        model.fit(_pairs(), batch_size=64, epochs=4, verbose=0)
+    moved = [np.ptp(np.log(np.asarray(m.concentration))) for m in (defaulted, shared)]
+    assert moved[0] > 5 * moved[1], moved
+    without_scaling = _model(scaling=False)
+    without_scaling.compile("adam")
+    assert without_scaling.concentration_optimizer is None and capsys.readouterr().out == ""
+
+
+def test_the_exported_encoder_reads_uint8_images_as_training_did(tmp_path):
+    encoder = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(4)]
+    )
+    model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
+    path = export_encoder(model, tmp_path / "encoder")
+    loaded = tf.saved_model.load(str(path))
+    images = np.random.default_rng(0).integers(0, 256, size=(3, 8, 8, 3)).astype("uint8")
+    as_floats = (images / 255).astype("float32")
+    for endpoint in ("serve", "embed", "embed_scaled"):
+        function = getattr(loaded, endpoint)
+        expected = function(as_floats).numpy()
+        for given in (images, tf.constant(images), as_floats.astype("float64")):
+            np.testing.assert_allclose(function(given).numpy(), expected, atol=1e-6)
+    inputs = json.loads((path / "inputs.json").read_text())
+    assert inputs["accepted_dtypes"] == ["float32", "float64", "uint8"] and "255" in inputs["uint8"]
+    flat = export_encoder(_model(scaling=False), tmp_path / "flat")
+    assert "uint8" not in json.loads((flat / "inputs.json").read_text())["accepted_dtypes"]

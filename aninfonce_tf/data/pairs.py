@@ -38,11 +38,13 @@ def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
     if isinstance(spec, tuple) and len(spec) == 1:  # `Dataset.from_tensors((batch,))`
         spec = spec[0]
     if isinstance(spec, dict) and all(key in spec for key in VIEW_KEYS):
-        extra_keys, view = len(spec) > len(VIEW_KEYS), spec["view1"]
+        extra_keys, view, other = len(spec) > len(VIEW_KEYS), spec["view1"], spec["view2"]
     elif isinstance(spec, tuple) and len(spec) == 2:
-        extra_keys, view = False, spec[0]
+        extra_keys, (view, other) = False, spec
     else:
         return dataset  # `split_views` says what is wrong with it
+    if isinstance(view, tf.TensorSpec) and isinstance(other, tf.TensorSpec):
+        check_same_shape(view, other)  # before tracing: `(features, labels)` data
     rows = view.shape[0] if view.shape.rank else None
     if not extra_keys and rows is not None:
         return dataset
@@ -114,13 +116,19 @@ def split_views(data):
         dtype = keras.backend.standardize_dtype(view.dtype)
         if not (dtype.startswith(("float", "int", "uint", "bfloat"))):
             raise TypeError(f"`{name}` must hold numbers; got dtype {dtype}.")
-    if tuple(view1.shape) != tuple(view2.shape) and None not in (*view1.shape, *view2.shape):
+    check_same_shape(view1, view2)
+    return view1, view2
+
+
+def check_same_shape(view1, view2) -> None:
+    """Raises `ValueError` unless the two views' (possibly partly known) shapes agree:
+    `(x, y)` data are read as two views, not as inputs and targets."""
+    if not tf.TensorShape(view1.shape).is_compatible_with(tf.TensorShape(view2.shape)):
         raise ValueError(
             f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
             f"and {tuple(view2.shape)} (`fit(x, y)` and `(x, y)` batches are read as the two "
             "views, not as inputs and targets)."
         )
-    return view1, view2
 
 
 def check_batched(view, encoder) -> None:
@@ -139,4 +147,11 @@ def check_batched(view, encoder) -> None:
         )
 
 
-__all__ = ["VIEW_KEYS", "check_batched", "fit_input", "split_views", "training_views"]
+__all__ = [
+    "VIEW_KEYS",
+    "check_batched",
+    "check_same_shape",
+    "fit_input",
+    "split_views",
+    "training_views",
+]
