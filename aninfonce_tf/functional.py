@@ -18,6 +18,8 @@ from aninfonce_tf.logsumexp import MASKED_LOGIT
 
 SIMILARITIES = ("euclidean", "cosine")
 CANDIDATE_SETS = ("nt_xent", "one_directional")
+# The smallest temperature accepted: unit-vector logits up to 1e4 stay finite in float32.
+MIN_TEMPERATURE = 1e-4
 
 
 def _as_float(x):
@@ -262,9 +264,11 @@ def info_nce(
             f"{len(temperatures)} temperatures."
         )
     total_weight = float(sum(ensemble_weights))
-    if total_weight <= 0 or min(ensemble_weights) < 0:
+    finite = all(math.isfinite(float(w)) for w in ensemble_weights)
+    if not finite or total_weight <= 0 or min(ensemble_weights) < 0:
         raise ValueError(
-            f"`ensemble_weights` must be non-negative with a positive sum; got {ensemble_weights}."
+            f"`ensemble_weights` must be finite, non-negative and of positive sum; got "
+            f"{ensemble_weights}."
         )
     block_size = check_block_size(block_size, hard_negative_beta)
     losses, stats = 0.0, None
@@ -333,13 +337,17 @@ def check_temperature(temperature, name: str = "temperature") -> list[float]:
     """`temperature` (a number or a non-empty sequence) as a list of floats.
 
     Raises:
-        ValueError: naming `name`, unless every temperature is positive and finite
-            (NaN gives a NaN loss, infinity a constant one).
+        ValueError: naming `name`, unless every temperature is finite and at least
+            `MIN_TEMPERATURE` (NaN gives a NaN loss, infinity a constant one, and a
+            vanishing one logits that overflow).
     """
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
-    if not temperatures or not all(math.isfinite(float(t)) and float(t) > 0 for t in temperatures):
+    if not temperatures or not all(
+        math.isfinite(float(t)) and float(t) >= MIN_TEMPERATURE for t in temperatures
+    ):
         raise ValueError(
-            f"`{name}` must be one or more positive, finite numbers; got {temperature}."
+            f"`{name}` must be one or more positive, finite numbers (at least "
+            f"{MIN_TEMPERATURE}); got {temperature}."
         )
     return [float(t) for t in temperatures]
 

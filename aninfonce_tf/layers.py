@@ -12,6 +12,10 @@ from keras import ops
 from aninfonce_tf import functional
 
 PARAMETRIZATIONS = ("softplus", "exp")
+# Concentrations are inverse temperatures: outside this range the scaled embeddings
+# overflow or vanish in float32 within a few steps.
+CONCENTRATION_RANGE = (1e-6, 1e6)
+MAX_INITIAL_NOISE = 3.0
 
 
 def _inverse(parametrization: str, value: np.ndarray) -> np.ndarray:
@@ -67,10 +71,16 @@ class DiagonalScaling(keras.layers.Layer):
         kwargs.setdefault("dtype", "float32")
         super().__init__(trainable=trainable, **kwargs)
         values = np.asarray(initial_concentration, dtype="float64")
-        if values.ndim > 1 or not np.all(np.isfinite(values)) or np.any(values <= 0):
+        low, high = CONCENTRATION_RANGE
+        if values.ndim > 1 or not np.all((values >= low) & (values <= high)):
             raise ValueError(
                 "`initial_concentration` must be a positive float or a 1-D sequence of "
-                f"positive floats; got {initial_concentration!r}."
+                f"positive floats, each in [{low}, {high}]; got {initial_concentration!r}."
+            )
+        if not 0 <= float(initial_noise) <= MAX_INITIAL_NOISE:
+            raise ValueError(
+                f"`initial_noise` must be a number in [0, {MAX_INITIAL_NOISE}] (the standard "
+                f"deviation of the start's log); got {initial_noise!r}."
             )
         if parametrization not in PARAMETRIZATIONS:
             raise ValueError(

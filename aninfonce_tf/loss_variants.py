@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import (
     CONCENTRATIONS,
-    RESERVED_LOG_NAMES,
     AnInfoNCE,
     ContrastiveLoss,
     InfoNCE,
     IsotropicAnInfoNCE,
 )
+from aninfonce_tf.step_metrics import RESERVED_LOG_NAMES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ calls `per_row_losses` instead and gathers negatives across replicas.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from aninfonce_tf.loss_variants import LossOptions
 
 CONCENTRATIONS = ("diagonal", "isotropic")
-# What `ContrastiveModel` logs itself; a loss's statistics take other names.
-RESERVED_LOG_NAMES = ("loss", "alignment", "uniformity", "lambda_min", "lambda_max")
 
 
 class ContrastiveLoss(keras.losses.Loss):
@@ -164,6 +163,10 @@ class InfoNCE(ContrastiveLoss):
         self.temperature = (
             list(temperature) if isinstance(temperature, (list, tuple)) else float(temperature)
         )
+        if not math.isfinite(float(hard_negative_beta)):
+            raise ValueError(
+                f"`hard_negative_beta` must be a finite number; got {hard_negative_beta}."
+            )
         self.hard_negative_beta = float(hard_negative_beta)
         self.ensemble_weights = (
             None if ensemble_weights is None else [float(w) for w in ensemble_weights]
@@ -338,7 +341,6 @@ def _ensemble_temperatures(options: LossOptions) -> list[float]:
 
 __all__ = [
     "CONCENTRATIONS",
-    "RESERVED_LOG_NAMES",
     "AnInfoNCE",
     "ContrastiveLoss",
     "InfoNCE",

@@ -15,10 +15,10 @@ from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
-from aninfonce_tf.step_metrics import StepMetrics
+from aninfonce_tf.step_metrics import StepMetrics, refuse_compile_metrics
 
-# The uniformity metric is estimated on at most this many rows of view 1: its pairs
-# grow with the square of the rows, and at 1000 rows it cost 1 ms of a 56 ms step.
+# The uniformity metric is estimated on at most this many rows of view 1: its cost
+# grows with the square of the rows.
 UNIFORMITY_ROWS = 512
 # Lambda_hat's own Adam rate when `compile` is given none: the authors' 10x the rate of
 # their encoder.
@@ -234,7 +234,7 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         Raises:
             ValueError: for `metrics` or `weighted_metrics`.
         """
-        _refuse_metrics(kwargs)
+        refuse_compile_metrics(kwargs)
         if loss is None:
             loss = AnInfoNCE() if self.scaling is not None else InfoNCE()
         if not isinstance(loss, ContrastiveLoss):
@@ -386,18 +386,6 @@ def _build_embedding(encoder, projector, input_shape) -> tuple:
             f"{source}: end the encoder with a Flatten or GlobalAveragePooling2D."
         )
     return shape
-
-
-def _refuse_metrics(compile_kwargs: dict) -> None:
-    for name in ("metrics", "weighted_metrics"):
-        if compile_kwargs.get(name):
-            raise ValueError(
-                f"`{name}` cannot be used: Keras metrics compare outputs with targets, "
-                "which contrastive pairs do not have. The logs already hold `loss`, "
-                "`accuracy` (how often the positive ranks first), `alignment` and "
-                "`uniformity`; to score the representation during `fit`, pass an "
-                "evaluator to `aninfonce_tf.EvaluationCallback`."
-            )
 
 
 __all__ = ["ContrastiveModel"]

@@ -64,7 +64,9 @@ def variant_label(name: str) -> str:
     ('AnInfoNCE', 'InfoNCE (hard negatives)')
     """
     loss, _, kind = name.partition("_")
-    loss = {"aninfonce": "AnInfoNCE", "infonce": "InfoNCE"}.get(loss, loss)
+    if loss not in ("aninfonce", "infonce"):
+        return name  # a user's loss keeps its registered name
+    loss = {"aninfonce": "AnInfoNCE", "infonce": "InfoNCE"}[loss]
     return f"{loss} ({kind.replace('_', ' ')})" if kind else loss
 
 

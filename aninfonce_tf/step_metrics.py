@@ -7,7 +7,11 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from aninfonce_tf.losses import RESERVED_LOG_NAMES
+# What every step logs as means, and Lambda_hat's extremes (with a Lambda_hat); a
+# loss's own statistics take other names.
+MEAN_NAMES = ("loss", "alignment", "uniformity")
+CONCENTRATION_NAMES = ("lambda_min", "lambda_max")
+RESERVED_LOG_NAMES = MEAN_NAMES + CONCENTRATION_NAMES
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -53,9 +57,9 @@ class StepMetrics:
     """
 
     def __init__(self, concentration: bool):
-        self.built_in = {name: keras.metrics.Mean(name=name) for name in RESERVED_LOG_NAMES[:3]}
+        self.built_in = {name: keras.metrics.Mean(name=name) for name in MEAN_NAMES}
         if concentration:
-            self.built_in.update({name: LatestValue(name=name) for name in RESERVED_LOG_NAMES[3:]})
+            self.built_in.update({name: LatestValue(name=name) for name in CONCENTRATION_NAMES})
         self.statistics = {}
 
     def track_statistics(self, stat_names) -> None:
@@ -95,4 +99,17 @@ class StepMetrics:
         return logs
 
 
-__all__ = ["LatestValue", "StepMetrics"]
+def refuse_compile_metrics(compile_kwargs: dict) -> None:
+    """Raises `ValueError` for `compile(metrics=...)`: the steps log their own."""
+    for name in ("metrics", "weighted_metrics"):
+        if compile_kwargs.get(name):
+            raise ValueError(
+                f"`{name}` cannot be used: Keras metrics compare outputs with targets, "
+                "which contrastive pairs do not have. The logs already hold `loss`, "
+                "`accuracy` (how often the positive ranks first), `alignment` and "
+                "`uniformity`; to score the representation during `fit`, pass an "
+                "evaluator to `aninfonce_tf.EvaluationCallback`."
+            )
+
+
+__all__ = ["RESERVED_LOG_NAMES", "LatestValue", "StepMetrics", "refuse_compile_metrics"]

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError
 from aninfonce_tf.plots import variant_label
-from aninfonce_tf.runner import Experiment, RunContext, run_seeds
+from aninfonce_tf.runner import RunContext, run_seeds
 
 
 def grid_cells(

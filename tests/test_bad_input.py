@@ -155,6 +155,31 @@ CASES = {
         "`metrics` cannot be used: Keras metrics compare outputs with targets",
     ),
     "a non-positive temperature": (lambda _: InfoNCE(temperature=0.0), ValueError, "temperature"),
+    "a vanishing temperature": (
+        lambda _: InfoNCE(temperature=1e-30),
+        ValueError,
+        "`temperature` must be one or more positive, finite numbers \\(at least 0.0001\\)",
+    ),
+    "a concentration out of range": (
+        lambda _: [DiagonalScaling(value) for value in (1e39, 1e-45)],
+        ValueError,
+        "`initial_concentration` must be .* each in \\[1e-06, 1000000.0\\]",
+    ),
+    "a NaN or huge initial noise": (
+        lambda _: [DiagonalScaling(5.0, initial_noise=v) for v in (float("nan"), 1e6)],
+        ValueError,
+        "`initial_noise` must be a number in \\[0, 3.0\\]",
+    ),
+    "NaN ensemble weights": (
+        lambda _: InfoNCE(temperature=[0.1, 0.5], ensemble_weights=[float("nan"), 1.0])(X, X),
+        ValueError,
+        "`ensemble_weights` must be finite",
+    ),
+    "a NaN hard-negative beta": (
+        lambda _: InfoNCE(hard_negative_beta=float("nan")),
+        ValueError,
+        "`hard_negative_beta` must be a finite number",
+    ),
     "a NaN or infinite temperature": (
         lambda _: [InfoNCE(temperature=t) for t in (float("inf"), float("nan"))],
         ValueError,

@@ -180,3 +180,23 @@ def test_a_model_with_the_isotropic_concentration_reloads_exactly(tmp_path):
     np.testing.assert_array_equal(restored.concentration, model.concentration)
     x = _pairs(4)[0]
     np.testing.assert_allclose(restored.embed(x), model.embed(x), rtol=1e-6)
+
+
+def test_a_loss_in_the_users_own_file_is_named_on_the_command_line(tmp_path):
+    from aninfonce_tf.configs.synthetic import PRESETS
+    from aninfonce_tf.runner.cli import parse_config
+
+    mine = tmp_path / "my_losses.py"
+    mine.write_text(
+        "from aninfonce_tf import InfoNCE, register_loss\n"
+        "register_loss('my_infonce')(type('MyInfoNCE', (InfoNCE,), {}))\n"
+    )
+    try:
+        config, _ = parse_config(PRESETS, ["--import", str(mine), "--losses", "my_infonce"])
+        assert config.loss_names() == ["my_infonce"]
+        loss, scaling = loss_variant("my_infonce", infonce_temperature=0.3)
+        assert type(loss).__name__ == "MyInfoNCE" and loss.temperature == 0.3 and scaling is None
+    finally:
+        LOSS_VARIANTS.pop("my_infonce", None)
+    with pytest.raises(SystemExit):
+        parse_config(PRESETS, ["--import", str(tmp_path / "missing.py")])

@@ -32,7 +32,7 @@ import warnings
 import keras
 import tensorflow as tf
 
-from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
@@ -51,7 +51,6 @@ from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
-from aninfonce_tf.runner import Experiment
 
 DATASETS = ("photos", "cifar10", "imagenet2012")
 ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")

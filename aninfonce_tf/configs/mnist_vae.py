@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS
 from aninfonce_tf.data.synthetic import (
@@ -33,7 +33,6 @@ from aninfonce_tf.data.synthetic import (
 from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, trained_decoder
 from aninfonce_tf.encoders import small_cnn
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from aninfonce_tf.runner import Experiment
 
 
 @dataclasses.dataclass

@@ -4,11 +4,8 @@ or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
 accuracy at the backbone and at the projector (`evaluation.latents`).
 
 The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
-8 %: the object covers 2.5-6.2 % of it, so a crop of 8-100 % left it wholly out of
-7.5 % of views and kept 90 % of it in both views of only 48 % of pairs; at 40 % no
-view lost it, and both views kept 90 % of it in 86 % of pairs (4,000 32-pixel views
-of `SimCLRAugment` crop boxes against the object's area-equivalent disk,
-2026-11-27). A pair without the object teaches only the background.
+8 %: the object is small, and a pair whose crop leaves it out teaches only the
+background (how often each crop scale loses it: docs/results.md, rendered images).
 
 Example:
 
@@ -25,7 +22,7 @@ import dataclasses
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.rendered import (
     DEFAULT_CONCENTRATION,
@@ -38,7 +35,6 @@ from aninfonce_tf.encoders import small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.layers import projection_head
-from aninfonce_tf.runner import Experiment
 
 # The smallest crop area of the augment presets (see the module's docstring).
 AUGMENT_CROP_SCALE = 0.4

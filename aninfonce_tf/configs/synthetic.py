@@ -20,7 +20,7 @@ import functools
 import numpy as np
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import RunConfig, option, split_list
+from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS, LATENT_SPACES
 from aninfonce_tf.data.synthetic import (
@@ -30,7 +30,6 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from aninfonce_tf.runner import Experiment
 
 
 @dataclasses.dataclass

@@ -42,8 +42,9 @@ class Evaluator(Protocol):
         """The scalar scores `evaluate` returns, which `--stop-at` may name.
 
         Args:
-            anisotropic: whether the model learns a Lambda_hat (AnInfoNCE) or not
-                (InfoNCE): some scores exist only with one.
+            anisotropic: whether the model learns a per-dimension Lambda_hat
+                (AnInfoNCE; not InfoNCE nor the learned isotropic control): the
+                scores comparing it with the true concentrations exist only then.
 
         Returns:
             The names, nested ones as `outer/inner`.

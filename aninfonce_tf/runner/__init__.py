@@ -12,12 +12,15 @@ rest:
   (`train_variant`);
 - `run_directory`: the run directory claimed, resumed from and written atomically;
 - `report`: `results.json`'s run record, the tables and figures.
+
+`Experiment` (the parts a config module builds) lives with the configs
+(`aninfonce_tf.configs.base`).
 """
 
+from aninfonce_tf.configs.base import Experiment
 from aninfonce_tf.runner.cli import main, parse_config, recipe_run_directory
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.loop import run, run_seeds
-from aninfonce_tf.runner.parts import Experiment
 from aninfonce_tf.runner.report import RUN_ENTRIES, figure_title, results_table
 from aninfonce_tf.runner.training import build_model
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib
+import importlib.util
 import sys
 import types
 import typing
@@ -60,7 +62,21 @@ def parse_config(
         choice.add_argument(
             "--smoke", action="store_true", help="a tiny run of the whole pipeline (< 1 min)"
         )
+    choice.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import a Python module or .py file first, e.g. one that registers your own "
+        "loss with aninfonce_tf.register_loss, so that --losses can name it (repeatable)",
+    )
     chosen, _ = choice.parse_known_args(argv)
+    for name in chosen.imports:
+        try:
+            import_user_code(name)
+        except (ImportError, OSError, SyntaxError) as error:
+            choice.error(f"--import {name}: {type(error).__name__}: {error}")
     preset = presets[chosen.preset]
     smoke_run = getattr(chosen, "smoke", False)
     if smoke_run:
@@ -104,6 +120,27 @@ def parse_config(
         return dataclasses.replace(preset, **values).resolved(), options
     except ValueError as error:
         parser.error(str(error))
+
+
+def import_user_code(name: str) -> types.ModuleType:
+    """Imports a module by its dotted name, or a `.py` file by its path (as the module
+    named after the file), and returns it.
+
+    Example:
+
+    >>> import_user_code("json").__name__
+    'json'
+    """
+    path = Path(name)
+    if path.suffix != ".py":
+        return importlib.import_module(name)
+    if not path.is_file():
+        raise FileNotFoundError(f"no file {path}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _scalar_type(hint) -> type:
@@ -180,4 +217,4 @@ def recipe_run_directory(out: str | None, name: str):
         raise SystemExit(2) from None
 
 
-__all__ = ["main", "parse_config", "recipe_run_directory"]
+__all__ = ["import_user_code", "main", "parse_config", "recipe_run_directory"]

@@ -27,13 +27,12 @@ from pathlib import Path
 import keras
 
 from aninfonce_tf.checkpoints import remove_backup, write_json
-from aninfonce_tf.configs.base import RunConfig, as_usage_errors
+from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.data.pairs import split_views
 from aninfonce_tf.evaluation.callbacks import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext
-from aninfonce_tf.runner.parts import Experiment
 from aninfonce_tf.runner.training import train_variant
 from aninfonce_tf.statistics import summarize, summary_table
 
@@ -108,9 +107,8 @@ def _run(
         if name in results:
             print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
         else:
-            if context.chief and not (run_dir / "config.json").exists():
-                run_dir.mkdir(parents=True, exist_ok=True)
-                write_json(run_dir / "config.json", dataclasses.asdict(config))
+            if context.chief:
+                run_directory.write_config(run_dir, config)
             model, results[name] = train_variant(
                 config, experiment, name, run_dir, context, stop_at, verbose, callbacks
             )
@@ -160,6 +158,8 @@ def run_seeds(
     """
     with as_usage_errors():
         config.resolved().validate()  # before a strategy is set up for it
+    if not seeds:
+        raise UsageError("`seeds` is empty: give at least one seed.")
     context = context or RunContext.create(config.strategy, config.tpu)
     scores = {}
     for seed in seeds:

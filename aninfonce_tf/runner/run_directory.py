@@ -8,6 +8,7 @@ is replaced atomically (`aninfonce_tf.checkpoints`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -104,6 +105,14 @@ def finished(run_dir: Path, saved: dict, name: str) -> bool:
     return name in saved and ("stopped" in saved[name] or (run_dir / name / "model.keras").exists())
 
 
+def write_config(run_dir: Path, config: RunConfig) -> None:
+    """`config.json`, written once, when the first variant starts training: a run
+    refused before then leaves none to refuse its rerun."""
+    if not (run_dir / "config.json").exists():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json(run_dir / "config.json", dataclasses.asdict(config))
+
+
 def write_results(run_dir: Path, record: dict, results: dict) -> None:
     """`results.json`: the `run` record and the results of the variants so far."""
     write_json(run_dir / "results.json", {"run": record, "variants": results})
@@ -116,5 +125,6 @@ __all__ = [
     "points_until",
     "run_directory",
     "save_variant",
+    "write_config",
     "write_results",
 ]

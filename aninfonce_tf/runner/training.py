@@ -13,7 +13,7 @@ import keras
 
 from aninfonce_tf import distribute, optimizers
 from aninfonce_tf.checkpoints import Backup
-from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError
 from aninfonce_tf.data.pairs import training_views
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
@@ -24,7 +24,6 @@ from aninfonce_tf.evaluation.callbacks import (
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
-from aninfonce_tf.runner.parts import Experiment
 from aninfonce_tf.runner.run_directory import drop_events_after, points_until
 
 
