@@ -13,8 +13,7 @@ The VAE is trained once per setting and cached in `--vae-cache-dir` (with
 `per_latent_r2.png`, `curves.png`, `lambda_<loss>.png`, TensorBoard logs, models)
 and `positive_pairs.png`, decoded pairs g(z), g(z+), to `--out`.
 
-Results: docs/results.md, "Images with known latents: the VAE-decoder experiment"
-(style R^2 0.984 for AnInfoNCE against 0.260 for InfoNCE).
+Results: docs/results.md, "Images with known latents: the VAE-decoder experiment".
 """
 
 from aninfonce_tf import runner

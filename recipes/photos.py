@@ -13,8 +13,7 @@ the figures, TensorBoard logs and the models to `--out`; with `--seeds 0,1,2` on
 run per seed and `summary.json`. The readout's definition is in
 `aninfonce_tf.evaluation.probes`.
 
-Results over seeds 0, 1, 2: docs/results.md, "photos" (augmentation readout at the
-projector 0.536 ± 0.002 for AnInfoNCE against 0.525 ± 0.003, +0.012 [+0.004, +0.020]).
+Results over seeds 0, 1, 2: docs/results.md, "photos".
 """
 
 from aninfonce_tf import runner

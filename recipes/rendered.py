@@ -38,7 +38,7 @@ with `--seeds`, one such run per seed and `summary.json` (mean, sd, and the
 AnInfoNCE - InfoNCE difference with its 95 % interval).
 
 Results of each preset over seeds 0, 1, 2: docs/results.md, "Images rendered from
-known latents" (`latent`: style R^2 at the projector 0.57 ± 0.04 against -0.00 ± 0.00).
+known latents".
 """
 
 from aninfonce_tf import runner

@@ -21,8 +21,7 @@ and style R^2 at both layers, mean +- sd over the seeds) and `tradeoff.png` (sha
 accuracy against style R^2, one panel per layer).
 
 Results: docs/results.md, "The trade-off map: augmentation strength against what each
-loss keeps" (AnInfoNCE keeps more style where crops are weak: +0.16 to +0.20 at the
-projector).
+loss keeps".
 """
 
 import argparse

@@ -19,9 +19,9 @@ values. Writes `results.json`, `per_latent_r2.png`, `curves.png`, `lambda_<loss>
 `config.json`, TensorBoard logs, and per loss `<loss>/model.keras` and the exported
 encoder `<loss>/encoder/` to `--out`; rerun into the same `--out` to resume.
 
-Results: docs/results.md, "Synthetic experiment: `quick`" (low-block R^2 0.995 for
-AnInfoNCE against 0.186 for InfoNCE, seed 0), "Synthetic experiment: the paper's
-settings" and "Time to identifiability" (`--stop-at`, benchmarks/time_to_target.py).
+Results: docs/results.md, "Synthetic experiment: `quick`", "Synthetic experiment: the
+paper's settings" and "Time to identifiability" (`--stop-at`,
+benchmarks/time_to_target.py).
 """
 
 from aninfonce_tf import runner
