@@ -36,6 +36,8 @@ from pathlib import Path
 import h5py
 import keras
 
+from aninfonce_tf.configs.base import UsageError
+
 NULL_VALUES = "null_values"
 _NULL_NOTE = (
     "JSON has no NaN or infinity: the entries below (JSON pointers) held one, a diverged "
@@ -96,9 +98,27 @@ def write_json(path: str | Path, data) -> Path:
     return replace_atomically(path, lambda temporary: temporary.write_text(text))
 
 
-def read_json(path: str | Path):
-    """The data `write_json` wrote to `path`, NaN and infinities restored."""
-    data = json.loads(Path(path).read_text())
+def read_json(path: str | Path, fix: str = "delete it, or pass a new --out"):
+    """The data `write_json` wrote to `path`, NaN and infinities restored.
+
+    Raises:
+        ValueError: when the file is not JSON (damaged, or not written by
+            `write_json`), in one line naming `path` and `fix`, what to do about it.
+
+    Example:
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "results.json"
+    >>> _ = path.write_text('{"steps": ')
+    >>> read_json(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../results.json does not read as JSON (Expecting value: line 1 column 11 (char 10)): delete it, or pass a new --out.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except ValueError as error:  # not JSON, or not even text
+        raise ValueError(f"{path} does not read as JSON ({error}): {fix}.") from error
     if not isinstance(data, dict) or NULL_VALUES not in data:
         return data
     values = data.pop(NULL_VALUES)["values"]
@@ -146,7 +166,9 @@ class Backup(keras.callbacks.Callback):
 
     Call `restore()` before `fit` for the step to resume at (the data must start
     there; on a cluster `restore_on_every_worker`), then pass
-    `initial_epoch=step // steps_per_epoch` to `fit`.
+    `initial_epoch=step // steps_per_epoch` to `fit`. A checkpoint whose weights do
+    not fit the model (its layers' shapes changed since) stops `fit` with a
+    `UsageError` (`aninfonce_tf.configs.base`) naming it and the fix.
 
     Args:
         directory: where the checkpoints go (one per run of `fit`).
@@ -243,7 +265,14 @@ class Backup(keras.callbacks.Callback):
         optimizer = self.model.optimizer
         if optimizer is not None and not optimizer.built:
             optimizer.build(self.model.trainable_variables)
-        self.model.load_weights(self._restore_from)
+        try:
+            self.model.load_weights(self._restore_from)
+        except ValueError as error:  # Keras' message lists every layer and variable
+            raise UsageError(
+                f"{self._restore_from} does not fit the model: its layers' shapes changed "
+                f"since it was written. Delete {self.directory} to train this variant from "
+                "the start, or pass a new --out."
+            ) from error
 
     def on_epoch_end(self, epoch, logs=None):
         loss = (logs or {}).get("loss")

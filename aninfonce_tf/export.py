@@ -9,7 +9,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf.checkpoints import write_json
+from aninfonce_tf.checkpoints import replace_directory_atomically, write_json
 from aninfonce_tf.models import ContrastiveModel
 
 
@@ -34,6 +34,13 @@ def export_encoder(
     them holds it (`lambda_hat`) and
     the endpoint whose dimensions it weighs (`space`: `"embed"`).
 
+    The export is written into a fresh directory beside `directory` and then swapped
+    in whole: an export over an earlier one keeps none of its files (a
+    `concentration.json` of a model that had a Lambda_hat), and a kill leaves the old
+    export, the new one or neither, never part of one
+    (`checkpoints.replace_directory_atomically`). A `directory` that holds anything but
+    an export is refused.
+
     Load it without this package with `keras.layers.TFSMLayer(directory,
     call_endpoint="serve")` (or `"embed"`), or in two lines, `encoder =
     tf.saved_model.load(directory)` then `encoder.serve(x)`. Keep the loaded object:
@@ -50,9 +57,14 @@ def export_encoder(
     Returns:
         `directory`.
 
+    Raises:
+        ValueError: when `directory` is not empty and holds no export (no
+            `saved_model.pb`), or when `input_spec` is needed and missing.
+
     Example:
 
     >>> import json, tempfile
+    >>> import numpy as np
     >>> from aninfonce_tf.layers import DiagonalScaling
     >>> encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     >>> model = ContrastiveModel(encoder, scaling=DiagonalScaling(5.0))
@@ -65,6 +77,14 @@ def export_encoder(
     'embed'
     """
     directory = Path(directory)
+    if directory.exists() and not (
+        (directory / "saved_model.pb").is_file()
+        or (directory.is_dir() and not any(directory.iterdir()))
+    ):
+        raise ValueError(
+            f"{directory} is not empty and holds no export (no saved_model.pb), which an "
+            "export would replace whole: pass a new or empty directory."
+        )
     encoder = model.encoder
     if input_spec is None:
         if not getattr(encoder, "inputs", None):
@@ -87,22 +107,28 @@ def export_encoder(
     specs = _accepted_specs(spec)
     for name, function in endpoints.items():
         archive.add_endpoint(name, _observations_function(function, spec, specs))
-    archive.write_out(str(directory), verbose=False)
-    write_json(directory / "inputs.json", _inputs_record(spec, specs))
-    if model.concentration is not None:
-        embedding = "projector output" if model.projector is not None else "encoder output"
-        sphere = " on the unit sphere" if model.normalize else ""
-        concentration = {
-            "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)],
-            "space": "embed",
-            "description": (
-                "Lambda_hat, one value per dimension of the output of the `embed` endpoint: "
-                f"the {embedding}{sphere}, before the scaling. `embed_scaled` returns it "
-                "times sqrt(Lambda_hat); the features of `serve` are another space."
-            ),
-        }
-        write_json(directory / "concentration.json", concentration)
-    return directory
+
+    def write(fresh: Path) -> None:
+        archive.write_out(str(fresh), verbose=False)
+        write_json(fresh / "inputs.json", _inputs_record(spec, specs))
+        if model.concentration is not None:
+            write_json(fresh / "concentration.json", _concentration_record(model))
+
+    return replace_directory_atomically(directory, write)
+
+
+def _concentration_record(model: ContrastiveModel) -> dict:
+    embedding = "projector output" if model.projector is not None else "encoder output"
+    sphere = " on the unit sphere" if model.normalize else ""
+    return {
+        "lambda_hat": [float(v) for v in ops.convert_to_numpy(model.concentration)],
+        "space": "embed",
+        "description": (
+            "Lambda_hat, one value per dimension of the output of the `embed` endpoint: "
+            f"the {embedding}{sphere}, before the scaling. `embed_scaled` returns it "
+            "times sqrt(Lambda_hat); the features of `serve` are another space."
+        ),
+    }
 
 
 def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:

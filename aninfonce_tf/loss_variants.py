@@ -150,6 +150,11 @@ def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling
     variant = LOSS_VARIANTS[name]
     run_options = LossOptions(**options)
     loss = variant.loss_class.from_options(run_options, **variant.options)
+    if run_options.block_size and getattr(loss, "block_size", None) != run_options.block_size:
+        raise ValueError(
+            f"The loss variant {name!r} has no blockwise form: pass `block_size` None "
+            "(`--loss-block-size 0`) for it."
+        )
     return loss, variant.loss_class.concentration_layer(run_options)
 
 

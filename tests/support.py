@@ -1,7 +1,8 @@
 """Helpers the tests share: the repository's root and the loader of a recipe script;
 the harness every Keras object of the package goes through (config round trip, saving
-inside a model, mixed precision); and the checks every recipe's `--smoke` test makes of
-the run's outputs (`results.json` against its schema, and the TensorBoard logs)."""
+inside a model, mixed precision); an evaluator that declares no score direction; and
+the checks every recipe's `--smoke` test makes of the run's outputs (`results.json`
+against its schema, and the TensorBoard logs)."""
 
 import collections
 import importlib.util
@@ -65,6 +66,17 @@ def assert_float32_under_mixed_precision(make_layer, inputs):
 
 
 # The checks of a run's outputs.
+
+
+class UndeclaredEvaluator:
+    """An evaluator of one `score` that does not say whether lower is better (it has no
+    `lower_is_better`): a `--stop-at` target of it needs `>=` or `<=`."""
+
+    def evaluate(self, model):
+        return {"score": 0.5}
+
+    def score_names(self, anisotropic):
+        return {"score"}
 
 
 def check_run(run_dir: Path, figures=()) -> dict:

@@ -6,6 +6,7 @@ keeps the two in step."""
 import dataclasses
 import json
 import re
+import typing
 
 import keras
 import numpy as np
@@ -23,15 +24,19 @@ from aninfonce_tf import (
     runner,
 )
 from aninfonce_tf.checkpoints import Backup, read_json
-from aninfonce_tf.configs import synthetic
+from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
-from aninfonce_tf.evaluation.callbacks import StopOnNonFiniteLoss
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    StopOnNonFiniteLoss,
+    parse_targets,
+)
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.loss_variants import loss_variant
 from tests import test_functional, test_models
-from tests.support import ROOT
+from tests.support import ROOT, UndeclaredEvaluator
 
 BAD_INPUT_TABLE = ROOT / "docs" / "bad-input.md"
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -55,6 +60,16 @@ def _fit(*batch):
 
 def _run(tmp_path, **overrides):
     runner.run(dataclasses.replace(SMOKE, **overrides), synthetic.build, tmp_path, verbose=0)
+
+
+def _smoke(module, **overrides):
+    """The `--smoke` config of a recipe's first preset, with `overrides`."""
+    preset = next(iter(module.PRESETS.values()))
+    return dataclasses.replace(preset, **{**module.SMOKE, **overrides})
+
+
+def _run_recipe(module, tmp_path, **overrides):
+    runner.run(_smoke(module, **overrides), module.build, tmp_path, verbose=0)
 
 
 def _other_out(tmp_path):
@@ -242,6 +257,46 @@ CASES = {
         ValueError,
         "`stop_at` targets must be finite numbers; got 'mcc=nan'",
     ),
+    "a --stop-at score given two targets": (
+        lambda p: _run(p, stop_at="mcc=0,mcc=0.99"),
+        ValueError,
+        "`stop_at` gives 'mcc' two targets",
+    ),
+    "a --stop-at `=` target of a score of unknown direction": (
+        lambda _: EvaluationCallback(UndeclaredEvaluator(), stop_at=parse_targets("score=0.5")),
+        ValueError,
+        "`stop_at` target score=0.5 has no direction.*write score>=0.5 or score<=0.5",
+    ),
+    "--vae-steps 0 or negative": (
+        lambda _: _smoke(mnist_vae, vae_steps=0).validate(),
+        ValueError,
+        "`vae_steps` must be at least 1 \\(Keras would read 0 as: until the data ends\\)",
+    ),
+    "a --seed outside [0, 2**32 - 1]": (
+        lambda p: _run(p, seed=2**32),
+        ValueError,
+        "`seed` must be an integer from 0 to 4294967295",
+    ),
+    "--eval-size below 4 (synthetic, VAE)": (
+        lambda p: _run(p, eval_size=1),
+        ValueError,
+        "`eval_size` must be at least 4",
+    ),
+    "--hidden-units with a layer of 0 units": (
+        lambda p: _run(p, hidden_units="32,0"),
+        ValueError,
+        "`hidden_units` must be comma-separated positive widths",
+    ),
+    "--readout-size 0 (rendered)": (
+        lambda p: _run_recipe(rendered, p, readout_size=0),
+        ValueError,
+        "`readout_size` must be at least 1",
+    ),
+    "--patches-per-photo 0 (photos)": (
+        lambda p: _run_recipe(photos, p, patches_per_photo=0),
+        ValueError,
+        "`patches_per_photo` must be at least 1",
+    ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
     "a dataset missing offline (MNIST for `--vae-source mnist`)": (
         lambda p: digit_images("mnist", data_dir=str(p)),
@@ -311,14 +366,64 @@ def _later_variant_setting(tmp_path, capsys):
 
 
 def _refused_then_corrected(tmp_path, capsys):
-    # A field of every run's config, one of the experiment's own.
-    for refused in (dict(initial_concentration=0.0), dict(embedding_dim=3)):
+    # Fields of every run's config, and of the experiment's own; some failed after the
+    # first evaluation.
+    for refused in (
+        dict(initial_concentration=0.0),
+        dict(seed=2**32),
+        dict(embedding_dim=3),
+        dict(eval_size=1),
+    ):
         with pytest.raises(ValueError):
             _run(tmp_path, **refused)
         assert not (tmp_path / "config.json").exists()
         assert (
             runner.run_directory.claim_run_directory(tmp_path, SMOKE) == {}
         )  # the rerun is not refused
+
+
+class _Interrupted(Exception):
+    """A kill, raised by `_InterruptAfterFit` once `fit` returns."""
+
+
+class _InterruptAfterFit(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        raise _Interrupted
+
+
+def _lower_is_better_target(tmp_path, capsys):
+    # The error starts below 100: reached at the first evaluation, and again by the run
+    # killed there and resumed (`>=` would train on and never reach it).
+    config = dataclasses.replace(SMOKE, losses="aninfonce", stop_at="lambda_relative_error=100")
+    with pytest.raises(_Interrupted):
+        runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[_InterruptAfterFit()])
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    assert (result["steps"], result["target_reached"]["step"]) == (20, 20)
+
+
+# Count fields of which 0 is a setting: none, automatic, dense, the step field's value.
+ZERO_IS_A_SETTING = {
+    "seed",
+    "warmup_steps",
+    "save_every",
+    "loss_block_size",
+    "embedding_dim",
+    "epochs",
+    "warmup_epochs",
+    "eval_epochs",
+}
+
+
+def _count_flags(tmp_path, capsys):
+    for module in (synthetic, rendered, mnist_vae, photos, cifar10, imagenet):
+        config = _smoke(module)
+        hints = typing.get_type_hints(type(config))
+        for field in dataclasses.fields(config):
+            if hints[field.name] is not int:
+                continue
+            for value in (-1,) if field.name in ZERO_IS_A_SETTING else (0, -1):
+                with pytest.raises(ValueError, match=f"`{field.name}`"):
+                    dataclasses.replace(config, **{field.name: value}).validate()
 
 
 def _string_keys(tmp_path, capsys):
@@ -417,6 +522,8 @@ def _usage_error(tmp_path, capsys):
         [
             (["--generator-draws", "0"], "`generator_draws` must be at least 1"),
             (["--stop-at", "mcc>0.9"], "`stop_at` must look like"),
+            (["--stop-at", "mcc=0,mcc=0.99"], "`stop_at` gives 'mcc' two targets"),
+            (["--seed", "-1"], "`seed` must be an integer from 0 to 4294967295"),
             (["--infonce-temperature", "nan"], "`infonce_temperature` must be a finite number"),
         ],
     )
@@ -440,6 +547,8 @@ BEHAVIOURS = {
     "a variant that diverges before its first evaluation": _diverged_before_evaluation,
     "a bad loss setting of a later variant": _later_variant_setting,
     "an --out whose first run was refused before training": _refused_then_corrected,
+    "a --stop-at target of a lower-is-better score": _lower_is_better_target,
+    "a count flag of 0 or below, of any recipe": _count_flags,
     "string extra keys in a dict batch": _string_keys,
     "a loss-scale overflow under mixed_float16": _loss_scale_overflow,
     "NaN in results.json or concentration.json": _nan_in_json,

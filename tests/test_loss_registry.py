@@ -200,3 +200,9 @@ def test_a_loss_in_the_users_own_file_is_named_on_the_command_line(tmp_path):
         LOSS_VARIANTS.pop("my_infonce", None)
     with pytest.raises(SystemExit):
         parse_config(PRESETS, ["--import", str(tmp_path / "missing.py")])
+
+
+def test_a_loss_without_a_blockwise_form_refuses_a_block_size(decoupled):
+    with pytest.raises(ValueError, match="'decoupled' has no blockwise form"):
+        loss_variant(decoupled, block_size=64)
+    assert loss_variant("aninfonce", block_size=64)[0].block_size == 64

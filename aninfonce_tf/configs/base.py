@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import numbers
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
 EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution", "log_every")
+# The largest `seed`: NumPy's and Keras' global seeds are 32-bit.
+MAX_SEED = 2**32 - 1
 
 
 class UsageError(ValueError):
@@ -55,6 +58,43 @@ def option(default, help: str, choices: typing.Sequence[str] | None = None):
 def split_list(text: str, kind: type = str) -> list:
     """`"a, b,c"` -> `["a", "b", "c"]`, each converted by `kind`; empty items dropped."""
     return [kind(item.strip()) for item in text.split(",") if item.strip()]
+
+
+def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") -> None:
+    """Raises `ValueError` naming the field `name` of `config` when it is below `minimum`
+    (`why`: what the minimum is for).
+
+    Example:
+
+    >>> require_at_least(RunConfig(steps=0), "steps", 1, "0 trains nothing")
+    Traceback (most recent call last):
+    ...
+    ValueError: `steps` must be at least 1 (0 trains nothing); got 0.
+    """
+    value = getattr(config, name)
+    if value < minimum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"`{name}` must be at least {minimum}{reason}; got {value}.")
+
+
+def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
+    """The comma-separated layer widths of the field `name` of `config`.
+
+    Raises:
+        ValueError: naming the field unless every width is a positive integer and,
+            unless `allow_empty`, there is one.
+    """
+    text = getattr(config, name)
+    try:
+        widths = split_list(text, int)
+    except ValueError:
+        widths = None
+    if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
+        raise ValueError(
+            f"`{name}` must be comma-separated positive widths such as '64,32'"
+            f"{' (or empty)' if allow_empty else ''}; got {text!r}."
+        )
+    return widths
 
 
 @dataclasses.dataclass
@@ -223,18 +263,25 @@ class RunConfig:
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
+        # Before the learning rate, which the image configs scale by the batch size.
+        require_at_least(self, "batch_size", 2)
         for name in (
             "learning_rate",
             "concentration_learning_rate",
             "weight_decay",
             "l2_weight_decay",
-            "momentum",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"`momentum` must be in [0, 1); got {self.momentum}.")
+        integer = isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool)
+        if not (integer and 0 <= self.seed <= MAX_SEED):
+            raise ValueError(
+                f"`seed` must be an integer from 0 to {MAX_SEED} (NumPy's and Keras' seeds "
+                f"are 32-bit); got {self.seed!r}."
+            )
         optimizers.check_settings(self)
-        if self.batch_size < 2:
-            raise ValueError(f"`batch_size` must be at least 2; got {self.batch_size}.")
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
             raise ValueError(
                 f"`steps` ({self.steps}) must be a positive multiple of `eval_every` "
@@ -261,11 +308,11 @@ class RunConfig:
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
-        for name in ("optimizer", "learning_rate_schedule", "parametrization", "strategy"):
-            choices = _field(type(self), name).metadata["choices"]
-            if getattr(self, name) not in choices:
+        for field in dataclasses.fields(self):
+            choices, value = field.metadata.get("choices"), getattr(self, field.name)
+            if choices and value not in choices:
                 raise ValueError(
-                    f"Unknown `{name}` {getattr(self, name)!r}; expected one of {tuple(choices)}."
+                    f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
                 )
         self._validate_losses(names)
 
@@ -347,16 +394,15 @@ class Experiment:
     worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None
 
 
-def _field(cls, name: str) -> dataclasses.Field:
-    return next(f for f in dataclasses.fields(cls) if f.name == name)
-
-
 __all__ = [
     "EXECUTION_FIELDS",
+    "MAX_SEED",
     "Experiment",
     "RunConfig",
     "UsageError",
     "as_usage_errors",
+    "layer_widths",
     "option",
+    "require_at_least",
     "split_list",
 ]

@@ -32,7 +32,14 @@ import warnings
 import keras
 import tensorflow as tf
 
-from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
+from aninfonce_tf.configs.base import (
+    Experiment,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
@@ -49,7 +56,7 @@ from aninfonce_tf.data.probe_sets import (
 )
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
-from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.evaluation.probes import FOLDS, ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 
 DATASETS = ("photos", "cifar10", "imagenet2012")
@@ -194,11 +201,24 @@ class ImageConfig(RunConfig):
 
     def validate(self) -> None:
         """`RunConfig.validate` of the `resolved()` config, and the image fields."""
+        for name in ("epochs", "warmup_epochs", "eval_epochs", "base_learning_rate"):
+            if getattr(self, name) < 0:
+                raise ValueError(
+                    f"`{name}` must not be negative (0: give the step field instead); got "
+                    f"{getattr(self, name)}."
+                )
         RunConfig.validate(self.resolved())
         if self.projector_kernel_stddev < 0:
             raise ValueError(
                 f"`projector_kernel_stddev` must not be negative; got {self.projector_kernel_stddev}."
             )
+        require_at_least(self, "features", 1)
+        layer_widths(self, "projector_units")
+        require_at_least(self, "patches_per_photo", 1)
+        require_at_least(
+            self, "probe_size", FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"
+        )
+        require_at_least(self, "readout_size", 1)
 
 
 @contextlib.contextmanager

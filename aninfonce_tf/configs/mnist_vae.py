@@ -22,7 +22,14 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
+from aninfonce_tf.configs.base import (
+    Experiment,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS
 from aninfonce_tf.data.synthetic import (
@@ -72,6 +79,18 @@ class MnistVaeConfig(RunConfig):
 
     def true_concentration(self) -> np.ndarray:
         return concentration_from_spec(self.concentration, self.dim, self.high, self.low)
+
+    def validate(self) -> None:
+        """`RunConfig.validate`, then this experiment's own fields."""
+        super().validate()
+        self.true_concentration()  # raises naming `concentration` (or `dim`)
+        require_at_least(self, "vae_steps", 1, "Keras would read 0 as: until the data ends")
+        if self.vae_beta < 0:
+            raise ValueError(f"`vae_beta` must not be negative; got {self.vae_beta}.")
+        layer_widths(self, "encoder_filters")
+        require_at_least(
+            self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
+        )
 
 
 def build(config: MnistVaeConfig) -> Experiment:

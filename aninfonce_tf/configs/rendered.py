@@ -22,7 +22,14 @@ import dataclasses
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
+from aninfonce_tf.configs.base import (
+    Experiment,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.rendered import (
     DEFAULT_CONCENTRATION,
@@ -85,21 +92,15 @@ class RenderedConfig(RunConfig):
         super().validate()
         pairs(self)
         for field in ("encoder_filters", "projector_units"):
-            widths = _numbers(self, field, int)
-            if not widths or min(widths) < 1:
-                raise ValueError(
-                    f"`{field}` must be positive widths; got {getattr(self, field)!r}."
-                )
-        if self.eval_size < 100:
-            raise ValueError(
-                f"`eval_size` must be at least 100 (a quarter scores the probes); got "
-                f"{self.eval_size}."
-            )
+            layer_widths(self, field)
+        require_at_least(self, "features", 1)
+        require_at_least(self, "eval_size", 100, "a quarter scores the probes")
+        require_at_least(self, "readout_size", 1)
 
 
-def _numbers(config: RenderedConfig, field: str, kind: type = float) -> list:
+def _numbers(config: RenderedConfig, field: str) -> list[float]:
     try:
-        return split_list(getattr(config, field), kind)
+        return split_list(getattr(config, field), float)
     except ValueError:
         raise ValueError(
             f"`{field}` must be comma-separated numbers; got {getattr(config, field)!r}."

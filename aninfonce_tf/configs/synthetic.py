@@ -20,7 +20,14 @@ import functools
 import numpy as np
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import Experiment, RunConfig, option, split_list
+from aninfonce_tf.configs.base import (
+    Experiment,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS, LATENT_SPACES
 from aninfonce_tf.data.synthetic import (
@@ -95,11 +102,13 @@ class SyntheticConfig(RunConfig):
         """`RunConfig.validate`, then this experiment's own fields."""
         super().validate()
         self.true_concentration()  # raises naming `concentration`
-        if self.generator_draws < 1:
-            raise ValueError(
-                f"`generator_draws` must be at least 1 (candidate matrices per layer of the "
-                f"generator); got {self.generator_draws}."
-            )
+        require_at_least(
+            self, "generator_draws", 1, "candidate matrices per layer of the generator"
+        )
+        layer_widths(self, "hidden_units", allow_empty=True)
+        require_at_least(
+            self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
+        )
         if self.embedding_dim and self.embedding_dim < self.dim:
             raise ValueError(
                 f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "

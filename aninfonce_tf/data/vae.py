@@ -183,7 +183,13 @@ def trained_decoder(
 
     Returns:
         `(decoder, directory)`; the decoder is not trainable.
+
+    Raises:
+        ValueError: for fewer than 1 `steps` (Keras would train until the data ends,
+            which it never does).
     """
+    if steps < 1:
+        raise ValueError(f"`steps` must be at least 1; got {steps}.")
     settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
     directory = Path(cache_dir).expanduser() / f"{source}-{latent_dim}d-{key}"

@@ -203,6 +203,11 @@ class IdentifiabilityEvaluator:
     1.0
     """
 
+    # The scores of which lower is better (`--stop-at`'s direction); higher for the others.
+    lower_is_better = frozenset({"lambda_relative_error"})
+    # The fewest observations it scores: two to fit the linear readout, two to score it.
+    FEWEST_SAMPLES = 4
+
     def __init__(
         self,
         observations,

@@ -202,6 +202,9 @@ class LatentEvaluator:
     (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'shape_accuracy'])
     """
 
+    # Every score is higher-is-better (`--stop-at`'s direction).
+    lower_is_better = frozenset()
+
     def __init__(
         self,
         images,

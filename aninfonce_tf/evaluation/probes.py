@@ -272,6 +272,8 @@ class ImageProbeEvaluator:
     ['backbone', 'projector']
     """
 
+    # Every score is higher-is-better (`--stop-at`'s direction).
+    lower_is_better = frozenset()
     # The scalar scores of each level.
     SCORES = (
         "class_accuracy",

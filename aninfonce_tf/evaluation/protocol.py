@@ -23,7 +23,12 @@ class Evaluator(Protocol):
     """Scores a model on held-out data, during `fit` (`EvaluationCallback`) and after.
 
     Any object with these two methods is an evaluator; `isinstance(obj, Evaluator)`
-    checks that it has them (not their signatures).
+    checks that it has them (not their signatures). An evaluator may also declare
+    `lower_is_better`, the set of its score names of which lower is better (an
+    error, a loss; every other is higher-is-better): a `--stop-at` target `name=value`
+    then waits for a lower-is-better score to fall to `value`, for any other to rise to
+    it. Without it, targets of its scores need a direction: `name>=value` or
+    `name<=value` (`callbacks.natural_direction`).
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ rest:
 - `training`: one variant's model built (`build_model`) and trained
   (`train_variant`);
 - `run_directory`: the run directory claimed, resumed from and written atomically;
+- `lock`: the lock a run holds on its run directory;
 - `report`: `results.json`'s run record, the tables and figures.
 
 `Experiment` (the parts a config module builds) lives with the configs

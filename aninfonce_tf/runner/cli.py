@@ -33,8 +33,8 @@ def parse_config(
     parents: typing.Sequence[argparse.ArgumentParser] = (),
 ) -> tuple[RunConfig, argparse.Namespace]:
     """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
-    `--seeds 0,1,2` and a `--field value` override of every field of the presets'
-    dataclass.
+    `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override of every
+    field of the presets' dataclass.
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
     overrides under `--smoke`, gives the defaults that `--help` shows. Unknown flags
@@ -52,7 +52,8 @@ def parse_config(
     Returns:
         `(config, options)`: the config `resolved()` (the fields other fields set
         follow the values given); `options` has `preset`, `out`, `seeds` (a list of
-        seeds, or None) and `smoke` (False when no smoke overrides are given).
+        seeds, or None), `allow_code_change` and `smoke` (False when no smoke
+        overrides are given).
     """
     choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     choice.add_argument(
@@ -93,6 +94,12 @@ def parse_config(
         type=_seed_list,
         help="run each seed of a comma-separated list (e.g. 0,1,2) into OUT/seed_<k>/ and "
         "summarise them in OUT/summary.json; instead of --seed",
+    )
+    parser.add_argument(
+        "--allow-code-change",
+        action="store_true",
+        help="resume the run in --out although another version of aninfonce_tf's code "
+        "trained it (config.json and results.json record both); refused without it",
     )
     defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
     groups = {
@@ -195,7 +202,9 @@ def main(config_module, argv=None, description: str = "") -> dict:
     name = options.preset + ("-smoke" if options.smoke else "")
     with recipe_run_directory(options.out, name) as run_dir:
         print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
-        labels = dict(preset=options.preset, smoke=options.smoke)
+        labels = dict(
+            preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
+        )
         if options.seeds:
             return loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
         return loop.run(config, config_module.build, run_dir, **labels)

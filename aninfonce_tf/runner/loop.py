@@ -26,13 +26,14 @@ from pathlib import Path
 
 import keras
 
-from aninfonce_tf.checkpoints import remove_backup, write_json
+from aninfonce_tf.checkpoints import Backup, remove_backup, write_json
 from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.data.pairs import split_views
 from aninfonce_tf.evaluation.callbacks import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.lock import lock_run_directory
 from aninfonce_tf.runner.training import train_variant
 from aninfonce_tf.statistics import summarize, summary_table
 
@@ -45,19 +46,22 @@ def run(
     callbacks: Sequence[keras.callbacks.Callback] = (),
     preset: str | None = None,
     smoke: bool = False,
+    allow_code_change: bool = False,
 ) -> dict:
     """Trains every loss variant of `config` on the experiment `build(config)` and
     scores them.
 
     Rerun into the same `run_dir` with the same config, it skips the variants
-    already finished and resumes an interrupted one from its last backup
-    checkpoint (every `save_every` steps and at each evaluation), evaluation
-    history included, to the result an uninterrupted run gives; with another
-    config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu` and
-    `export` may change). Every file a resume reads, and the saved models, is
-    replaced atomically, so a kill at any instant leaves a run that resumes; the
-    figures are written again by every rerun, and TensorBoard's event files are
-    appended to.
+    already finished (with every final file as written: one damaged since saves
+    again from its backup, or trains again) and resumes an interrupted one from its
+    last backup checkpoint (every `save_every` steps and at each evaluation),
+    evaluation history included, to the result an uninterrupted run gives; with
+    another config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu`
+    and `export` may change), and with other code, unless `allow_code_change`. Every
+    file a resume reads, and the saved models, is replaced atomically, so a kill at
+    any instant leaves a run that resumes; the figures are written again by every
+    rerun, and TensorBoard's event files are appended to. The run holds `run_dir`'s
+    lock throughout (`runner.lock`): a second run into it is refused.
 
     Args:
         config: the experiment's config (a `RunConfig`).
@@ -69,6 +73,9 @@ def run(
         preset: the name of the preset `config` comes from, for `results.json`
             and the figures' titles.
         smoke: whether `config` is a `--smoke` run (as `preset`).
+        allow_code_change: resume a run trained by another version of this
+            package's code (`--allow-code-change`); `config.json` and
+            `results.json` record both.
 
     Returns:
         `{variant: result}`, as written under `variants` in `run_dir/results.json`,
@@ -76,14 +83,16 @@ def run(
 
     Raises:
         UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that
-            cannot run, before any training and before anything is written. Other
-            errors (of `build`, say) are raised as they are.
+            cannot run (held by another run, holding files that are not a run's or
+            a run of another config or code), before any training and before
+            anything is written. Other errors (of `build`, say) are raised as they
+            are.
     """
-    return _run(config, build, run_dir, verbose, callbacks, preset, smoke)[0]
+    return _run(config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change)[0]
 
 
 def _run(
-    config, build, run_dir, verbose, callbacks, preset, smoke, context=None
+    config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change, context=None
 ) -> tuple[dict, Experiment]:
     """`run`, returning the experiment too; `context` is made from the config once
     when not given."""
@@ -94,35 +103,49 @@ def _run(
         config.validate()
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
-        saved = run_directory.claim_run_directory(run_dir, config)
     context = context or RunContext.create(config.strategy, config.tpu)
-    experiment = build(config)
-    with as_usage_errors():
-        anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
-        check_targets(stop_at, experiment.evaluators, anisotropic)
-    results = {name: saved[name] for name in names if run_directory.finished(run_dir, saved, name)}
-    record = report.run_record(config, experiment, preset, smoke)
-    input_spec = split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
-    for name in names:
-        if name in results:
-            print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
-        else:
-            if context.chief:
-                run_directory.write_config(run_dir, config)
-            model, results[name] = train_variant(
-                config, experiment, name, run_dir, context, stop_at, verbose, callbacks
-            )
-            if context.chief:
-                if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                    run_directory.save_variant(model, run_dir / name, input_spec, config.export)
-                run_directory.write_results(run_dir, record, results)
-        # Kept until the variant's outputs are written: a kill before resumes from it.
-        remove_backup(context.work_dir(run_dir) / "backup", name)
-    if context.chief:
-        title = report.figure_title(config, preset, smoke)
-        figures = report.write_plots(results, experiment, run_dir, title)
-        steps = max(result["steps"] for result in results.values())
-        report.log_figures(figures, run_dir / "tensorboard" / "figures", steps)
+    work_dir = context.work_dir(run_dir)
+    with lock_run_directory(work_dir):
+        with as_usage_errors():
+            saved = run_directory.claim_run_directory(run_dir, config)
+            results, incomplete = run_directory.finished_variants(run_dir, saved, names)
+            code = run_directory.code_history(run_dir, len(results) < len(names), allow_code_change)
+        experiment = build(config)
+        with as_usage_errors():
+            anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
+            check_targets(stop_at, experiment.evaluators, anisotropic)
+        record = report.run_record(config, experiment, preset, smoke, code)
+        input_spec = (
+            split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
+        )
+        for name in names:
+            backup = Backup(work_dir / "backup" / name, config.epoch_steps())
+            if name in results:
+                print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+            else:
+                if name in incomplete:
+                    again = (
+                        "saving it again from its backup"
+                        if backup.checkpoints()
+                        else "training it again from the start (its backup is gone)"
+                    )
+                    print(f"== {name}: {incomplete[name]}: {again}", flush=True)
+                if context.chief:
+                    run_directory.write_config(run_dir, config, code)
+                model, results[name] = train_variant(
+                    config, experiment, name, run_dir, context, stop_at, verbose, callbacks
+                )
+                if context.chief:
+                    if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                        run_directory.save_variant(model, run_dir / name, input_spec, config.export)
+                    run_directory.write_results(run_dir, record, results)
+            # Kept until the variant's outputs are written: a kill before resumes from it.
+            remove_backup(work_dir / "backup", name)
+        if context.chief:
+            title = report.figure_title(config, preset, smoke)
+            figures = report.write_plots(results, experiment, run_dir, title)
+            steps = max(result["steps"] for result in results.values())
+            report.log_figures(figures, run_dir / "tensorboard" / "figures", steps)
     print(report.results_table(results, experiment.table_columns))
     for name, result in results.items():
         if "stopped" in result:
@@ -142,6 +165,7 @@ def run_seeds(
     preset: str | None = None,
     smoke: bool = False,
     context: RunContext | None = None,
+    allow_code_change: bool = False,
 ) -> dict:
     """`run`s `config` once per seed into `run_dir/seed_<k>/` (with `seed` k), then
     writes `run_dir/summary.json`: per variant and scalar score the mean, sd and n
@@ -150,8 +174,11 @@ def run_seeds(
     experiment's `table_columns` (default: every scalar score).
 
     Each seed resumes like a single run: rerun, it skips the finished seeds and
-    variants and resumes an interrupted one. `preset` and `smoke`: as for `run`;
-    `context`: the run's `RunContext` (default: made from `config` once).
+    variants and resumes an interrupted one. `preset`, `smoke` and
+    `allow_code_change`: as for `run`; `context`: the run's `RunContext` (default:
+    made from `config` once). The run holds `run_dir`'s lock, and each seed's run its
+    own, throughout; `run_dir` may hold nothing but the seeds' runs and
+    `summary.json`.
 
     Returns:
         The summary, as written to `summary.json`.
@@ -162,23 +189,27 @@ def run_seeds(
         raise UsageError("`seeds` is empty: give at least one seed.")
     context = context or RunContext.create(config.strategy, config.tpu)
     scores = {}
-    for seed in seeds:
-        seed_dir = run_dir / f"seed_{seed}"
-        print(f"=== seed {seed}: {seed_dir}", flush=True)
-        results, experiment = _run(
-            dataclasses.replace(config, seed=seed),
-            build,
-            seed_dir,
-            verbose,
-            callbacks,
-            preset,
-            smoke,
-            context,
-        )
-        scores[seed] = {name: report.variant_scores(result) for name, result in results.items()}
-    summary = summarize(scores)
-    if context.chief:
-        write_json(run_dir / "summary.json", summary)
+    with lock_run_directory(context.work_dir(run_dir)):
+        with as_usage_errors():
+            run_directory.check_seeds_directory(run_dir)
+        for seed in seeds:
+            seed_dir = run_dir / f"seed_{seed}"
+            print(f"=== seed {seed}: {seed_dir}", flush=True)
+            results, experiment = _run(
+                dataclasses.replace(config, seed=seed),
+                build,
+                seed_dir,
+                verbose,
+                callbacks,
+                preset,
+                smoke,
+                allow_code_change,
+                context,
+            )
+            scores[seed] = {name: report.variant_scores(r) for name, r in results.items()}
+        summary = summarize(scores)
+        if context.chief:
+            write_json(run_dir / "summary.json", summary)
     print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
     return summary

@@ -32,12 +32,17 @@ RUN_ENTRIES = (
 
 
 def run_record(
-    config: RunConfig, experiment: Experiment, preset: str | None = None, smoke: bool = False
+    config: RunConfig,
+    experiment: Experiment,
+    preset: str | None = None,
+    smoke: bool = False,
+    code: Sequence[dict] = (),
 ) -> dict:
     """The `run` entry of `results.json`: what ran, where and when. The preset, the
     seed, the date (UTC), the versions of this package, TensorFlow, Keras, NumPy and
-    Python, the whole config, and the experiment's `metadata` (e.g. the true
-    Lambda, `true_concentration`)."""
+    Python, the code the run was trained by (`code`: the version and source sha256
+    of this package, oldest first, `run_directory.code_history`), the whole config,
+    and the experiment's `metadata` (e.g. the true Lambda, `true_concentration`)."""
     return {
         **experiment.metadata,
         "preset": preset,
@@ -51,6 +56,7 @@ def run_record(
             "numpy": np.__version__,
             "python": platform.python_version(),
         },
+        "code": list(code),
         "config": dataclasses.asdict(config),
     }
 

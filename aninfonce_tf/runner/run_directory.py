@@ -1,29 +1,45 @@
 """The run directory: claimed for one config, resumed from, written atomically.
 
-A run directory holds `config.json`, `results.json`, a directory per variant
-(`history.json`, `loss_curve.json`, `model.keras`, the exported `encoder/`), the
-backups a killed run resumes from and the TensorBoard logs. Every file a resume reads
-is replaced atomically (`aninfonce_tf.checkpoints`).
+A run directory holds `config.json` (with the code it was trained by), `results.json`,
+a directory per variant (`history.json`, `loss_curve.json`, `model.keras`, the exported
+`encoder/`, and `files.json`: the size and sha256 of each final file), the backups a
+killed run resumes from and the TensorBoard logs. Every file a resume reads is replaced
+atomically (`aninfonce_tf.checkpoints`); a run holds the directory's lock meanwhile
+(`runner.lock`).
+
+Example:
+
+>>> sorted(code_version())
+['aninfonce_tf', 'source_sha256']
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import functools
+import hashlib
 import json
+import re
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tensorflow as tf
 
-from aninfonce_tf.checkpoints import (
-    read_json,
-    replace_atomically,
-    replace_directory_atomically,
-    write_json,
-)
+import aninfonce_tf
+from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.runner.lock import LOCK_NAME
+
+# `config.json`'s entry of the code the run was trained by (`code_history`).
+CODE = "code"
+# A variant's record of its final files (`save_variant`, `final_files_problem`).
+FILES = "files.json"
+# Entries of every `config.json` of a run: a file without them is not a run's.
+_CONFIG_ENTRIES = {"losses", "steps", "seed"}
 
 
 def run_directory(out: str | None, name: str) -> Path:
@@ -39,14 +55,17 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     starts (`run`), so that a run refused before it leaves none to refuse its rerun.
 
     Raises:
-        ValueError: when `run_dir` holds a run of another config; a stale backup
-            is never resumed silently.
+        ValueError: when `run_dir` holds a run of another config (a stale backup is
+            never resumed silently), files that are not a run's (no `config.json`),
+            or a `config.json` or `results.json` that is not a run's or not JSON;
+            each names the file and the fix.
     """
-    config_path = run_dir / "config.json"
-    if config_path.exists():
-        saved = read_json(config_path)
+    saved = _saved_config(run_dir)
+    if saved is None:
+        _refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
+    else:
         current = json.loads(json.dumps(config.resume_key()))
-        saved = {k: v for k, v in saved.items() if k not in EXECUTION_FIELDS}
+        saved = {k: v for k, v in saved.items() if k not in (*EXECUTION_FIELDS, CODE)}
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
@@ -55,10 +74,130 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
             )
     results_path = run_dir / "results.json"
-    saved = read_json(results_path) if results_path.exists() else {}
+    if not results_path.exists():
+        return {}
+    saved = read_json(results_path)
     # A results.json written before the `run` / `variants` layout holds the variants
     # at its top level.
-    return saved.get("variants", saved)
+    variants = saved.get("variants", saved) if isinstance(saved, dict) else None
+    if not isinstance(variants, dict) or not all(
+        isinstance(result, dict) and "steps" in result for result in variants.values()
+    ):
+        raise ValueError(
+            f"{results_path} is not the results.json of an aninfonce_tf run: move it away, "
+            "or pass a new --out."
+        )
+    return variants
+
+
+def check_seeds_directory(run_dir: Path) -> None:
+    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/` and
+    `summary.json`.
+
+    Raises:
+        ValueError: naming the other files.
+    """
+    _refuse_others(
+        run_dir,
+        "a --seeds run of aninfonce_tf",
+        lambda path: path.name == "summary.json" or re.fullmatch(r"seed_\d+", path.name),
+        "only seed_<k>/ and summary.json",
+    )
+
+
+def _saved_config(run_dir: Path) -> dict | None:
+    """`run_dir/config.json`, None when there is none."""
+    path = run_dir / "config.json"
+    if not path.exists():
+        return None
+    saved = read_json(path, fix="pass a new --out, or delete the run directory to start over")
+    if not isinstance(saved, dict) or not set(saved) >= _CONFIG_ENTRIES:
+        raise ValueError(f"{path} is not the config.json of an aninfonce_tf run: pass a new --out.")
+    return saved
+
+
+def _refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
+    """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor left
+    by a run before its config.json (the lock, temporaries, the other workers')."""
+    others = sorted(
+        path.name
+        for path in (run_dir.iterdir() if run_dir.exists() else ())
+        if not (
+            ours(path)
+            or path.name in (LOCK_NAME, "workers")
+            or path.name.startswith((".partial-", ".old-"))
+        )
+    )
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise ValueError(
+            f"{run_dir} holds files that are not {what} ({shown}; {why}): pass a new --out, "
+            "or an empty one."
+        )
+
+
+def code_version() -> dict[str, str]:
+    """This package's version and the sha256 of its source: what a resumed run
+    compares with the code it was trained by."""
+    return {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
+
+
+@functools.cache
+def _source_sha256() -> str:
+    """The sha256 of every `.py` file of this package, by path; read once per process,
+    near when its modules were loaded, not again at each run (of a `--seeds` run, say)."""
+    root = Path(aninfonce_tf.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def code_history(run_dir: Path, training: bool, allow_code_change: bool = False) -> list[dict]:
+    """The code the run in `run_dir` is trained by, oldest first (`code_version`, each
+    with the date it first ran), as `config.json` and `results.json` record it: this
+    code's, or, for a run resumed across a code change, the earlier ones' then this
+    one's.
+
+    Args:
+        run_dir: a claimed run directory (`claim_run_directory`).
+        training: whether the run trains a variant (resuming it, or a new one).
+        allow_code_change: resume a run trained by other code (`--allow-code-change`).
+
+    Raises:
+        ValueError: when training would resume a run trained by other code (or by an
+            aninfonce_tf that recorded none), without `allow_code_change`.
+    """
+    saved = _saved_config(run_dir)
+    history = saved.get(CODE, []) if saved else []
+    version = code_version()
+    last = history[-1] if history else None
+    if (last and all(last.get(key) == value for key, value in version.items())) or not training:
+        return history
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    current = {**version, "date": now}
+    if saved is None:  # a new run
+        return [current]
+    if not allow_code_change:
+        raise ValueError(
+            f"{run_dir} was trained by {_code_name(last)}, this is {_code_name(current)}: "
+            "resuming would mix two versions of the code in one result. Pass "
+            "--allow-code-change to resume it with this code, or a new --out."
+        )
+    print(
+        f"   {run_dir}: resuming across a code change ({_code_name(last)} -> "
+        f"{_code_name(current)}), as --allow-code-change allows; config.json and "
+        "results.json record it",
+        flush=True,
+    )
+    return [*history, current]
+
+
+def _code_name(entry: dict | None) -> str:
+    if entry is None:
+        return "an aninfonce_tf that recorded no version of its code"
+    return f"aninfonce_tf {entry['aninfonce_tf']} (source {entry['source_sha256'][:12]})"
 
 
 def points_until(path: Path, step: int) -> list[dict]:
@@ -92,25 +231,72 @@ def drop_events_after(log_dir: Path, step: int) -> None:
 
 def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export: bool) -> None:
     """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat, each
-    replaced atomically."""
+    replaced atomically, then `files.json`: the size and sha256 of each of their
+    files, which a rerun checks (`final_files_problem`)."""
     replace_atomically(variant_dir / "model.keras", model.save)
+    paths = [variant_dir / "model.keras"]
     if export:
-        replace_directory_atomically(
-            variant_dir / "encoder", lambda directory: export_encoder(model, directory, input_spec)
-        )
+        export_encoder(model, variant_dir / "encoder", input_spec)
+        paths += sorted(path for path in (variant_dir / "encoder").rglob("*") if path.is_file())
+    files = {path.relative_to(variant_dir).as_posix(): _file_record(path) for path in paths}
+    write_json(variant_dir / FILES, files)
 
 
-def finished(run_dir: Path, saved: dict, name: str) -> bool:
-    """Saved with its model, or diverged (which saves none)."""
-    return name in saved and ("stopped" in saved[name] or (run_dir / name / "model.keras").exists())
+def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple[dict, dict]:
+    """`(finished, incomplete)`: of the variants `names`, the results in `saved` of
+    those finished, with every final file as written or diverged (which saves none),
+    and `{variant: what is wrong}` of those saved whose final files are not (they
+    train, or save from their backup, again)."""
+    finished, incomplete = {}, {}
+    for name in names:
+        if name in saved:
+            problem = None if "stopped" in saved[name] else final_files_problem(run_dir / name)
+            if problem:
+                incomplete[name] = problem
+            else:
+                finished[name] = saved[name]
+    return finished, incomplete
 
 
-def write_config(run_dir: Path, config: RunConfig) -> None:
-    """`config.json`, written once, when the first variant starts training: a run
-    refused before then leaves none to refuse its rerun."""
-    if not (run_dir / "config.json").exists():
+def final_files_problem(variant_dir: Path) -> str | None:
+    """What is wrong with the final files of a saved variant (those `files.json`
+    lists, at its sizes and sha256), or None."""
+    record = variant_dir / FILES
+    if not record.exists():  # saved before files.json was: as then, its model must exist
+        model = variant_dir / "model.keras"
+        return None if model.exists() else f"model.keras in {variant_dir} is missing"
+    try:
+        files = read_json(record)
+    except ValueError:
+        return f"{FILES} in {variant_dir} does not read"
+    for name, written in files.items():
+        path = variant_dir / name
+        if not path.is_file():
+            return f"{name} in {variant_dir} is missing"
+        found = _file_record(path)
+        if found["bytes"] < written["bytes"]:
+            sizes = f"{found['bytes']} of its {written['bytes']} bytes"
+            return f"{name} in {variant_dir} is incomplete ({sizes})"
+        if found != written:
+            return f"{name} in {variant_dir} is not the file written (its size or sha256 differs)"
+    return None
+
+
+def _file_record(path: Path) -> dict:
+    with open(path, "rb") as file:
+        digest = hashlib.file_digest(file, "sha256")
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def write_config(run_dir: Path, config: RunConfig, code: list[dict]) -> None:
+    """`config.json`: the config and the code it is trained by (`code_history`),
+    written when the first variant starts training (a run refused before then leaves
+    none to refuse its rerun), and again when resumed across a code change."""
+    path = run_dir / "config.json"
+    saved = read_json(path) if path.exists() else dataclasses.asdict(config)
+    if saved.get(CODE) != code:
         run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(run_dir / "config.json", dataclasses.asdict(config))
+        write_json(path, {**saved, CODE: code})
 
 
 def write_results(run_dir: Path, record: dict, results: dict) -> None:
@@ -119,9 +305,15 @@ def write_results(run_dir: Path, record: dict, results: dict) -> None:
 
 
 __all__ = [
+    "CODE",
+    "FILES",
+    "check_seeds_directory",
     "claim_run_directory",
+    "code_history",
+    "code_version",
     "drop_events_after",
-    "finished",
+    "final_files_problem",
+    "finished_variants",
     "points_until",
     "run_directory",
     "save_variant",

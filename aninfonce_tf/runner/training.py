@@ -4,7 +4,6 @@ evaluation, targets, NaN stop and checkpoint-and-resume."""
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +17,10 @@ from aninfonce_tf.data.pairs import training_views
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
+    Target,
     TrainingLogger,
     scalar_items,
+    targets_reached,
 )
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
@@ -63,7 +64,7 @@ def train_variant(
     variant: str,
     run_dir: Path,
     context: RunContext,
-    stop_at: dict[str, float],
+    stop_at: dict[str, Target],
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
@@ -104,7 +105,7 @@ def train_variant(
         loss_curve = points_until(loss_path, start_step)
         print(f"   resuming {variant} at step {start_step}", flush=True)
         last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
-        if stop_at and all(last.get(name, -math.inf) >= v for name, v in stop_at.items()):
+        if targets_reached(last, stop_at, experiment.evaluators):
             # The run stopped there, at its targets: nothing is left to train.
             reached = {"step": start_step, "seconds": history[-1]["seconds"]}
     with strategy.scope():

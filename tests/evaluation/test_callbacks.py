@@ -11,17 +11,20 @@ import tensorflow as tf
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
+    Target,
     TrainingLogger,
     check_targets,
     parse_targets,
     scalar_items,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from tests.support import event_files
+from tests.support import UndeclaredEvaluator, event_files
 
 
 class RisingScores:
-    """An evaluator whose MCC rises by 0.1 per call."""
+    """An evaluator whose MCC rises by 0.1 per call; every score higher-is-better."""
+
+    lower_is_better = frozenset()
 
     def __init__(self):
         self.calls = 0
@@ -39,13 +42,68 @@ def _fit(callback, epochs=10):
 
 
 def test_parse_targets():
-    assert parse_targets("mcc=0.95, linear_r2=0.99") == {"mcc": 0.95, "linear_r2": 0.99}
+    assert parse_targets("mcc=0.95, linear_r2 >= 0.99,lambda_relative_error<=0.1") == {
+        "mcc": Target(0.95),
+        "linear_r2": Target(0.99, ">="),
+        "lambda_relative_error": Target(0.1, "<="),
+    }
     assert parse_targets("") == {}
-    with pytest.raises(ValueError, match="stop_at"):
-        parse_targets("mcc>0.9")
+    for text in ("mcc>0.9", "mcc=>0.9", "mcc==0.9", "=0.9", "mcc", "mcc=high"):
+        with pytest.raises(ValueError, match="`stop_at` must look like"):
+            parse_targets(text)
     for target in ("mcc=nan", "mcc=inf", "mcc=-inf"):  # never reached, or at once
         with pytest.raises(ValueError, match=f"finite numbers; got '{target}'"):
             parse_targets(f"linear_r2=0.9,{target}")
+
+
+def test_a_score_given_two_targets_is_refused():
+    for text in ("mcc=0,mcc=0.99", "mcc>=0.5, mcc<=0.9"):
+        with pytest.raises(ValueError, match="`stop_at` gives 'mcc' two targets"):
+            parse_targets(text)
+
+
+class FallingError:
+    """An evaluator whose `error` (lower-is-better) falls by 0.1 per call from 0.9."""
+
+    lower_is_better = frozenset({"error"})
+
+    def __init__(self):
+        self.calls = 0
+
+    def evaluate(self, model):
+        self.calls += 1
+        return {"error": 1.0 - 0.1 * self.calls, "accuracy": 0.1 * self.calls}
+
+
+@pytest.mark.parametrize(
+    "stop_at, evaluator, step",
+    [
+        ("error=0.65", FallingError, 8),  # its natural direction: down
+        ("error=0.65,accuracy=0.25", FallingError, 8),
+        ("error<=0.65", FallingError, 8),
+        ("error>=0.85", FallingError, 2),  # at once: 0.9 >= 0.85
+        ("mcc<=0.25", RisingScores, 2),
+        ("mcc>=0.25", RisingScores, 6),
+        ("mcc=0.25", RisingScores, 6),
+    ],
+)
+def test_each_target_is_reached_in_its_direction(stop_at, evaluator, step):
+    callback = EvaluationCallback(evaluator(), steps_per_epoch=2, stop_at=parse_targets(stop_at))
+    _fit(callback)
+    assert callback.reached["step"] == step
+
+
+def test_a_target_without_a_known_direction_is_refused_before_training():
+    undeclared = UndeclaredEvaluator()
+    message = "`stop_at` target score=0.5 has no direction.*write score>=0.5 or score<=0.5"
+    with pytest.raises(ValueError, match=message):
+        EvaluationCallback(undeclared, stop_at=parse_targets("score=0.5"))
+    with pytest.raises(ValueError, match=message):
+        check_targets(parse_targets("score=0.5"), [undeclared], {"aninfonce": True})
+    check_targets(parse_targets("score>=0.5"), [undeclared], {"aninfonce": True})
+    callback = EvaluationCallback(undeclared, stop_at=parse_targets("score<=0.5"))
+    _fit(callback)
+    assert callback.reached["step"] == 1
 
 
 def test_training_stops_at_the_first_evaluation_reaching_every_target():

@@ -16,9 +16,9 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import distribute, optimizers, runner, schema
-from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.runner import run_directory
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
 
@@ -133,7 +133,7 @@ def test_a_resume_whose_backup_period_misses_the_backup_names_the_flag_to_pass(t
     trained = dataclasses.replace(SMOKE, losses="aninfonce", steps=2000, eval_every=2000)
     config = dataclasses.replace(trained, steps_per_execution=16)
     assert (trained.epoch_steps(), config.epoch_steps()) == (1000, 400)
-    write_json(tmp_path / "config.json", dataclasses.asdict(trained))
+    run_directory.write_config(tmp_path, trained, [run_directory.code_version()])
     (tmp_path / "backup" / "aninfonce").mkdir(parents=True)
     with h5py.File(tmp_path / "backup" / "aninfonce" / "step-001000.weights.h5", "w") as file:
         file.attrs["logs"] = json.dumps({"loss": 1.0})

@@ -3,6 +3,7 @@ one, each worker reading its own shard) under `MultiWorkerMirroredStrategy`: bot
 with the same weights, each contrasted its rows against the negatives of both, and
 only the chief wrote the run's outputs."""
 
+import dataclasses
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
+from aninfonce_tf.runner import run_directory
 from tests.runner import multiworker_worker
 
 WORKER = Path(multiworker_worker.__file__)
@@ -67,6 +69,8 @@ def _train_on_two_workers(tmp_path: Path, kind: str) -> list:
 def test_two_workers_train_as_one_global_batch(tmp_path):
     # A run killed after the chief's first checkpoint, before worker 1's: both workers
     # start again at step 0, the newest step both have (apart, they would hang).
+    config = dataclasses.replace(multiworker_worker.smoke_config(), strategy="multiworker")
+    run_directory.write_config(tmp_path / "run", config, [run_directory.code_version()])
     backup = tmp_path / "run" / "backup" / "aninfonce"
     backup.mkdir(parents=True)
     with h5py.File(backup / "step-000010.weights.h5", "w") as checkpoint:

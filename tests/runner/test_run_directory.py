@@ -1,0 +1,248 @@
+"""A run directory that only its own run touches: one run at a time (its lock), finished
+only with its final files complete, no resume across a code change unless asked, no
+files of others written over, an export swapped in whole, and a corrupt file named with
+its fix."""
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import aninfonce_tf
+from aninfonce_tf import runner
+from aninfonce_tf.checkpoints import read_json, write_json
+from aninfonce_tf.configs import synthetic
+from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.export import export_encoder
+from aninfonce_tf.layers import DiagonalScaling
+from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.runner import loop, run_directory
+from tests.support import ROOT
+
+# One variant of 40 steps, a backup every 10, no export (unless a test asks for one).
+CONFIG = dataclasses.replace(
+    synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce", save_every=10, export=False
+)
+# The same config from the command line.
+ARGV = ["--smoke", "--losses", "aninfonce", "--save-every", "10", "--export", "false"]
+
+
+class _InterruptAtStep20(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            raise KeyboardInterrupt
+
+
+def _interrupted_run(run_dir) -> None:
+    """A run of `CONFIG` stopped at step 20, with its backups kept."""
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(CONFIG, synthetic.build, run_dir, verbose=0, callbacks=[_InterruptAtStep20()])
+
+
+def _usage_error(capsys, argv) -> str:
+    """The one line that `runner.main(synthetic, argv)` prints as it exits with status 2."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        runner.main(synthetic, argv)
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and error.count("\n") == 1, error
+    return error
+
+
+def _contents(directory) -> dict:
+    return {path: path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+# Item 3: one run at a time.
+
+
+def test_a_second_run_on_a_locked_out_exits_with_one_line_naming_the_holder(tmp_path):
+    from aninfonce_tf.runner.lock import lock_run_directory
+
+    with lock_run_directory(tmp_path):
+        second = subprocess.run(
+            [sys.executable, str(ROOT / "recipes" / "synthetic.py"), "--smoke"]
+            + ["--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
+    errors = [line for line in second.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith("synthetic.py: error: "), second.stderr
+    assert f"pid {os.getpid()} on {socket.gethostname()}, started " in errors[0]
+    assert "another --out" in errors[0]
+    assert sorted(path.name for path in tmp_path.iterdir()) == []  # nothing written
+
+
+def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, capsys):
+    holder = textwrap.dedent(
+        """
+        import os, signal, sys
+        from pathlib import Path
+        from aninfonce_tf.runner.lock import lock_run_directory
+
+        with lock_run_directory(Path(sys.argv[1])):
+            print(os.getpid(), flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", holder, str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert (tmp_path / ".lock").exists()  # left behind, but no longer held: the kernel let go
+    capsys.readouterr()
+    result = runner.run(CONFIG, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    assert f"taking over the lock of pid {killed.stdout.strip()} on " in capsys.readouterr().out
+    assert result["steps"] == 40
+    assert not (tmp_path / ".lock").exists()  # released when the run ends
+
+
+# Item 4: finished only with every final file complete.
+
+
+def test_a_truncated_model_is_trained_again_rather_than_counted_as_finished(tmp_path, capsys):
+    first = runner.run(CONFIG, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    model_path = tmp_path / "aninfonce" / "model.keras"
+    os.truncate(model_path, model_path.stat().st_size // 2)
+    capsys.readouterr()
+    again = runner.run(CONFIG, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    output = capsys.readouterr().out
+    assert "not trained again" not in output
+    assert f"== aninfonce: model.keras in {tmp_path / 'aninfonce'} is incomplete" in output
+    assert "training it again from the start (its backup is gone)" in output
+    model = keras.saving.load_model(model_path)
+    np.testing.assert_allclose(model.concentration, first["lambda_hat"], rtol=1e-5)
+    assert again["final_loss"] == pytest.approx(first["final_loss"], rel=1e-5)
+
+
+def test_a_truncated_export_whose_backup_is_left_is_saved_again_from_it(
+    tmp_path, capsys, monkeypatch
+):
+    # Killed after results.json was written, before the backup was removed.
+    monkeypatch.setattr(loop, "remove_backup", lambda *args: None)
+    config = dataclasses.replace(CONFIG, export=True)
+    first = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    variables = next((tmp_path / "aninfonce" / "encoder" / "variables").glob("*.data-*"))
+    os.truncate(variables, variables.stat().st_size - 1)
+    capsys.readouterr()
+    again = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    output = capsys.readouterr().out
+    assert f"encoder/variables/{variables.name} in " in output and "is incomplete" in output
+    assert "saving it again from its backup" in output
+    assert "resuming aninfonce at step 40" in output  # no step trained again
+    assert {k: v for k, v in again.items() if k != "wall_seconds"} == {
+        k: v for k, v in first.items() if k != "wall_seconds"
+    }
+    loaded = tf.saved_model.load(str(tmp_path / "aninfonce" / "encoder"))
+    assert loaded.serve(np.ones((2, CONFIG.dim), "float32")).shape[0] == 2
+
+
+# Item 5: the code a run was trained by.
+
+
+def test_resuming_across_a_code_change_is_refused_unless_allowed_and_then_recorded(
+    tmp_path, capsys, monkeypatch
+):
+    _interrupted_run(tmp_path)
+    trained_by = read_json(tmp_path / "config.json")["code"]
+    assert [entry["aninfonce_tf"] for entry in trained_by] == [aninfonce_tf.__version__]
+    changed = {**run_directory.code_version(), "source_sha256": "0" * 64}
+    monkeypatch.setattr(run_directory, "code_version", lambda: changed)
+    argv = [*ARGV, "--out", str(tmp_path)]
+    error = _usage_error(capsys, argv)
+    assert f"{tmp_path} was trained by aninfonce_tf {aninfonce_tf.__version__} (source " in error
+    assert "Pass --allow-code-change to resume it with this code, or a new --out" in error
+    results = runner.main(synthetic, [*argv, "--allow-code-change"])
+    assert "resuming aninfonce at step 20" in capsys.readouterr().out
+    assert results["aninfonce"]["steps"] == 40
+    code = read_json(tmp_path / "config.json")["code"]
+    assert [entry["source_sha256"] for entry in code] == [
+        trained_by[0]["source_sha256"],
+        "0" * 64,
+    ]
+    assert read_json(tmp_path / "results.json")["run"]["code"] == code
+
+
+def test_a_change_of_layer_shapes_on_resume_ends_in_one_line(tmp_path):
+    _interrupted_run(tmp_path)
+
+    def wider(config):  # the same config, an encoder of other shapes
+        return synthetic.build(dataclasses.replace(config, hidden_units="48,32"))
+
+    with pytest.raises(UsageError) as raised:
+        runner.run(CONFIG, wider, tmp_path, verbose=0)
+    message = str(raised.value)
+    assert "\n" not in message
+    backup = tmp_path / "backup" / "aninfonce"
+    assert f"{backup / 'step-000020.weights.h5'} does not fit the model" in message
+    assert f"Delete {backup} to train this variant from the start" in message
+
+
+# Item 6: files that are not a run's.
+
+
+@pytest.mark.parametrize("case", ["others-files", "others-results", "seeds"], ids=lambda case: case)
+def test_an_out_that_is_not_a_run_is_refused_and_left_as_it_was(tmp_path, capsys, case):
+    config, _ = runner.parse_config(synthetic.PRESETS, ARGV, smoke=synthetic.SMOKE)
+    argv = [*ARGV, "--out", str(tmp_path)]
+    if case == "others-results":  # a config.json of this run beside someone else's results
+        write_json(tmp_path / "config.json", dataclasses.asdict(config))
+    else:
+        (tmp_path / "figure.png").write_bytes(b"\x89PNG")
+    if case == "seeds":
+        (tmp_path / "seed_0").mkdir()  # a seed's run is a --seeds run's
+        argv += ["--seeds", "0,1"]
+    (tmp_path / "results.json").write_text(json.dumps({"accuracy": 0.9}))
+    before = _contents(tmp_path)
+    error = _usage_error(capsys, argv)
+    if case == "others-results":
+        assert f"{tmp_path / 'results.json'} is not the results.json of an aninfonce_tf" in error
+    else:
+        run = "a --seeds run" if case == "seeds" else "a run"
+        assert f"{tmp_path} holds files that are not {run} of aninfonce_tf" in error
+        assert "(figure.png, results.json; " in error
+    assert "pass a new --out" in error
+    assert _contents(tmp_path) == before and (case != "seeds" or (tmp_path / "seed_0").is_dir())
+
+
+# Item 11: an export replaces an earlier one whole.
+
+
+def test_an_export_over_an_earlier_one_replaces_it_whole(tmp_path):
+    encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    export_encoder(ContrastiveModel(encoder, scaling=DiagonalScaling(5.0)), tmp_path / "encoder")
+    assert (tmp_path / "encoder" / "concentration.json").exists()
+    export_encoder(ContrastiveModel(encoder), tmp_path / "encoder")
+    assert not (tmp_path / "encoder" / "concentration.json").exists()
+    assert not hasattr(tf.saved_model.load(str(tmp_path / "encoder")), "embed_scaled")
+    # A directory that holds something else is not written over.
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match="is not empty and holds no export"):
+        export_encoder(ContrastiveModel(encoder), tmp_path / "mine")
+    assert [path.name for path in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+# Item 12: a corrupt file named, with its fix.
+
+
+@pytest.mark.parametrize("name", ["config.json", "results.json"])
+def test_a_corrupt_json_file_is_named_with_its_fix(tmp_path, capsys, name):
+    config, _ = runner.parse_config(synthetic.PRESETS, ARGV, smoke=synthetic.SMOKE)
+    write_json(tmp_path / "config.json", dataclasses.asdict(config))
+    (tmp_path / name).write_text('{"run": {,}')
+    error = _usage_error(capsys, [*ARGV, "--out", str(tmp_path)])
+    assert f"{tmp_path / name} does not read as JSON (Expecting property name" in error
+    fix = "delete it, or pass a new --out" if name == "results.json" else "pass a new --out"
+    assert fix in error
