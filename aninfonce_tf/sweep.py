@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError
+from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.plots import variant_label
 from aninfonce_tf.runner import RunContext, run_seeds
 

@@ -28,11 +28,8 @@ from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered,
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
-from aninfonce_tf.evaluation.callbacks import (
-    EvaluationCallback,
-    StopOnNonFiniteLoss,
-    parse_targets,
-)
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
+from aninfonce_tf.evaluation.targets import parse_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.loss_variants import loss_variant
 from tests import test_functional, test_models

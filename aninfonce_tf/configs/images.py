@@ -32,14 +32,8 @@ import warnings
 import keras
 import tensorflow as tf
 
-from aninfonce_tf.configs.base import (
-    Experiment,
-    RunConfig,
-    layer_widths,
-    option,
-    require_at_least,
-    split_list,
-)
+from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,

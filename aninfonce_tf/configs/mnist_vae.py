@@ -22,14 +22,8 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import (
-    Experiment,
-    RunConfig,
-    layer_widths,
-    option,
-    require_at_least,
-    split_list,
-)
+from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS
 from aninfonce_tf.data.synthetic import (

@@ -22,14 +22,8 @@ import dataclasses
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import (
-    Experiment,
-    RunConfig,
-    layer_widths,
-    option,
-    require_at_least,
-    split_list,
-)
+from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.rendered import (
     DEFAULT_CONCENTRATION,

@@ -20,14 +20,8 @@ import functools
 import numpy as np
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import (
-    Experiment,
-    RunConfig,
-    layer_widths,
-    option,
-    require_at_least,
-    split_list,
-)
+from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS, LATENT_SPACES
 from aninfonce_tf.data.synthetic import (

@@ -28,7 +28,7 @@ class Evaluator(Protocol):
     error, a loss; every other is higher-is-better): a `--stop-at` target `name=value`
     then waits for a lower-is-better score to fall to `value`, for any other to rise to
     it. Without it, targets of its scores need a direction: `name>=value` or
-    `name<=value` (`callbacks.natural_direction`).
+    `name<=value` (`targets.natural_direction`).
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:

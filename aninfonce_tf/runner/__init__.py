@@ -15,10 +15,10 @@ rest:
 - `report`: `results.json`'s run record, the tables and figures.
 
 `Experiment` (the parts a config module builds) lives with the configs
-(`aninfonce_tf.configs.base`).
+(`aninfonce_tf.configs.parts`).
 """
 
-from aninfonce_tf.configs.base import Experiment
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.runner.cli import main, parse_config, recipe_run_directory
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.loop import run, run_seeds

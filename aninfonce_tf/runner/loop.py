@@ -27,9 +27,10 @@ from pathlib import Path
 import keras
 
 from aninfonce_tf.checkpoints import Backup, remove_backup, write_json
-from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError, as_usage_errors
+from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
-from aninfonce_tf.evaluation.callbacks import check_targets, parse_targets
+from aninfonce_tf.evaluation.targets import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext

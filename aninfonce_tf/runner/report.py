@@ -16,7 +16,8 @@ import tensorflow as tf
 import aninfonce_tf
 from aninfonce_tf import plots
 from aninfonce_tf.checkpoints import replace_directory_atomically
-from aninfonce_tf.configs.base import Experiment, RunConfig
+from aninfonce_tf.configs.base import RunConfig
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.evaluation.callbacks import format_score, scalar_items
 
 # Entries of a variant's result that describe the run rather than score it.

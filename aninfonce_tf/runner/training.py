@@ -12,16 +12,16 @@ import keras
 
 from aninfonce_tf import distribute, optimizers
 from aninfonce_tf.checkpoints import Backup
-from aninfonce_tf.configs.base import Experiment, RunConfig, UsageError
+from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import training_views
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
-    Target,
     TrainingLogger,
     scalar_items,
-    targets_reached,
 )
+from aninfonce_tf.evaluation.targets import Target, targets_reached
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext

@@ -11,13 +11,11 @@ import tensorflow as tf
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
-    Target,
     TrainingLogger,
-    check_targets,
-    parse_targets,
     scalar_items,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.targets import Target, check_targets, parse_targets
 from tests.support import UndeclaredEvaluator, event_files
 
 

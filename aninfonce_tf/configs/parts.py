@@ -1,0 +1,54 @@
+"""`Experiment`: the parts a config module's `build(config)` returns to the runner."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+
+@dataclasses.dataclass
+class Experiment:
+    """The parts of an experiment that a config module's `build(config)` returns.
+
+    Args:
+        train_data: `start_step -> tf.data.Dataset` of global batches of pairs
+            (`(view1, view2)` or dicts with `view1`, `view2` and extra keys),
+            long enough for the run. Batch i does not depend on `start_step`, so
+            that a resumed run sees the batches of an uninterrupted one.
+        encoder: builds a fresh encoder (observations -> features).
+        evaluators: objects with `evaluate(model)` and `score_names(anisotropic)`
+            (see `aninfonce_tf.evaluation.callbacks`).
+        projector: builds a fresh projection head, or None.
+        normalize: embeddings on the unit sphere (InfoNCE then uses the cosine
+            similarity); False trains the Euclidean variant.
+        curve_keys: scores plotted over training, beside the loss (default: every
+            scalar score).
+        table_columns: scores shown in the printed tables and in the line printed
+            at each evaluation (default: every scalar score; `results.json` and
+            TensorBoard always have them all).
+        metadata: entries of the `run` record of `results.json` (`run_record`).
+        plots: `(results, run_dir, title=...) -> [paths]`, the experiment's own
+            figures, `title` naming the preset and seed.
+        worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
+            of one input pipeline's own shard in per-replica batches. Multi-worker
+            runs read it, each worker only its shard, instead of every worker
+            building the global batches of `train_data` and keeping its rows.
+    """
+
+    train_data: Callable[[int], tf.data.Dataset]
+    encoder: Callable[[], keras.Model]
+    evaluators: Sequence
+    projector: Callable[[], keras.layers.Layer] | None = None
+    normalize: bool = True
+    curve_keys: Sequence[str] = ()
+    table_columns: Sequence[str] = ()
+    metadata: dict = dataclasses.field(default_factory=dict)
+    plots: Callable[[dict, Path], list[Path]] | None = None
+    worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None
+
+
+__all__ = ["Experiment"]

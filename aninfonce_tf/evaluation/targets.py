@@ -1,0 +1,173 @@
+"""Score targets (`--stop-at`): parsed, given their directions, checked against the
+evaluators before training, and tested after each evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+from aninfonce_tf.evaluation.protocol import Evaluator
+
+# A target as `--stop-at` writes it: a score name, `>=`, `<=` or `=`, and a number.
+_TARGET = re.compile(r"(?P<name>[^<>=]+?)\s*(?P<direction>[<>]?=)\s*(?P<value>[^<>=]+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A score's target: reached when the score is at least `value` (`direction`
+    `">="`), at most `value` (`"<="`) or, for `"="`, at `value` or beyond it in the
+    score's natural direction (`natural_direction`): down for the scores an evaluator
+    declares lower-is-better (`lambda_relative_error`), up for its others."""
+
+    value: float
+    direction: str = "="
+
+    def __post_init__(self):
+        if self.direction not in (">=", "<=", "="):
+            raise ValueError(f"`direction` must be '>=', '<=' or '='; got {self.direction!r}.")
+
+
+def parse_targets(text: str) -> dict[str, Target]:
+    """`--stop-at` text as targets: `"mcc=0.95,lambda_relative_error<=0.1"` ->
+    `{"mcc": Target(0.95), "lambda_relative_error": Target(0.1, "<=")}` ("" -> {}).
+    `=` stands for the score's natural direction, `>=` and `<=` for themselves.
+
+    Example:
+
+    >>> parse_targets("mcc=0.95, lambda_relative_error<=0.1")
+    {'mcc': Target(value=0.95, direction='='), \
+'lambda_relative_error': Target(value=0.1, direction='<=')}
+
+    Raises:
+        ValueError: for text of another form, a target that is not a finite number
+            (`mcc=nan` or `mcc=inf` would never stop, `mcc=-inf` at once), or a score
+            given two targets.
+    """
+    targets = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        match = _TARGET.fullmatch(item)
+        try:
+            name, target = match["name"], Target(float(match["value"]), match["direction"])
+        except (TypeError, ValueError):  # no match, or not a number
+            raise ValueError(
+                "`stop_at` must look like 'mcc=0.95,linear_r2>=0.99,lambda_relative_error<=0.1' "
+                f"(= in the score's own direction); got {text!r}."
+            ) from None
+        if not math.isfinite(target.value):
+            raise ValueError(f"`stop_at` targets must be finite numbers; got {item!r}.")
+        if name in targets:
+            raise ValueError(
+                f"`stop_at` gives {name!r} two targets ({text!r}): give each score one."
+            )
+        targets[name] = target
+    return targets
+
+
+def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
+    """`"<="` for a score that an evaluator declares lower-is-better (its
+    `lower_is_better`), `">="` for any other when every evaluator declares its
+    lower-is-better scores, None (unknown) otherwise.
+
+    Example:
+
+    >>> from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+    >>> evaluator = IdentifiabilityEvaluator(np.zeros((4, 2)), np.zeros((4, 2)))
+    >>> natural_direction("lambda_relative_error", [evaluator]), natural_direction("mcc", [evaluator])
+    ('<=', '>=')
+    """
+    declared = [getattr(evaluator, "lower_is_better", None) for evaluator in evaluators]
+    if any(name in names for names in declared if names is not None):
+        return "<="
+    return ">=" if all(names is not None for names in declared) else None
+
+
+def resolve_targets(
+    stop_at: Mapping[str, Target | float], evaluators: Sequence[Evaluator]
+) -> dict[str, Target]:
+    """`stop_at` with each `=` target (and each plain number, which is one) in its
+    score's natural direction (`natural_direction`).
+
+    Raises:
+        ValueError: for a `=` target of a score whose direction no evaluator
+            declares: it could be reached at once, or never.
+    """
+    resolved = {}
+    for name, target in stop_at.items():
+        if not isinstance(target, Target):
+            target = Target(float(target))
+        if target.direction == "=":
+            direction = natural_direction(name, evaluators)
+            if direction is None:
+                raise ValueError(
+                    f"`stop_at` target {name}={target.value} has no direction: an evaluator "
+                    "does not say which of its scores are lower-is-better (`lower_is_better`)"
+                    f"; write {name}>={target.value} or {name}<={target.value}."
+                )
+            target = Target(target.value, direction)
+        resolved[name] = target
+    return resolved
+
+
+def targets_reached(
+    scores: Mapping[str, float],
+    stop_at: Mapping[str, Target | float],
+    evaluators: Sequence[Evaluator],
+) -> bool:
+    """Whether there are targets and `scores` (scalars, as `scalar_items` gives them)
+    reach every one, each in its direction (`resolve_targets`); a missing or NaN
+    score reaches none.
+
+    Example:
+
+    >>> class Errors:
+    ...     lower_is_better = frozenset({"error"})
+    >>> targets = parse_targets("error=0.1,accuracy=0.9")
+    >>> [targets_reached(s, targets, [Errors()]) for s in ({"error": 0.2, "accuracy": 0.95},
+    ...                                                    {"error": 0.05, "accuracy": 0.95})]
+    [False, True]
+    """
+    resolved = resolve_targets(stop_at, evaluators)
+    return bool(resolved) and all(
+        name in scores
+        and (scores[name] >= t.value if t.direction == ">=" else scores[name] <= t.value)
+        for name, t in resolved.items()
+    )
+
+
+def check_targets(
+    stop_at: Mapping[str, Target | float],
+    evaluators: Sequence[Evaluator],
+    variants: dict[str, bool],
+) -> None:
+    """Raises `ValueError`, before any training, when a `stop_at` target names a score
+    that an evaluator does not produce for one of the variants, or has no direction
+    (`resolve_targets`).
+
+    Args:
+        stop_at: `{score name: target}`, as `parse_targets` returns it.
+        evaluators: the `Evaluator`s whose `score_names` the targets may name.
+        variants: `{variant name: anisotropic}`; only variants with a per-dimension
+            Lambda_hat have one to compare with the true concentrations.
+    """
+    for name, anisotropic in variants.items():
+        known = set().union(*(e.score_names(anisotropic) for e in evaluators))
+        unknown = sorted(set(stop_at) - known)
+        if unknown:
+            raise ValueError(
+                f"`stop_at` names {unknown}, which the loss variant {name!r} does not "
+                f"produce; its scores: {sorted(known)}. Stop at scores every variant has, "
+                "or train the variant alone (--losses)."
+            )
+    resolve_targets(stop_at, evaluators)
+
+
+__all__ = [
+    "Target",
+    "check_targets",
+    "natural_direction",
+    "parse_targets",
+    "resolve_targets",
+    "targets_reached",
+]
