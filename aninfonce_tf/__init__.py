@@ -39,7 +39,8 @@ Evaluation during `fit`:
 Submodules: `functional` (pure functions), `losses`, `layers`, `models`, `export`,
 `encoders`, `data` (pair sources, augmentations, datasets), `evaluation` (metrics,
 probes, callbacks), `optimizers`, `statistics` (scores over seeds), `runner` (the
-runner of the recipes) and `configs` (one module per experiment).
+runner of the recipes), `configs` (one module per experiment) and `recipes` (every
+recipe by name, the command line `python -m aninfonce_tf RECIPE` and `aninfonce-tf`).
 
 Example:
 
@@ -47,6 +48,17 @@ Example:
 >>> model = ait.ContrastiveModel(ait.mlp_encoder(4, 3, [16]), scaling=ait.DiagonalScaling(5.0))
 >>> model.compile(optimizer="adam", loss=ait.AnInfoNCE(), concentration_optimizer=1e-2)
 """
+
+import os
+import sys
+from pathlib import Path
+
+# `python -m aninfonce_tf` (`sys.argv[0]` is "-m" until its __main__ runs) and the
+# `aninfonce-tf` script import this package, and with it TensorFlow, before their own
+# code: TensorFlow's C++ start-up lines are turned off for them here, as the recipes do,
+# unless the user set a level. A program that imports the package keeps TensorFlow's.
+if sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").stem == "aninfonce-tf":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.options import without_autotune

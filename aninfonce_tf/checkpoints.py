@@ -37,6 +37,7 @@ import h5py
 import keras
 
 from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.disk_space import room_for, state_bytes
 
 NULL_VALUES = "null_values"
 _NULL_NOTE = (
@@ -46,7 +47,7 @@ _NULL_NOTE = (
 _CHECKPOINT = re.compile(r"step-(\d+)\.weights\.h5")
 
 
-def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+def replace_atomically(path: str | Path, write: Callable[[Path], object], needed: int = 0) -> Path:
     """Calls `write(temporary)` on a file beside `path`, then renames it to `path`.
 
     A reader, or a run resumed after a kill at any instant, finds the old file or
@@ -54,13 +55,19 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Pat
     flushed to disk (`fsync`), so that a power loss after the call keeps the new one.
     The temporary name keeps `path`'s suffixes (`.keras`, `.weights.h5`), which
     Keras' writers check.
+
+    Raises:
+        OutOfSpace: when fewer than `needed` bytes (an estimate of the file's size;
+            0: no check) are free before the write, or the disk fills up during it;
+            the old file is kept and the temporary deleted.
     """
     path = Path(path)
     temporary = path.with_name(f".partial-{path.name}")
-    write(temporary)
-    with open(temporary, "rb") as file:  # on disk before the rename, against power loss too
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    with room_for(path, temporary, needed):
+        write(temporary)
+        with open(temporary, "rb") as file:  # on disk before the rename, against power loss
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
     if os.name == "posix":  # and the rename itself, which lives in the directory
         directory = os.open(path.parent, os.O_RDONLY)
         try:
@@ -70,15 +77,19 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object]) -> Pat
     return path
 
 
-def replace_directory_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+def replace_directory_atomically(
+    path: str | Path, write: Callable[[Path], object], needed: int = 0
+) -> Path:
     """`replace_atomically` for a directory (a SavedModel): written beside `path`,
     then renamed to it; a kill leaves the old directory, the new one, or neither
-    (nothing is flushed to disk: a power loss may leave less)."""
+    (nothing is flushed to disk: a power loss may leave less). `OutOfSpace` as for
+    `replace_atomically`."""
     path = Path(path)
     temporary, old = path.with_name(f".partial-{path.name}"), path.with_name(f".old-{path.name}")
     for stale in (temporary, old):
         shutil.rmtree(stale, ignore_errors=True)
-    write(temporary)
+    with room_for(path, temporary, needed):
+        write(temporary)
     if path.exists():
         path.rename(old)
     temporary.rename(path)
@@ -287,7 +298,11 @@ class Backup(keras.callbacks.Callback):
             with h5py.File(temporary, "a") as file:
                 file.attrs["logs"] = json.dumps(scalars)
 
-        replace_atomically(self.directory / f"step-{step:06d}.weights.h5", write)
+        # Room for twice the variables, or for the last checkpoint: h5py may crash on a
+        # full disk rather than raise.
+        newest = self.checkpoints()[:1]
+        needed = max([2 * state_bytes(self.model), *(path.stat().st_size for _, path in newest)])
+        replace_atomically(self.directory / f"step-{step:06d}.weights.h5", write, needed)
         for _, old in self.checkpoints()[self.keep :]:
             old.unlink()
 
@@ -330,4 +345,11 @@ def _is_number(value) -> bool:
     return True
 
 
-__all__ = ["Backup", "read_json", "remove_backup", "replace_atomically", "write_json"]
+__all__ = [
+    "Backup",
+    "read_json",
+    "remove_backup",
+    "replace_atomically",
+    "replace_directory_atomically",
+    "write_json",
+]

@@ -9,7 +9,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf.checkpoints import replace_directory_atomically, write_json
+from aninfonce_tf.checkpoints import replace_directory_atomically, state_bytes, write_json
 from aninfonce_tf.models import ContrastiveModel
 
 
@@ -114,7 +114,8 @@ def export_encoder(
         if model.concentration is not None:
             write_json(fresh / "concentration.json", _concentration_record(model))
 
-    return replace_directory_atomically(directory, write)
+    # Room for twice the weights (the graphs are small beside them).
+    return replace_directory_atomically(directory, write, needed=2 * state_bytes(encoder))
 
 
 def _concentration_record(model: ContrastiveModel) -> dict:

@@ -9,13 +9,16 @@ import keras
 import numpy as np
 from keras import ops
 
-from aninfonce_tf import functional
+from aninfonce_tf import functional, memory
 
 PARAMETRIZATIONS = ("softplus", "exp")
 # Concentrations are inverse temperatures: outside this range the scaled embeddings
 # overflow or vanish in float32 within a few steps.
 CONCENTRATION_RANGE = (1e-6, 1e6)
 MAX_INITIAL_NOISE = 3.0
+# Bytes per dimension of a DiagonalScaling: three float64 arrays while it is built, then
+# the float32 variable, its gradient and Adam's two moments.
+_SCALING_BYTES = 3 * 8 + memory.STATE_COPIES * 4
 
 
 def _inverse(parametrization: str, value: np.ndarray) -> np.ndarray:
@@ -110,6 +113,11 @@ class DiagonalScaling(keras.layers.Layer):
             )
         self.dim = dim
         size = 1 if self.tied else dim
+        memory.check_fits(
+            size * _SCALING_BYTES,
+            f"A DiagonalScaling of {size} dimensions",
+            "give the encoder fewer outputs, or pass `tied=True` (one value)",
+        )
         values = np.broadcast_to(np.asarray(self.initial_concentration, "float64"), (size,))
         theta = _inverse(self.parametrization, values)
         if self.initial_noise:

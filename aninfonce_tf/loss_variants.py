@@ -125,6 +125,16 @@ def register_loss(name: str, **options):
     return register
 
 
+def check_variants(names, **options) -> None:
+    """Raises `ValueError` naming the first of the variants `names` that cannot be
+    built from `options` (fields of `LossOptions`), before any of them trains."""
+    for name in names:
+        try:
+            loss_variant(name, **options)
+        except ValueError as error:
+            raise ValueError(f"The loss variant {name!r} cannot be built: {error}") from None
+
+
 def _class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -171,4 +181,11 @@ for _name, _class, _options in (
     register_loss(_name, **_options)(_class)
 
 
-__all__ = ["LOSS_VARIANTS", "LossOptions", "LossVariant", "loss_variant", "register_loss"]
+__all__ = [
+    "LOSS_VARIANTS",
+    "LossOptions",
+    "LossVariant",
+    "check_variants",
+    "loss_variant",
+    "register_loss",
+]

@@ -15,16 +15,19 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
+import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from aninfonce_tf import plots
 from aninfonce_tf.checkpoints import write_json
-from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
-from aninfonce_tf.plots import variant_label
 from aninfonce_tf.runner import RunContext, run_seeds
+from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line
 
 
 def grid_cells(
@@ -138,7 +141,7 @@ def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
     for cell in cells:
         for variant, entries in cell["summary"]["variants"].items():
             row = [_text(cell["values"][field]) for field in fields]
-            row.append(variant_label(variant))
+            row.append(plots.variant_label(variant))
             n = 0
             for score in scores:
                 entry = entries.get(score)
@@ -152,4 +155,79 @@ def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["cell_name", "grid_cells", "run_grid", "tradeoff_table"]
+def main(
+    config_module: types.ModuleType,
+    argv=None,
+    description: str = "",
+    epilog: str = "",
+    prog: str | None = None,
+) -> list[dict]:
+    """The command line of a trade-off map (`python -m aninfonce_tf rendered_sweep`):
+    the flags of the config module's recipe, which every cell starts from (its `SWEEP`
+    preset by default), `--grid-<field>` for each field of its `SWEEP_GRID` and
+    `--corner-seeds`; then `run_grid` into `--out`, `tradeoff.md` (`tradeoff_table` of
+    the scores of its `SWEEP_PANELS`) and `tradeoff.png`.
+
+    Args:
+        config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,
+            `SWEEP_GRID`, `SWEEP_PANELS` and `check_sweep(config)`.
+        argv: arguments (default `sys.argv[1:]`).
+        description: the `--help` description.
+        epilog: the end of `--help` (examples).
+        prog: the program's name in `--help` and errors (default: the script's).
+
+    Returns:
+        The cells of `run_grid`.
+    """
+    grid_flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    group = grid_flags.add_argument_group("grid")
+    for field, values in config_module.SWEEP_GRID.items():
+        group.add_argument(
+            f"--grid-{field.replace('_', '-')}",
+            type=lambda text: split_list(text, float),
+            default=values,
+            help=f"the values of --{field.replace('_', '-')} (default: {values})",
+        )
+    group.add_argument(
+        "--corner-seeds",
+        type=lambda text: split_list(text, int),
+        default=[0, 1, 2],
+        help="the seeds of the grid's corners (default: 0,1,2)",
+    )
+    config, options = parse_config(
+        {"sweep": config_module.SWEEP, **config_module.PRESETS},
+        argv,
+        description=description,
+        smoke=config_module.SMOKE,
+        parents=[grid_flags],
+        epilog=epilog,
+        prog=prog,
+    )
+    name = options.preset + ("-smoke" if options.smoke else "")
+    grid = {field: getattr(options, f"grid_{field}") for field in config_module.SWEEP_GRID}
+    with recipe_run_directory(options.out, f"{name}-grid") as run_dir:
+        with as_usage_errors():
+            config_module.check_sweep(config)
+        print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
+        cells = run_grid(
+            config,
+            config_module.build,
+            run_dir,
+            grid,
+            seeds=options.seeds or [0],
+            corner_seeds=options.corner_seeds,
+            preset=options.preset,
+            smoke=options.smoke,
+        )
+    panels = config_module.SWEEP_PANELS
+    table = tradeoff_table(cells, [score for panel in panels for score in reversed(panel)])
+    (run_dir / "tradeoff.md").write_text(table + "\n")
+    recipe = config_module.__name__.rsplit(".", 1)[-1]
+    title = f"{recipe}, {name}, {config.steps} steps of {config.batch_size} pairs"
+    plots.plot_tradeoff(cells, panels, run_dir / "tradeoff.png", title=title)
+    print(table)
+    print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
+    return cells
+
+
+__all__ = ["cell_name", "grid_cells", "main", "run_grid", "tradeoff_table"]

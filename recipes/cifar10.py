@@ -1,6 +1,5 @@
-"""CIFAR10: AnInfoNCE vs InfoNCE with ResNet-18 in SimSiam's CIFAR10 setting, which the
-paper's CIFAR10 result follows: SGD with momentum 0.9 at 0.03 x B / 256, cosine,
-PyTorch's L2 weight decay 5e-4, batch 512, 800 epochs, synchronised batch norm.
+"""The CIFAR10 recipe: `python -m aninfonce_tf cifar10` runs the same; `--help` says what
+it runs (`aninfonce_tf.recipes`) and lists every flag with the preset's value.
 
 Run (needs tfds' cifar10 prepared: `tfds build cifar10 --data_dir DIR` where there is
 internet, then copy DIR here):
@@ -29,12 +28,15 @@ defined in `aninfonce_tf.evaluation.probes`. The paper's numbers, and how to com
 with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import cifar10
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(cifar10, argv, description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("cifar10", argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,5 @@
-"""ImageNet: AnInfoNCE vs InfoNCE with ResNet-50 v1.5 in SimCLR's ImageNet setting: LARS
-at 0.3 x B / 256 with a 10-epoch warm-up then cosine, weight decay 1e-6, temperature
-0.1, a projector with batch norm, jitter strength 1.0 and blur, 100 epochs at batch
-1024 (`--preset mocov2`: MoCo v2's views).
+"""The ImageNet recipe: `python -m aninfonce_tf imagenet` runs the same; `--help` says what
+it runs (`aninfonce_tf.recipes`) and lists every flag with the preset's value.
 
 Run (needs tfds' imagenet2012 built from the manual download: put
 ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, then
@@ -25,12 +23,15 @@ Our class probe fits on 10,000 images (10 per class); our readout is defined in
 public), and how to compare with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import imagenet
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(imagenet, argv, description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("imagenet", argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Images with known latents: AnInfoNCE vs InfoNCE on digits rendered by a VAE decoder.
+"""The VAE-decoder recipe: `python -m aninfonce_tf mnist_vae` runs the same; `--help` says
+what it runs (`aninfonce_tf.recipes`) and lists every flag with the preset's value.
 
 Run:
 
@@ -16,12 +17,15 @@ and `positive_pairs.png`, decoded pairs g(z), g(z+), to `--out`.
 Results: docs/results.md, "Images with known latents: the VAE-decoder experiment".
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import mnist_vae
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(mnist_vae, argv, description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("mnist_vae", argv)
 
 
 if __name__ == "__main__":

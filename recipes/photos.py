@@ -1,5 +1,5 @@
-"""Real images on a CPU: AnInfoNCE vs InfoNCE on patches of the photos shipped with
-scikit-learn and scikit-image, scored by class accuracy and augmentation readout.
+"""The photos recipe: `python -m aninfonce_tf photos` runs the same; `--help` says what it
+runs (`aninfonce_tf.recipes`) and lists every flag with the preset's value.
 
 Run:
 
@@ -16,12 +16,15 @@ run per seed and `summary.json`. The readout's definition is in
 Results over seeds 0, 1, 2: docs/results.md, "photos".
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import photos
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(photos, argv, description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("photos", argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
-"""Rendered images with known latents: how much of each AnInfoNCE and InfoNCE keep.
-
-Positive pairs come from SimCLR's augmentations of one render or from the latents.
+"""The rendered-images recipe: `python -m aninfonce_tf rendered` runs the same; `--help`
+says what it runs (`aninfonce_tf.recipes`) and lists every flag with the preset's value.
 
 Run:
 
@@ -41,12 +40,15 @@ Results of each preset over seeds 0, 1, 2: docs/results.md, "Images rendered fro
 known latents".
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import rendered
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(rendered, argv, description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("rendered", argv)
 
 
 if __name__ == "__main__":

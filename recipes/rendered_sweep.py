@@ -1,5 +1,6 @@
-"""The trade-off map on rendered images: how strong SimCLR's views must be for each
-loss to recover the object's shape, and how much of the style latents each keeps.
+"""The trade-off map on rendered images: `python -m aninfonce_tf rendered_sweep` runs the
+same; `--help` says what it runs (`aninfonce_tf.recipes`) and lists every flag with the
+preset's value.
 
 Run:
 
@@ -24,67 +25,15 @@ Results: docs/results.md, "The trade-off map: augmentation strength against what
 loss keeps".
 """
 
-import argparse
+import os
 
-from aninfonce_tf import plots, sweep
-from aninfonce_tf.configs import rendered
-from aninfonce_tf.configs.base import UsageError, split_list
-from aninfonce_tf.evaluation.features import LEVELS
-from aninfonce_tf.runner import recipe_run_directory
-from aninfonce_tf.runner.cli import parse_config
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
 
-PANELS = [(f"{level}/block_linear_r2/style", f"{level}/shape_accuracy") for level in LEVELS]
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> list[dict]:
-    grid_flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    group = grid_flags.add_argument_group("grid")
-    for field, values in rendered.SWEEP_GRID.items():
-        group.add_argument(
-            f"--grid-{field.replace('_', '-')}",
-            type=lambda text: split_list(text, float),
-            default=values,
-            help=f"the values of --{field.replace('_', '-')} (default: {values})",
-        )
-    group.add_argument(
-        "--corner-seeds",
-        type=lambda text: split_list(text, int),
-        default=[0, 1, 2],
-        help="the seeds of the grid's corners (default: 0,1,2)",
-    )
-    config, options = parse_config(
-        {"sweep": rendered.SWEEP, **rendered.PRESETS},
-        argv,
-        description=__doc__.splitlines()[0],
-        smoke=rendered.SMOKE,
-        parents=[grid_flags],
-    )
-    name = options.preset + ("-smoke" if options.smoke else "")
-    grid = {field: getattr(options, f"grid_{field}") for field in rendered.SWEEP_GRID}
-    with recipe_run_directory(options.out, f"{name}-grid") as run_dir:
-        if config.mode != "augment":
-            raise UsageError(
-                f"the grid sweeps SimCLR's views, which only the augment mode uses; got "
-                f"--mode {config.mode} (preset {options.preset})."
-            )
-        cells = sweep.run_grid(
-            config,
-            rendered.build,
-            run_dir,
-            grid,
-            seeds=options.seeds or [0],
-            corner_seeds=options.corner_seeds,
-            preset=options.preset,
-            smoke=options.smoke,
-        )
-    scores = [score for panel in PANELS for score in reversed(panel)]
-    table = sweep.tradeoff_table(cells, scores)
-    (run_dir / "tradeoff.md").write_text(table + "\n")
-    title = f"rendered, {name}, {config.steps} steps of {config.batch_size} pairs"
-    plots.plot_tradeoff(cells, PANELS, run_dir / "tradeoff.png", title=title)
-    print(table)
-    print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
-    return cells
+def main(argv: list[str] | None = None) -> list[dict]:
+    return recipes.run("rendered_sweep", argv)
 
 
 if __name__ == "__main__":

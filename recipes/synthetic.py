@@ -1,4 +1,6 @@
-"""Synthetic identifiability experiment: AnInfoNCE vs InfoNCE on the paper's DGP.
+"""The synthetic identifiability recipe: `python -m aninfonce_tf synthetic` runs the same;
+`--help` says what it runs (`aninfonce_tf.recipes`) and lists every flag with the
+preset's value.
 
 Run (the README's main job; `quick` is the default preset), times on a 2-core CPU:
 
@@ -24,12 +26,15 @@ paper's settings" and "Time to identifiability" (`--stop-at`,
 benchmarks/time_to_target.py).
 """
 
-from aninfonce_tf import runner
-from aninfonce_tf.configs import synthetic
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
+
+from aninfonce_tf import recipes  # noqa: E402
 
 
-def main(argv=None) -> dict:
-    return runner.main(synthetic, argv, description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> dict:
+    return recipes.run("synthetic", argv)
 
 
 if __name__ == "__main__":

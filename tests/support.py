@@ -2,7 +2,8 @@
 the harness every Keras object of the package goes through (config round trip, saving
 inside a model, mixed precision); an evaluator that declares no score direction; and
 the checks every recipe's `--smoke` test makes of the run's outputs (`results.json`
-against its schema, and the TensorBoard logs)."""
+against its schema, and the TensorBoard logs); and the comparison of a resumed run's
+result with an uninterrupted one's."""
 
 import collections
 import importlib.util
@@ -84,8 +85,14 @@ def check_run(run_dir: Path, figures=()) -> dict:
     the names of the PNGs expected as images); returns the results."""
     validate_results(run_dir / "results.json")
     results = read_json(run_dir / "results.json")
-    check_tensorboard(run_dir / "tensorboard", results["variants"], figures)
+    all_scores = results["run"]["config"]["tensorboard_all_scores"]
+    check_tensorboard(run_dir / "tensorboard", results["variants"], figures, all_scores)
     return results
+
+
+# The most summary scores a variant writes to TensorBoard by default (two levels of
+# features with four each; the synthetic experiment's five).
+SUMMARY_TAGS = 8
 
 
 def event_files(log_dir: Path) -> dict[Path, dict[tuple[str, str], list[int]]]:
@@ -100,13 +107,14 @@ def event_files(log_dir: Path) -> dict[Path, dict[tuple[str, str], list[int]]]:
     return files
 
 
-def check_tensorboard(log_dir: Path, variants: dict, figures=()) -> None:
+def check_tensorboard(log_dir: Path, variants: dict, figures=(), all_scores: bool = False) -> None:
     """Every event file holds summaries; within a run (directory), the files in the
     order written hold each tag at rising steps (a resumed run's files continue its
     killed run's, no point twice); the scalars are against the training step:
     `scores/<score>` at the evaluations' steps (each score once, none also under
-    `train/`), `train/loss` at the loss curve's, `lambda_hat/<i>` per dimension of
-    Lambda_hat; the figures are images."""
+    `train/`; a few summary scores of the final ones, at most `SUMMARY_TAGS`, or every
+    one with `all_scores`), `train/loss` at the loss curve's, `lambda_hat/<i>` per
+    dimension of Lambda_hat; the figures are images."""
     files = event_files(log_dir)  # by name: by the time each was created
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for path, tags in files.items():
@@ -123,7 +131,9 @@ def check_tensorboard(log_dir: Path, variants: dict, figures=()) -> None:
         scalars = {tag: steps for (tag, plugin), steps in tags.items() if plugin == "scalars"}
         evaluations = [point["step"] for point in result["curve"]]
         final = scalar_items({k: v for k, v in result.items() if k not in RUN_ENTRIES})
-        for score in final:
+        logged = [score for score in final if f"scores/{score}" in scalars]
+        assert logged == list(final) if all_scores else 0 < len(logged) <= SUMMARY_TAGS, logged
+        for score in logged:
             assert scalars.pop(f"scores/{score}") == evaluations, (name, score)
         losses = [point["step"] for point in result["loss_curve"]]
         assert losses and scalars["train/loss"] == losses, name
@@ -141,3 +151,21 @@ def check_tensorboard(log_dir: Path, variants: dict, figures=()) -> None:
     assert sorted(tag for tag, plugin in images if plugin == "images") == sorted(figures)
     steps = max(result["steps"] for result in variants.values())
     assert all(s == [steps] for s in images.values())
+
+
+def assert_same_result(resumed: dict, whole: dict) -> None:
+    """Every entry equal, numbers to float32 round-off, but the wall-clock seconds."""
+    assert set(resumed) == set(whole)
+    for key, value in whole.items():
+        if key in ("wall_seconds", "seconds"):
+            continue
+        if isinstance(value, dict):
+            assert_same_result(resumed[key], value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            assert len(resumed[key]) == len(value), key
+            for mine, theirs in zip(resumed[key], value, strict=True):
+                assert_same_result(mine, theirs)
+        elif isinstance(value, (float, list)):
+            np.testing.assert_allclose(resumed[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
+        else:
+            assert resumed[key] == value, key

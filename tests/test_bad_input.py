@@ -295,6 +295,29 @@ CASES = {
         "`patches_per_photo` must be at least 1",
     ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
+    "a --batch-size over TensorFlow's int32 limit": (
+        lambda p: _run(p, batch_size=2**31),
+        ValueError,
+        "`batch_size` must be at most 1073741823 \\(TensorFlow indexes",
+    ),
+    "a --batch-size whose dense loss exceeds the memory": (
+        lambda p: _run(p, batch_size=100_000),
+        ValueError,
+        "`batch_size` 100000 \\(the dense loss.* needs about 640.0 GB of memory and this "
+        "machine has .*: pass --loss-block-size \\d+ \\(the blockwise loss\\), or a smaller",
+    ),
+    "an --embedding-dim that exceeds the memory": (
+        lambda p: _run(p, embedding_dim=10**8),
+        ValueError,
+        "`embedding_dim` 100000000 .* needs about .* GB of memory .*: pass a smaller "
+        "--embedding-dim",
+    ),
+    "a DiagonalScaling too large for the memory": (
+        lambda _: DiagonalScaling(5.0).build((None, 10**10)),
+        ValueError,
+        "A DiagonalScaling of 10000000000 dimensions needs about 400.0 GB of memory .*: "
+        "give the encoder fewer outputs",
+    ),
     "a dataset missing offline (MNIST for `--vae-source mnist`)": (
         lambda p: digit_images("mnist", data_dir=str(p)),
         ValueError,

@@ -1,5 +1,6 @@
 """The figures say what they show: titles with the run, axes labelled in words, the
-concentrations on log axes."""
+concentrations on log axes, R^2 and accuracies on fixed 0-1 axes with their chance
+levels, legends off the data, readable labels of a sweep's cells."""
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ def saved_figures(monkeypatch):
         figures.append(figure)
         return path
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(plots.style, "save", keep)
     return figures
 
 
@@ -45,3 +46,89 @@ def test_the_lambda_hat_figure_shows_each_dimension_on_a_log_axis(saved_figures,
     assert axis.get_yscale() == "log" and "preset x, seed 0" in axis.get_title()
     (line,) = [line for line in axis.get_lines() if line.get_marker() == "o"]
     np.testing.assert_array_equal(line.get_ydata(), [50.0, 7.0, 3.0])  # sorted, largest first
+
+
+def _chance_lines(axis) -> list[float]:
+    return [line.get_ydata()[0] for line in axis.get_lines() if line.get_label() == "chance"]
+
+
+def test_scores_over_training_have_fixed_ranges_and_chance_lines(saved_figures, tmp_path):
+    curves = {
+        "aninfonce": [
+            {"step": 10, "mcc": 0.23, "backbone": {"shape_accuracy": 0.24, "class_accuracy": 0.5}},
+            {"step": 20, "mcc": 0.25, "backbone": {"shape_accuracy": 0.25, "class_accuracy": 0.6}},
+        ]
+    }
+    keys = ["mcc", "backbone/shape_accuracy", "backbone/class_accuracy"]
+    plots.plot_curves(curves, tmp_path / "c.png", keys, classes=10)
+    (figure,) = saved_figures
+    mcc, shape, classes = figure.axes[:3]
+    assert mcc.get_ylim() == shape.get_ylim() == classes.get_ylim() == (0.0, 1.0)
+    assert _chance_lines(mcc) == [] and _chance_lines(shape) == [pytest.approx(0.2)]
+    assert _chance_lines(classes) == [pytest.approx(0.1)]
+    assert all(axis.get_legend() is None for axis in figure.axes)  # one, outside them
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["AnInfoNCE", "chance"]
+
+
+def test_the_latent_bars_are_on_a_fixed_axis_with_the_shapes_chance(saved_figures, tmp_path):
+    scores = {level: {"aninfonce": {"x": 0.22, "y": -3.0}} for level in ("backbone", "projector")}
+    accuracy = {level: {"aninfonce": 0.24} for level in scores}
+    plots.plot_latent_r2_levels(scores, ["x", "y"], tmp_path / "l.png", accuracy=accuracy)
+    (figure,) = saved_figures
+    for axis in figure.axes:
+        assert axis.get_ylim() == (0.0, 1.0) and axis.get_legend() is None
+        (chance,) = [c for c in axis.collections if c.get_label() == "chance (shape)"]
+        assert chance.get_segments()[0][0][1] == pytest.approx(0.2)
+        heights = [bar.get_height() for bar in axis.patches]
+        assert heights == [pytest.approx(0.22), 0.0, pytest.approx(0.24)]  # R^2 < 0 at 0
+    assert "chance (shape)" in [t.get_text() for t in figure.legends[0].get_texts()]
+
+
+def _cell(values, mean):
+    entry = {"mean": mean, "sd": 0.01, "n": 3}
+    scores = {"projector/shape_accuracy": entry, "projector/block_linear_r2/style": entry}
+    return {"values": values, "summary": {"variants": {"aninfonce": scores}}}
+
+
+def test_a_sweeps_points_are_labelled_in_words_on_fixed_axes(saved_figures, tmp_path):
+    cells = [_cell({"crop_min_scale": 0.9, "jitter_strength": 1.0}, 0.23)]
+    panel = ("projector/shape_accuracy", "projector/block_linear_r2/style")
+    plots.plot_tradeoff(cells, [panel], tmp_path / "t.png")
+    (figure,) = saved_figures
+    (axis,) = figure.axes
+    assert axis.get_xlim() == axis.get_ylim() == (0.0, 1.0)
+    assert [text.get_text() for text in axis.texts] == ["crop 0.9, jitter 1"]
+    assert [line.get_xdata()[0] for line in axis.get_lines() if line.get_label() == "chance"] == [
+        pytest.approx(0.2)
+    ]
+    assert "(" not in figure.legends[0].get_title().get_text()
+
+
+def test_the_seeds_figure_shows_mean_and_sd_per_variant(saved_figures, tmp_path):
+    summary = {
+        "seeds": [0, 1, 2],
+        "variants": {
+            name: {
+                "mcc": {"mean": mean, "sd": 0.05, "n": 3},
+                "backbone/augmentation_readout": {"mean": 0.55, "sd": 0.01, "n": 3},
+                "loss": {"mean": 3.0, "sd": 0.1, "n": 3},
+            }
+            for name, mean in (("aninfonce", 0.9), ("infonce", 0.4))
+        },
+    }
+    plots.plot_seeds(summary, tmp_path / "s.png", ["mcc", "backbone/augmentation_readout"])
+    (figure,) = saved_figures
+    mcc, readout = figure.axes
+    assert mcc.get_ylim() == readout.get_ylim() == (0.0, 1.0)
+    assert _chance_lines(readout) == [0.5] and _chance_lines(mcc) == []
+    assert [t.get_text() for t in mcc.get_xticklabels()] == ["AnInfoNCE", "InfoNCE"]
+    means = [c.lines[0].get_ydata()[0] for c in mcc.containers]
+    assert means == [0.9, 0.4]
+    assert "seeds 0, 1, 2" in figure.texts[0].get_text()
+
+
+def test_the_lambda_hat_figure_of_a_run_without_a_true_lambda(tmp_path):
+    results = {"aninfonce": {"lambda_hat": [2.0, 5.0]}, "infonce": {}}
+    (path,) = plots.plot_lambda_hats(results, tmp_path, title="preset photos, seed 0")
+    assert path == tmp_path / "lambda_hat.png" and path.exists()
+    assert plots.plot_lambda_hats({"infonce": {}}, tmp_path) == []

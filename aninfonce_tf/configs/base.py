@@ -14,16 +14,40 @@ import math
 import numbers
 import typing
 
-from aninfonce_tf import optimizers
+from aninfonce_tf import memory, optimizers
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
-from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_variants
 
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
-EXECUTION_FIELDS = ("strategy", "tpu", "export", "steps_per_execution", "log_every")
+EXECUTION_FIELDS = (
+    "strategy",
+    "tpu",
+    "export",
+    "steps_per_execution",
+    "log_every",
+    "tensorboard_all_scores",
+)
 # The largest `seed`: NumPy's and Keras' global seeds are 32-bit.
 MAX_SEED = 2**32 - 1
+# The sections of the flags in `--help`, in order (`option(group=...)`), and those of
+# the shared fields (`RunConfig`'s); every other field is in the first.
+GROUPS = ("experiment", "training", "evaluation", "devices and saving")
+RUN_GROUPS = {
+    "training": (
+        *("steps", "batch_size", "optimizer", "learning_rate", "learning_rate_schedule"),
+        *("warmup_steps", "momentum", "ema_momentum", "weight_decay", "l2_weight_decay"),
+        *("muon_exclude", "concentration_learning_rate", "parametrization"),
+        *("initial_concentration", "infonce_temperature", "hard_negative_beta"),
+        *("ensemble_temperatures", "loss_block_size"),
+    ),
+    "evaluation": ("eval_every", "log_every", "tensorboard_all_scores", "stop_at"),
+    "devices and saving": (
+        *("save_every", "mixed_precision", "jit_compile", "steps_per_execution"),
+        *("strategy", "tpu", "export"),
+    ),
+}
 
 
 class UsageError(ValueError):
@@ -44,9 +68,16 @@ def as_usage_errors():
         raise UsageError(str(error)) from error
 
 
-def option(default, help: str, choices: typing.Sequence[str] | None = None):
-    """A config field whose `help` is its command-line help (and `choices` its values)."""
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+def option(
+    default, help: str, choices: typing.Sequence[str] | None = None, group: str | None = None
+):
+    """A config field whose `help` is its command-line help, `choices` its values and
+    `group` its section of `--help`, one of `GROUPS` (None: the section `RUN_GROUPS`
+    gives the field's name, else `experiment`)."""
+    if group is not None and group not in GROUPS:
+        raise ValueError(f"Unknown `group` {group!r}; expected one of {GROUPS}.")
+    metadata = {"help": help, "choices": choices, "group": group}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def split_list(text: str, kind: type = str) -> list:
@@ -162,6 +193,10 @@ class RunConfig:
         "steps between the training loss and Lambda_hat written to TensorBoard (at most "
         "`eval_every`; moved to the nearest divisor of the checkpoint period, see "
         "`save_every`, that `steps_per_execution` divides)",
+    )
+    tensorboard_all_scores: bool = option(
+        False,
+        "write every score to TensorBoard, not only the few summary scores of each level",
     )
     save_every: int = option(
         0,
@@ -309,14 +344,16 @@ class RunConfig:
                     f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
                 )
         self._validate_losses(names)
+        memory.check_loss(
+            self.batch_size,
+            self.loss_block_size,
+            blockwise=not any(LOSS_VARIANTS[name].hard_negatives for name in names),
+        )
 
     def _validate_losses(self, names: list[str]) -> None:
-        hard_negatives = [name for name in names if LOSS_VARIANTS[name].hard_negatives]
-        if self.loss_block_size < 0 or (self.loss_block_size and hard_negatives):
+        if self.loss_block_size < 0:
             raise ValueError(
-                f"`loss_block_size` ({self.loss_block_size}) must be 0 (dense) or positive, and "
-                f"0 for the hard-negative variants {hard_negatives}, which the blockwise loss "
-                "lacks."
+                f"`loss_block_size` must be 0 (dense) or positive; got {self.loss_block_size}."
             )
         try:
             options = self.loss_options()
@@ -325,11 +362,7 @@ class RunConfig:
                 "`ensemble_temperatures` must be comma-separated numbers; got "
                 f"{self.ensemble_temperatures!r}."
             ) from None
-        for name in names:
-            try:
-                loss_variant(name, **options)
-            except ValueError as error:
-                raise ValueError(f"The loss variant {name!r} cannot be built: {error}") from None
+        check_variants(names, **options)
 
     def resolved(self) -> RunConfig:
         """This config with the fields that other fields set filled in: none here; a
@@ -349,6 +382,8 @@ class RunConfig:
 
 __all__ = [
     "EXECUTION_FIELDS",
+    "GROUPS",
+    "RUN_GROUPS",
     "MAX_SEED",
     "RunConfig",
     "UsageError",

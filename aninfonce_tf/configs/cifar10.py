@@ -36,5 +36,11 @@ PRESETS = {
     ),
 }
 SMOKE = dict(images.SMOKE, mock_data=True)
+# The flags of this recipe: CIFAR10's 32-pixel views and encoders (`parse_config`).
+NOT_FLAGS = ("dataset", "patches_per_photo")
+FLAG_CHOICES = {
+    "encoder": ("resnet18_cifar", "small_cnn"),
+    "augmentation": ("simsiam_cifar10", "simclr_cifar10"),
+}
 
-__all__ = ["PRESETS", "SMOKE", "build"]
+__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "build"]

@@ -61,5 +61,11 @@ SMOKE = dict(
     synchronized_batch_norm=False,
     mixed_precision=False,
 )
+# The flags of this recipe: ImageNet's 224-pixel views and encoders (`parse_config`).
+NOT_FLAGS = ("dataset", "patches_per_photo")
+FLAG_CHOICES = {
+    "encoder": ("resnet50", "small_cnn"),
+    "augmentation": ("simclr_imagenet", "mocov2_imagenet"),
+}
 
-__all__ = ["PRESETS", "SMOKE", "build"]
+__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "build"]

@@ -32,6 +32,7 @@ import warnings
 import keras
 import tensorflow as tf
 
+from aninfonce_tf import plots
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
@@ -135,18 +136,27 @@ class ImageConfig(RunConfig):
         "Glorot uniform",
     )
     patches_per_photo: int = option(400, "training patches cut from each photo (photos)")
-    probe_size: int = option(2000, "images the class probes fit on (and as many scored)")
-    readout_size: int = option(2000, "augmented views the readout probes use")
+    probe_size: int = option(
+        2000, "images the class probes fit on (and as many scored)", group="evaluation"
+    )
+    readout_size: int = option(2000, "augmented views the readout probes use", group="evaluation")
     mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
     epochs: int = option(
-        0, "training epochs; when positive, sets steps = epochs x (training examples // batch)"
+        0,
+        "training epochs; when positive, sets steps = epochs x (training examples // batch)",
+        group="training",
     )
-    warmup_epochs: int = option(0, "learning-rate warm-up epochs; when positive, sets warmup_steps")
-    eval_epochs: int = option(0, "epochs between evaluations; when positive, sets eval_every")
+    warmup_epochs: int = option(
+        0, "learning-rate warm-up epochs; when positive, sets warmup_steps", group="training"
+    )
+    eval_epochs: int = option(
+        0, "epochs between evaluations; when positive, sets eval_every", group="evaluation"
+    )
     base_learning_rate: float = option(
         0.0,
         "learning rate per 256 pairs; when positive, sets learning_rate = base_learning_rate "
         "x batch_size / 256",
+        group="training",
     )
 
     @property
@@ -344,6 +354,7 @@ def build(config: ImageConfig) -> Experiment:
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY,
         metadata={"augmentation": dataclasses.asdict(augment), **counts},
+        plots=plots.plot_lambda_hats,
     )
 
 

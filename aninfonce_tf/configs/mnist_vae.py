@@ -66,7 +66,7 @@ class MnistVaeConfig(RunConfig):
     vae_cache_dir: str = option("~/.cache/aninfonce_tf/vae", "where trained VAEs are kept")
     data_dir: str = option("", "tfds data directory holding a prepared mnist (vae_source mnist)")
     encoder_filters: str = option("32,64", "the CNN encoder's convolution widths")
-    eval_size: int = option(4096, "held-out latents per evaluation")
+    eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
     # The shared fields, at the tuned synthetic values.
     batch_size: int = option(512, "positive pairs per step (global, over every replica)")
     steps: int = option(2000, "training steps per loss")

@@ -76,10 +76,14 @@ class RenderedConfig(RunConfig):
     features: int = option(128, "backbone features")
     projector_units: str = option("256,16", "projection head widths, the last its output")
     eval_size: int = option(
-        2000, "held-out renders: the probes fit on half, tune on a quarter, are scored on a quarter"
+        2000,
+        "held-out renders: the probes fit on half, tune on a quarter, are scored on a quarter",
+        group="evaluation",
     )
-    readout_size: int = option(1000, "augment: augmented views the augmentation readout reads")
-    nonlinear: bool = option(True, "also the kernel-ridge R^2 of every latent")
+    readout_size: int = option(
+        1000, "augment: augmented views the augmentation readout reads", group="evaluation"
+    )
+    nonlinear: bool = option(True, "also the kernel-ridge R^2 of every latent", group="evaluation")
 
     def validate(self) -> None:
         """`RunConfig.validate`, then this experiment's own fields."""
@@ -193,14 +197,7 @@ def build(config: RenderedConfig) -> Experiment:
                     title=title,
                 )
             )
-        learned = {name: r["lambda_hat"] for name, r in results.items() if "lambda_hat" in r}
-        if learned:
-            paths.append(
-                plots.plot_lambda_hat_dimensions(
-                    learned, Path(run_dir) / "lambda_hat.png", concentration, title=title
-                )
-            )
-        return paths
+        return paths + plots.plot_lambda_hats(results, run_dir, concentration, title=title)
 
     metadata = {
         "mode": config.mode,
@@ -245,10 +242,12 @@ PRESETS = {
     # As `latent`, but each latent changes only in half of the pairs.
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
 }
-# The trade-off map (recipes/rendered_sweep.py): SimCLR's views from weak to strong,
-# the smallest crop area by the colour-jitter strength s, each cell a shorter `quick`.
+# The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views from weak to strong,
+# the smallest crop area by the colour-jitter strength s, each cell a shorter `quick`;
+# its figure's panels are (x, y) scores, one per level.
 SWEEP_GRID = {"crop_min_scale": [0.9, 0.5, 0.2], "jitter_strength": [0.0, 0.5, 1.0]}
 SWEEP = dataclasses.replace(QUICK, steps=500, eval_every=500, nonlinear=False)
+SWEEP_PANELS = [(f"{level}/block_linear_r2/style", f"{level}/shape_accuracy") for level in LEVELS]
 SMOKE = dict(
     size=24,
     steps=20,
@@ -261,14 +260,27 @@ SMOKE = dict(
     readout_size=96,
 )
 
+
+def check_sweep(config: RenderedConfig) -> None:
+    """Raises ValueError unless `config` makes pairs of SimCLR's views, which the
+    trade-off map sweeps."""
+    if config.mode != "augment":
+        raise ValueError(
+            "the grid sweeps SimCLR's views, which only the augment mode uses; got "
+            f"--mode {config.mode}."
+        )
+
+
 __all__ = [
     "AUGMENT_CROP_SCALE",
     "PRESETS",
     "SMOKE",
     "SWEEP",
     "SWEEP_GRID",
+    "SWEEP_PANELS",
     "RenderedConfig",
     "build",
+    "check_sweep",
     "pairs",
     "table_columns",
 ]

@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from aninfonce_tf import plots
+from aninfonce_tf import memory, plots
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
@@ -74,8 +74,8 @@ class SyntheticConfig(RunConfig):
     embedding_dim: int = option(
         0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (docs/tuning.md)"
     )
-    eval_size: int = option(4096, "held-out latents per evaluation")
-    nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)")
+    eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
+    nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)", group="evaluation")
     # The shared fields, at the authors' values.
     batch_size: int = option(1000, "positive pairs per step (global, over every replica)")
     steps: int = option(3000, "training steps per loss")
@@ -108,6 +108,13 @@ class SyntheticConfig(RunConfig):
                 f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "
                 f"latent can be matched to a feature; got {self.embedding_dim}."
             )
+        hidden = split_list(self.hidden_units, int)
+        width = self.embedding_dim or self.dim
+        memory.check_fits(
+            memory.embedding_bytes(self.batch_size, hidden[-1] if hidden else self.dim, width),
+            f"`embedding_dim` {width} (the encoder's output layer and a batch's embeddings)",
+            "pass a smaller --embedding-dim",
+        )
 
 
 def build_setup(config: SyntheticConfig) -> SyntheticSetup:

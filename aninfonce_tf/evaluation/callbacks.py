@@ -2,7 +2,8 @@
 and stops at score targets; the stop at a non-finite loss; the logger of the training
 metrics and Lambda_hat.
 
-TensorBoard tags, each against the training step: `scores/<name>` (evaluations),
+TensorBoard tags, each against the training step: `scores/<name>` (evaluations: the
+evaluators' `summary_scores`, or every scalar score with `log_all_scores`),
 `train/<metric>` (training metrics, the learning rate), `lambda_hat/<dimension>` and
 the histogram `lambda_hat`.
 
@@ -56,10 +57,31 @@ def evaluate_all(evaluators: Sequence[Evaluator], model) -> dict:
     return scores
 
 
+def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
+    """The scores every evaluator names as its summary (`summary_scores`), None when
+    one names none.
+
+    Example:
+
+    >>> from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+    >>> sorted(summary_scores([ImageProbeEvaluator([], [], [], [], [], {})]))[:2]
+    ['backbone/augmentation_readout', 'backbone/class_accuracy']
+    """
+    declared = [getattr(evaluator, "summary_scores", None) for evaluator in evaluators]
+    return None if None in declared else frozenset().union(*declared)
+
+
 class EvaluationCallback(keras.callbacks.Callback):
     """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs
-    (so `History` and later callbacks see them) and writes them to TensorBoard
-    under `log_dir`, as `scores/<name>` against the training step.
+    (so `History` and later callbacks see them) and writes their summary scores to
+    TensorBoard under `log_dir`, as `scores/<name>` against the training step.
+
+    The summary scores are those an evaluator names in its optional `summary_scores`
+    (a few per level of the features: `IdentifiabilityEvaluator`'s linear R^2, MCC,
+    block R^2 and Lambda_hat's rank correlation; `ImageProbeEvaluator`'s class
+    accuracies and readout; `LatentEvaluator`'s block R^2, class accuracy and
+    readout); with `log_all_scores`, or when an evaluator names none, every scalar
+    score is written.
 
     It calls each evaluator's `evaluate` (`protocol.Evaluator`); the numbers of
     nested dicts are logged as `outer/inner`. With `stop_at`, training stops at
@@ -90,6 +112,8 @@ class EvaluationCallback(keras.callbacks.Callback):
         columns: the scores that line shows (default: every scalar score).
         scores_in_logs: add the scores to the logs (with `/` as `_`: what
             `History`, `EarlyStopping` and Keras' progress bar see).
+        log_all_scores: write every scalar score to TensorBoard, not only the
+            summary scores.
 
     Example:
 
@@ -119,6 +143,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         verbose: int = 0,
         columns: Sequence[str] = (),
         scores_in_logs: bool = True,
+        log_all_scores: bool = False,
     ):
         super().__init__()
         self.evaluators = (
@@ -133,6 +158,7 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.verbose = verbose
         self.columns = tuple(columns)
         self.scores_in_logs = scores_in_logs
+        self.tensorboard_scores = None if log_all_scores else summary_scores(self.evaluators)
         self.reached: dict | None = None
         self._start = time.perf_counter()
         self._writer = None
@@ -177,7 +203,8 @@ class EvaluationCallback(keras.callbacks.Callback):
             self._writer = tf.summary.create_file_writer(self.log_dir)
         with self._writer.as_default(step=step):
             for name, value in scalars.items():
-                tf.summary.scalar(f"scores/{name}", value)
+                if self.tensorboard_scores is None or name in self.tensorboard_scores:
+                    tf.summary.scalar(f"scores/{name}", value)
         self._writer.flush()
 
     def _print_line(self):

@@ -258,6 +258,16 @@ class IdentifiabilityEvaluator:
             names |= {"lambda_spearman", "lambda_relative_error"}
         return names
 
+    @property
+    def summary_scores(self) -> frozenset[str]:
+        """The scores TensorBoard shows by default (those `evaluate` returns): linear
+        R^2, MCC, the R^2 of each block and, with a Lambda_hat, its rank correlation
+        with the true Lambda."""
+        names = self.score_names(anisotropic=True)
+        return frozenset({"linear_r2", "mcc", "lambda_spearman"} & names) | {
+            name for name in names if name.startswith("block_r2/")
+        }
+
     def features(self, model) -> np.ndarray:
         """`[N, d]` unscaled embeddings of the observations."""
         return level_features(model, self.observations, "projector", self.batch_size)

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -248,6 +249,14 @@ class LatentEvaluator:
                 names.add(f"{level}/augmentation_readout")
         return names
 
+    @property
+    def summary_scores(self) -> frozenset[str]:
+        """The scores TensorBoard shows by default, at each level: the linear R^2 of
+        each block, the class latents' accuracy and the augmentation readout (the
+        columns of the rendered experiment's tables)."""
+        summary = re.compile(r"[^/]+/(block_linear_r2/.+|[^/]+_accuracy|augmentation_readout)")
+        return frozenset(filter(summary.fullmatch, self.score_names(anisotropic=True)))
+
     def evaluate(self, model) -> dict[str, Any]:
         """`{level: latent_scores (and the readout)}` for each of `LEVELS`, and
         `lambda_hat` of a model with one."""
@@ -262,7 +271,10 @@ class LatentEvaluator:
                     features, self.latents, self.blocks, self.nonlinear, specs=self.specs
                 )
                 if view_features is not None:
-                    scores[level].update(augmentation_readout(view_features, self.view_params))
+                    readout = augmentation_readout(
+                        view_features, self.view_params, channels=self.views.shape[-1]
+                    )
+                    scores[level].update(readout)
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
         return scores

@@ -19,8 +19,11 @@ scores the balanced accuracy of predicting it; a continuous target (a jitter fac
 the crop's area) the balanced accuracy of predicting whether it lies above its
 median on the fitting half, and also the R^2 of a ridge regression (its penalty chosen by leave-one-out
 cross-validation on the fitting half: `features.ridge_r2`). Targets that do not vary
-(or whose either side holds fewer than `FOLDS` fitting views) are skipped. `augmentation_readout` is the mean balanced accuracy over the targets
-one view determines: chance is 0.5.
+(or whose either side holds fewer than `FOLDS` fitting views) are skipped, and so,
+on one-channel (grayscale) views, are the targets that leave such a view unchanged
+(`COLOUR_ONLY`: saturation, hue, grayscale and the jitter order, of which only
+brightness and contrast act, and commute). `augmentation_readout` is the mean
+balanced accuracy over the targets one view determines: chance is 0.5.
 
 Which targets one view determines. A probe sees one view. Mirroring the source
 image and toggling the flip gives the same view, with the source-frame crop centre
@@ -84,6 +87,14 @@ KNN_TEMPERATURE = 0.07
 KNN_K = (20, 200)
 # Readout targets that one view cannot determine (see the module docstring).
 SOURCE_FRAME = ("crop_center_x_source", "flip")
+# Readout targets that a one-channel view does not show: saturation, hue and grayscale
+# keep it as it is, and its brightness and contrast commute (`image_ops.color_jitter`).
+COLOUR_ONLY = (
+    "saturation",
+    "hue",
+    "grayscale",
+    *(f"jitter_order_{op}" for op in JITTER_OPS),
+)
 # Parameters that only act when their operation ran: elsewhere they sit at their
 # identity value, which would turn "above the median" into "was the op applied".
 APPLIED_BY = {
@@ -193,8 +204,15 @@ def readout_targets(params: dict) -> dict[str, np.ndarray]:
     return targets
 
 
-def augmentation_readout(features, params: dict, seed: int = 0) -> dict:
+def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 3) -> dict:
     """The readout of every varying target (see the module's definition).
+
+    Args:
+        features: `[N, d]` features of the views.
+        params: the views' parameters, as the augmentation returned them.
+        seed: of the split into the fitting and the scoring half.
+        channels: of the views; with 1 (grayscale), the `COLOUR_ONLY` targets are
+            left out.
 
     Returns:
         `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
@@ -208,6 +226,8 @@ def augmentation_readout(features, params: dict, seed: int = 0) -> dict:
     scores = {group: {} for group in ("readout", "readout_source_frame")}
     targets, regressions = readout_targets(params), {}
     for name, target in targets.items():
+        if channels == 1 and name in COLOUR_ONLY:
+            continue
         defined = ~np.isnan(target)
         fit, test = (half[defined[half]] for half in halves)
         if not len(fit) or np.ptp(target[defined]) == 0:
@@ -305,6 +325,12 @@ class ImageProbeEvaluator:
         del anisotropic
         return {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
 
+    @property
+    def summary_scores(self) -> frozenset[str]:
+        """The scores TensorBoard shows by default: `SCORES` at each level (not the
+        readout of each target)."""
+        return frozenset(self.score_names(anisotropic=True))
+
     def evaluate(self, model) -> dict[str, Any]:
         """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
         with one."""
@@ -318,7 +344,7 @@ class ImageProbeEvaluator:
                 scores[level] = {
                     "class_accuracy": linear_probe_accuracy(*labelled),
                     **{f"knn_k{k}_accuracy": knn_accuracy(*labelled, k=k) for k in KNN_K},
-                    **augmentation_readout(views, self.view_params),
+                    **augmentation_readout(views, self.view_params, channels=self.views.shape[-1]),
                 }
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
@@ -326,6 +352,7 @@ class ImageProbeEvaluator:
 
 
 __all__ = [
+    "COLOUR_ONLY",
     "C_GRID",
     "FOLDS",
     "ImageProbeEvaluator",

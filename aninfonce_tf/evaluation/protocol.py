@@ -28,7 +28,9 @@ class Evaluator(Protocol):
     error, a loss; every other is higher-is-better): a `--stop-at` target `name=value`
     then waits for a lower-is-better score to fall to `value`, for any other to rise to
     it. Without it, targets of its scores need a direction: `name>=value` or
-    `name<=value` (`targets.natural_direction`).
+    `name<=value` (`targets.natural_direction`). It may also declare
+    `summary_scores`, the few score names TensorBoard shows by default
+    (`callbacks.EvaluationCallback`); without it, TensorBoard shows every score.
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:

@@ -97,6 +97,10 @@ def resolve_targets(
     for name, target in stop_at.items():
         if not isinstance(target, Target):
             target = Target(float(target))
+        if not math.isfinite(target.value):
+            raise ValueError(
+                f"`stop_at` targets must be finite numbers; got {name}={target.value}."
+            )
         if target.direction == "=":
             direction = natural_direction(name, evaluators)
             if direction is None:

@@ -12,6 +12,8 @@ rest:
   (`train_variant`);
 - `run_directory`: the run directory claimed, resumed from and written atomically;
 - `lock`: the lock a run holds on its run directory;
+- `exits`: how a recipe ends on a usage error, a full disk, Ctrl-C or SIGTERM:
+  one line and an exit status;
 - `report`: `results.json`'s run record, the tables and figures.
 
 `Experiment` (the parts a config module builds) lives with the configs

@@ -16,13 +16,15 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import shlex
 import sys
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.configs.base import RunConfig, UsageError
-from aninfonce_tf.runner import loop, run_directory
+from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError
+from aninfonce_tf.runner import exits, loop, run_directory
 
 
 def parse_config(
@@ -30,32 +32,49 @@ def parse_config(
     argv=None,
     description: str = "",
     smoke: dict | None = None,
-    parents: typing.Sequence[argparse.ArgumentParser] = (),
+    parents: Sequence[argparse.ArgumentParser] = (),
+    epilog: str = "",
+    prog: str | None = None,
+    choices: Mapping[str, Sequence[str]] | None = None,
+    hidden: Sequence[str] = (),
 ) -> tuple[RunConfig, argparse.Namespace]:
     """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
     `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override of every
-    field of the presets' dataclass.
+    field of the presets' dataclass (but those in `hidden`).
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
-    overrides under `--smoke`, gives the defaults that `--help` shows. Unknown flags
-    (abbreviations included) and bad values exit with argparse's usage error, so a
-    mistyped flag never runs with a default silently.
+    overrides under `--smoke`, gives the defaults that `--help` shows, in the sections
+    of `GROUPS` (each field's `group`). Unknown flags (abbreviations included) and bad
+    values exit with argparse's usage error, so a mistyped flag never runs with a
+    default silently.
 
     Args:
         presets: named configs of one dataclass; the first is the default.
         argv: arguments (default `sys.argv[1:]`).
-        description: the `--help` description.
+        description: the `--help` description, shown as written.
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
         parents: parsers (made with `add_help=False`) of a recipe's own flags,
             shown by `--help` and parsed into `options`.
+        epilog: the end of `--help` (examples), shown as written; `%(prog)s` is the
+            program's name.
+        prog: the program's name in `--help` and errors (default: the script's).
+        choices: the values a field's flag takes in this recipe, fewer than the
+            field's own `choices`.
+        hidden: fields that are no flag in this recipe: they keep the preset's value.
 
     Returns:
         `(config, options)`: the config `resolved()` (the fields other fields set
         follow the values given); `options` has `preset`, `out`, `seeds` (a list of
-        seeds, or None), `allow_code_change` and `smoke` (False when no smoke
-        overrides are given).
+        seeds, or None), `allow_code_change`, `smoke` (False when no smoke overrides
+        are given) and `changed`, the flags whose values differ from the preset's
+        (`changed_flags`).
     """
-    choice = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    choices = dict(choices or {})
+    fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
+    unknown = sorted((set(choices) | set(hidden)) - fields)
+    if unknown:
+        raise ValueError(f"`choices` and `hidden` name fields the config lacks: {unknown}.")
+    choice = argparse.ArgumentParser(prog=prog, add_help=False, allow_abbrev=False)
     choice.add_argument(
         "--preset", choices=list(presets), default=next(iter(presets)), help="preset config"
     )
@@ -83,50 +102,76 @@ def parse_config(
     if smoke_run:
         preset = dataclasses.replace(preset, **smoke)
     parser = argparse.ArgumentParser(
+        prog=prog,
+        usage=f"%(prog)s [-h] [--preset NAME]{'' if smoke is None else ' [--smoke]'} [--out DIR] "
+        "[--FLAG VALUE ...]",
         description=description,
+        epilog=epilog,
         parents=[choice, *parents],
-        formatter_class=_DefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
-    parser.add_argument(
+    defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
+    groups = {
+        name: parser.add_argument_group(f"{name} (defaults: {defaults_from})") for name in GROUPS
+    }
+    groups["experiment"].add_argument(
         "--seeds",
         type=_seed_list,
         help="run each seed of a comma-separated list (e.g. 0,1,2) into OUT/seed_<k>/ and "
         "summarise them in OUT/summary.json; instead of --seed",
     )
-    parser.add_argument(
+    saving = groups["devices and saving"]
+    saving.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
+    saving.add_argument(
         "--allow-code-change",
         action="store_true",
         help="resume the run in --out although another version of aninfonce_tf's code "
         "trained it (config.json and results.json record both); refused without it",
     )
-    defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
-    groups = {
-        True: parser.add_argument_group(f"run (defaults: {defaults_from})"),
-        False: parser.add_argument_group(f"experiment (defaults: {defaults_from})"),
-    }
-    shared = {f.name for f in dataclasses.fields(RunConfig)}
+    shared = {name: group for group, names in RUN_GROUPS.items() for name in names}
     hints = typing.get_type_hints(type(preset))
-    for field in dataclasses.fields(preset):
+    flags = [f for f in dataclasses.fields(preset) if f.name not in hidden]
+    for field in flags:
         default = getattr(preset, field.name)
         kind = _scalar_type(hints[field.name])
         argument = {"default": default, "help": field.metadata["help"]}
         if kind is bool:
             argument.update(type=_boolean, metavar="{true,false}")
         else:
-            argument.update(type=kind, choices=field.metadata.get("choices"))
-        groups[field.name in shared].add_argument("--" + field.name.replace("_", "-"), **argument)
+            argument.update(type=kind, choices=choices.get(field.name, field.metadata["choices"]))
+        group = field.metadata["group"] or shared.get(field.name) or "experiment"
+        groups[group].add_argument("--" + field.name.replace("_", "-"), **argument)
     options = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     if options.seeds and any(arg.split("=")[0] == "--seed" for arg in argv):
         parser.error("--seed and --seeds exclude each other: --seeds sets each run's seed")
     options.smoke = smoke_run
-    values = {f.name: getattr(options, f.name) for f in dataclasses.fields(preset)}
+    values = {f.name: getattr(options, f.name) for f in flags}
     try:  # the fields other fields set follow the values given
-        return dataclasses.replace(preset, **values).resolved(), options
+        config = dataclasses.replace(preset, **values).resolved()
+        options.changed = changed_flags(config, preset.resolved())
     except ValueError as error:
         parser.error(str(error))
+    return config, options
+
+
+def changed_flags(config: RunConfig, preset: RunConfig) -> list[str]:
+    """The flags that turn `preset` into `config`: each field whose value differs,
+    as it would be typed.
+
+    Example:
+
+    >>> changed_flags(RunConfig(steps=600, jit_compile=False, losses="a, b"), RunConfig())
+    ["--losses 'a, b'", '--steps 600', '--jit-compile false']
+    """
+    flags = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value != getattr(preset, field.name):
+            text = str(value).lower() if isinstance(value, bool) else shlex.quote(str(value))
+            flags.append(f"--{field.name.replace('_', '-')} {text}")
+    return flags
 
 
 def import_user_code(name: str) -> types.ModuleType:
@@ -157,8 +202,9 @@ def _scalar_type(hint) -> type:
     return hint
 
 
-class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each default, except an unset (None or empty) one."""
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Shows the description and epilog as written and each default, except an unset
+    (None or empty) one."""
 
     def _get_help_string(self, action):
         if action.default in (None, ""):
@@ -187,21 +233,32 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def main(config_module, argv=None, description: str = "") -> dict:
+def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> dict:
     """The command line of a recipe: parses its config module's presets and flags,
-    then `run`s it into `--out`, or with `--seeds` `run_seeds`.
+    then `run`s it into `--out`, or with `--seeds` `run_seeds`. Its first line names
+    the preset and the flags that differ from it (`run_line`).
 
     Args:
-        config_module: a module with `PRESETS`, `SMOKE` and `build`.
+        config_module: a module with `PRESETS`, `SMOKE` and `build`, and optionally
+            `FLAG_CHOICES` and `NOT_FLAGS` (`parse_config`'s `choices` and `hidden`).
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description.
+        epilog: the end of `--help` (examples).
+        prog: the program's name in `--help` and errors (default: the script's).
     """
     config, options = parse_config(
-        config_module.PRESETS, argv, description=description, smoke=config_module.SMOKE
+        config_module.PRESETS,
+        argv,
+        description=description,
+        smoke=config_module.SMOKE,
+        epilog=epilog,
+        prog=prog,
+        choices=getattr(config_module, "FLAG_CHOICES", None),
+        hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
     name = options.preset + ("-smoke" if options.smoke else "")
     with recipe_run_directory(options.out, name) as run_dir:
-        print(f"preset {options.preset}: {config}\nrun directory: {run_dir}", flush=True)
+        print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
         labels = dict(
             preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
         )
@@ -210,20 +267,48 @@ def main(config_module, argv=None, description: str = "") -> dict:
         return loop.run(config, config_module.build, run_dir, **labels)
 
 
+def run_line(options: argparse.Namespace) -> str:
+    """The first line of a run: the preset, `--smoke`, `--seeds` and the flags that
+    differ from the preset (`parse_config`'s `options`).
+
+    Example:
+
+    >>> _, options = parse_config({"quick": RunConfig()}, ["--steps", "600", "--seeds", "0,1"])
+    >>> run_line(options)
+    'quick --seeds 0,1: --steps 600'
+    """
+    preset = options.preset + (" --smoke" if options.smoke else "")
+    if options.seeds:
+        preset += " --seeds " + ",".join(map(str, options.seeds))
+    return f"{preset}: {' '.join(options.changed) or 'the preset as it is'}"
+
+
 @contextlib.contextmanager
 def recipe_run_directory(out: str | None, name: str):
     """A recipe's run directory (`run_directory.run_directory`), in which a `UsageError` is printed
     as argparse prints a bad flag (one line, status 2, no traceback) and leaves no
-    empty directory behind."""
+    empty directory behind; a full disk (status 1), Ctrl-C (130) and SIGTERM (143) end
+    in one line too, saying that the same command resumes (`exits.one_line_exit`)."""
     new_directory = not (out and Path(out).exists())
     run_dir = run_directory.run_directory(out, name)
     try:
-        yield run_dir
-    except UsageError as error:
+        with exits.sigterm_as_interrupt():
+            yield run_dir
+    except (UsageError, OSError, KeyboardInterrupt) as error:
+        ending = exits.one_line_exit(error, run_dir)
+        if ending is None:
+            raise
         if new_directory and not any(run_dir.iterdir()):
             run_dir.rmdir()
-        print(f"{Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        print(f"{Path(sys.argv[0]).name}: {ending[1]}", file=sys.stderr)
+        raise SystemExit(ending[0]) from None
 
 
-__all__ = ["import_user_code", "main", "parse_config", "recipe_run_directory"]
+__all__ = [
+    "changed_flags",
+    "import_user_code",
+    "main",
+    "parse_config",
+    "recipe_run_directory",
+    "run_line",
+]

@@ -71,6 +71,7 @@ def lock_run_directory(run_dir: Path) -> Iterator[None]:
 def _acquire(path: Path) -> TextIO:
     """The lock file `path`, opened and locked, with this process's details in it."""
     while True:
+        path.parent.mkdir(parents=True, exist_ok=True)  # removed meanwhile by a refused run
         file = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -58,7 +58,8 @@ def run(
     last backup checkpoint (every `save_every` steps and at each evaluation),
     evaluation history included, to the result an uninterrupted run gives; with
     another config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu`
-    and `export` may change), and with other code, unless `allow_code_change`. Every
+    and `export` may change: a finished variant saved without its export is exported
+    then), and with other code, unless `allow_code_change`. Every
     file a resume reads, and the saved models, is replaced atomically, so a kill at
     any instant leaves a run that resumes; the figures are written again by every
     rerun, and TensorBoard's event files are appended to. The run holds `run_dir`'s
@@ -86,8 +87,11 @@ def run(
         UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that
             cannot run (held by another run, holding files that are not a run's or
             a run of another config or code), before any training and before
-            anything is written. Other errors (of `build`, say) are raised as they
-            are.
+            anything is written.
+        OutOfSpace: (a `UsageError`, `aninfonce_tf.disk_space`) when the disk has
+            no room for a checkpoint, a model, an export or a results file; every
+            file written before is kept and a rerun with room resumes. Other errors
+            (of `build`, say) are raised as they are.
     """
     return _run(config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change)[0]
 
@@ -123,6 +127,13 @@ def _run(
             backup = Backup(work_dir / "backup" / name, config.epoch_steps())
             if name in results:
                 print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+                variant_dir = run_dir / name
+                unexported = (
+                    "stopped" not in results[name] and not (variant_dir / "encoder").exists()
+                )
+                if context.chief and config.export and unexported:
+                    print(f"== {name}: exporting its encoder, which --export false left out")
+                    run_directory.export_saved_variant(variant_dir, input_spec)
             else:
                 if name in incomplete:
                     again = (
@@ -175,7 +186,9 @@ def run_seeds(
     experiment's `table_columns` (default: every scalar score).
 
     Each seed resumes like a single run: rerun, it skips the finished seeds and
-    variants and resumes an interrupted one. `preset`, `smoke` and
+    variants and resumes an interrupted one. The summary covers, besides `seeds`,
+    every seed of `run_dir` that an earlier run finished with this config (`--seeds 3`
+    after `--seeds 0,1,2` summarises four seeds). `preset`, `smoke` and
     `allow_code_change`: as for `run`; `context`: the run's `RunContext` (default:
     made from `config` once). The run holds `run_dir`'s lock, and each seed's run its
     own, throughout; `run_dir` may hold nothing but the seeds' runs and
@@ -189,14 +202,14 @@ def run_seeds(
     if not seeds:
         raise UsageError("`seeds` is empty: give at least one seed.")
     context = context or RunContext.create(config.strategy, config.tpu)
-    scores = {}
+    runs = {}
     with lock_run_directory(context.work_dir(run_dir)):
         with as_usage_errors():
             run_directory.check_seeds_directory(run_dir)
         for seed in seeds:
             seed_dir = run_dir / f"seed_{seed}"
             print(f"=== seed {seed}: {seed_dir}", flush=True)
-            results, experiment = _run(
+            runs[seed], experiment = _run(
                 dataclasses.replace(config, seed=seed),
                 build,
                 seed_dir,
@@ -207,10 +220,19 @@ def run_seeds(
                 allow_code_change,
                 context,
             )
-            scores[seed] = {name: report.variant_scores(r) for name, r in results.items()}
-        summary = summarize(scores)
+        earlier = run_directory.finished_seeds(run_dir, config.resolved(), seeds)
+        if earlier:
+            print(f"=== seeds {sorted(earlier)}: finished in {run_dir} before, summarised too")
+        summary = summarize(
+            {
+                seed: {name: report.variant_scores(result) for name, result in results.items()}
+                for seed, results in sorted({**runs, **earlier}.items())
+            }
+        )
         if context.chief:
             write_json(run_dir / "summary.json", summary)
+            name = f"preset {preset}{' (smoke)' if smoke else ''}" if preset else ""
+            report.write_seeds_figure(summary, experiment, run_dir, name)
     print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
     return summary

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import platform
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.evaluation.callbacks import format_score, scalar_items
 
+# The width of the console that the printed tables keep to.
+TABLE_WIDTH = 100
 # Entries of a variant's result that describe the run rather than score it.
 RUN_ENTRIES = (
     "steps",
@@ -68,6 +71,14 @@ def figure_title(config: RunConfig, preset: str | None = None, smoke: bool = Fal
     return f"{name}seed {config.seed}"
 
 
+def write_seeds_figure(
+    summary: dict, experiment: Experiment, run_dir: Path, title: str = ""
+) -> Path:
+    """`seeds.png`: each table score's mean +- sd over the seeds, per variant."""
+    keys = list(experiment.table_columns or experiment.curve_keys)
+    return plots.plot_seeds(summary, run_dir / "seeds.png", keys, title)
+
+
 def write_plots(
     results: dict, experiment: Experiment, run_dir: Path, title: str = ""
 ) -> list[Path]:
@@ -109,9 +120,10 @@ def scalar_columns(results: dict) -> list[str]:
     return list(columns)
 
 
-def results_table(results: dict, columns: Sequence[str] = ()) -> str:
+def results_table(results: dict, columns: Sequence[str] = (), width: int = TABLE_WIDTH) -> str:
     """A row per loss variant: a column per scalar score (3 decimals; or those in
-    `columns`), steps, seconds.
+    `columns`), steps, seconds; at most `width` characters wide where it can be
+    (`fit_table`).
 
     Example:
 
@@ -132,22 +144,81 @@ def results_table(results: dict, columns: Sequence[str] = ()) -> str:
                 f"{result['wall_seconds']:.0f}",
             ]
         )
-    header = ["variant", *columns, "steps", "seconds"]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return fit_table(["variant", *columns, "steps", "seconds"], rows, width)
 
-    def line(row):
-        return "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
 
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    """Right-aligned columns under a header, at most `width` characters wide where it
+    can be: wider, each header is broken after its `/` and `_` into lines no longer
+    than its column's cells (or its longest part); still wider, the columns are split
+    into several tables, each led by the first column.
+
+    Example:
+
+    >>> print(fit_table(["variant", "block_r2/high", "lambda_spearman"], [["a", "0.9", "0.5"]], 24))
+             block_
+                r2/
+    variant    high
+    -------  ------
+          a     0.9
+    <BLANKLINE>
+              lambda_
+    variant  spearman
+    -------  --------
+          a       0.5
+    """
+    columns = range(len(header))
+    cells = [max((len(row[i]) for row in rows), default=0) for i in columns]
+    headers = [[name] for name in header]
+    if sum(max(c, len(h)) for c, h in zip(cells, header, strict=True)) + 2 * len(cells) - 2 > width:
+        headers = [_broken(name, cell) for name, cell in zip(header, cells, strict=True)]
+    widths = [max(cells[i], *map(len, headers[i])) for i in columns]
+    tables, group = [], []
+    for i in columns[1:]:
+        if group and widths[0] + sum(widths[j] + 2 for j in [*group, i]) > width:
+            tables.append(group)
+            group = []
+        group.append(i)
+    tables.append(group)
+    return "\n\n".join(_columns([0, *group], headers, rows, widths) for group in tables)
+
+
+def _broken(name: str, width: int) -> list[str]:
+    """`name` in lines of at most `width` characters (or its longest part), broken
+    after `/` and `_`."""
+    parts = re.findall(r"[^/_]*[/_]|[^/_]+$", name)
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return lines
+
+
+def _columns(indices, headers, rows, widths) -> str:
+    height = max(len(headers[i]) for i in indices)
+
+    def line(texts) -> str:
+        return "  ".join(text.rjust(widths[i]) for i, text in zip(indices, texts, strict=True))
+
+    lines = [
+        line([([""] * height + headers[i])[-height:][k] for i in indices]) for k in range(height)
+    ]
+    lines.append(line(["-" * widths[i] for i in indices]))
+    lines += [line([row[i] for i in indices]) for row in rows]
+    return "\n".join(text.rstrip() for text in lines)
 
 
 __all__ = [
     "RUN_ENTRIES",
+    "TABLE_WIDTH",
     "figure_title",
+    "fit_table",
     "log_figures",
     "results_table",
     "run_record",
     "scalar_columns",
     "variant_scores",
     "write_plots",
+    "write_seeds_figure",
 ]

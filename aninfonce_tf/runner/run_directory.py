@@ -25,11 +25,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import keras
 import tensorflow as tf
 
 import aninfonce_tf
 from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
+from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.lock import LOCK_NAME
@@ -38,6 +40,10 @@ from aninfonce_tf.runner.lock import LOCK_NAME
 CODE = "code"
 # A variant's record of its final files (`save_variant`, `final_files_problem`).
 FILES = "files.json"
+# What a `--seeds` run writes beside its `seed_<k>/` directories.
+SEEDS_FILES = ("summary.json", "seeds.png")
+# The code entry of a run recorded before runs recorded their code.
+UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": None}
 # Entries of every `config.json` of a run: a file without them is not a run's.
 _CONFIG_ENTRIES = {"losses", "steps", "seed"}
 
@@ -91,8 +97,8 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
 
 
 def check_seeds_directory(run_dir: Path) -> None:
-    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/` and
-    `summary.json`.
+    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/`,
+    `summary.json` and `seeds.png`.
 
     Raises:
         ValueError: naming the other files.
@@ -100,9 +106,30 @@ def check_seeds_directory(run_dir: Path) -> None:
     _refuse_others(
         run_dir,
         "a --seeds run of aninfonce_tf",
-        lambda path: path.name == "summary.json" or re.fullmatch(r"seed_\d+", path.name),
-        "only seed_<k>/ and summary.json",
+        lambda path: path.name in SEEDS_FILES or re.fullmatch(r"seed_\d+", path.name),
+        "only seed_<k>/, summary.json and seeds.png",
     )
+
+
+def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dict[int, dict]:
+    """`{seed: results}` of the runs in `run_dir/seed_<k>/` (a `--seeds` run), but for
+    the seeds `skip`, that finished every variant of `config` (at seed k): the seeds
+    of earlier `--seeds` runs, which its `summary.json` keeps."""
+    found = {}
+    for path in sorted(run_dir.glob("seed_*")):
+        match = re.fullmatch(r"seed_(\d+)", path.name)
+        seed = int(match.group(1)) if match else None
+        if seed is None or seed in skip or not (path / "results.json").exists():
+            continue
+        seed_config = dataclasses.replace(config, seed=seed)
+        try:
+            saved = claim_run_directory(path, seed_config)
+        except ValueError:  # another config's, or damaged: not this summary's
+            continue
+        results, _ = finished_variants(path, saved, seed_config.loss_names())
+        if len(results) == len(seed_config.loss_names()):
+            found[seed] = results
+    return found
 
 
 def _saved_config(run_dir: Path) -> dict | None:
@@ -149,6 +176,8 @@ def _source_sha256() -> str:
     root = Path(aninfonce_tf.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
+        if not path.is_file():  # an editor's dangling lock link, say
+            continue
         digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -171,6 +200,8 @@ def code_history(run_dir: Path, training: bool, allow_code_change: bool = False)
     """
     saved = _saved_config(run_dir)
     history = saved.get(CODE, []) if saved else []
+    if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
+        history = []
     version = code_version()
     last = history[-1] if history else None
     if (last and all(last.get(key) == value for key, value in version.items())) or not training:
@@ -191,13 +222,14 @@ def code_history(run_dir: Path, training: bool, allow_code_change: bool = False)
         "results.json record it",
         flush=True,
     )
-    return [*history, current]
+    # A run from before code was recorded keeps a mark that its start is unknown.
+    return [*(history or [UNRECORDED_CODE]), current]
 
 
 def _code_name(entry: dict | None) -> str:
-    if entry is None:
+    if not entry or not entry.get("source_sha256"):
         return "an aninfonce_tf that recorded no version of its code"
-    return f"aninfonce_tf {entry['aninfonce_tf']} (source {entry['source_sha256'][:12]})"
+    return f"aninfonce_tf {entry.get('aninfonce_tf')} (source {entry['source_sha256'][:12]})"
 
 
 def points_until(path: Path, step: int) -> list[dict]:
@@ -205,16 +237,22 @@ def points_until(path: Path, step: int) -> list[dict]:
     return [p for p in json.loads(path.read_text()) if p["step"] <= step] if path.exists() else []
 
 
-def drop_events_after(log_dir: Path, step: int) -> None:
+def drop_events_after(log_dir: Path, step: int, aside: Path) -> None:
     """Removes from the TensorBoard event files in `log_dir` the summaries after `step`,
-    which the run resumed there writes again (a file left without any is deleted)."""
+    which the run resumed there writes again (a file left without any is deleted). A
+    file whose first record does not read is moved to the directory `aside`, out of
+    TensorBoard's way, saying so: its curve may still be recovered."""
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
         records = []
         try:
             for record in tf.data.TFRecordDataset(str(path)):
                 records.append(record.numpy())
-        except tf.errors.DataLossError:
-            pass  # a record torn by the kill: the ones before it stay
+        except tf.errors.DataLossError:  # a record torn by the kill: the ones before it stay
+            if not records:
+                aside.mkdir(parents=True, exist_ok=True)
+                path.rename(aside / path.name)
+                print(f"   {path}: its first record does not read; kept aside in {aside}")
+                continue
         events = [tf.compat.v1.Event.FromString(record) for record in records]
         kept = [r for r, e in zip(records, events, strict=True) if e.step <= step]
         if not any(e.summary.value and e.step <= step for e in events):
@@ -233,11 +271,25 @@ def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export:
     """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat, each
     replaced atomically, then `files.json`: the size and sha256 of each of their
     files, which a rerun checks (`final_files_problem`)."""
-    replace_atomically(variant_dir / "model.keras", model.save)
-    paths = [variant_dir / "model.keras"]
+    # Room for twice the variables (h5py may crash on a full disk rather than raise).
+    replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
     if export:
         export_encoder(model, variant_dir / "encoder", input_spec)
-        paths += sorted(path for path in (variant_dir / "encoder").rglob("*") if path.is_file())
+    _write_files_record(variant_dir)
+
+
+def export_saved_variant(variant_dir: Path, input_spec) -> None:
+    """Exports the encoder of a variant saved without one (`--export false`), from its
+    `model.keras`, and records the export's files in `files.json`."""
+    model = keras.saving.load_model(variant_dir / "model.keras")
+    export_encoder(model, variant_dir / "encoder", input_spec)
+    _write_files_record(variant_dir)
+
+
+def _write_files_record(variant_dir: Path) -> None:
+    """`files.json`: the size and sha256 of `model.keras` and of the export's files."""
+    paths = [variant_dir / "model.keras"]
+    paths += sorted(path for path in (variant_dir / "encoder").rglob("*") if path.is_file())
     files = {path.relative_to(variant_dir).as_posix(): _file_record(path) for path in paths}
     write_json(variant_dir / FILES, files)
 
@@ -268,6 +320,11 @@ def final_files_problem(variant_dir: Path) -> str | None:
     try:
         files = read_json(record)
     except ValueError:
+        files = None
+    if not isinstance(files, dict) or not all(
+        isinstance(written, dict) and {"bytes", "sha256"} <= set(written)
+        for written in files.values()
+    ):
         return f"{FILES} in {variant_dir} does not read"
     for name, written in files.items():
         path = variant_dir / name
@@ -283,8 +340,10 @@ def final_files_problem(variant_dir: Path) -> str | None:
 
 
 def _file_record(path: Path) -> dict:
+    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        digest = hashlib.file_digest(file, "sha256")
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
     return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
@@ -312,7 +371,9 @@ __all__ = [
     "code_history",
     "code_version",
     "drop_events_after",
+    "export_saved_variant",
     "final_files_problem",
+    "finished_seeds",
     "finished_variants",
     "points_until",
     "run_directory",

@@ -99,7 +99,8 @@ def train_variant(
     loss_path = variant_dir / "loss_curve.json"
     history, loss_curve, reached = [], [], None
     if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
-        drop_events_after(run_dir / "tensorboard" / variant, start_step)
+        aside = run_dir / "tensorboard_unreadable" / variant
+        drop_events_after(run_dir / "tensorboard" / variant, start_step, aside)
     if start_step:
         history = points_until(history_path, start_step)
         loss_curve = points_until(loss_path, start_step)
@@ -123,6 +124,7 @@ def train_variant(
         verbose=int(verbose != 0),
         columns=experiment.table_columns,
         scores_in_logs=False,  # Keras' progress line shows the training metrics only
+        log_all_scores=config.tensorboard_all_scores,
     )
     evaluation.reached = reached
     training = TrainingLogger(

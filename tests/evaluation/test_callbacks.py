@@ -8,6 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from aninfonce_tf.configs.images import SUMMARY
+from aninfonce_tf.configs.rendered import table_columns
+from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.renderer import LATENT_NAMES
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
@@ -15,6 +19,8 @@ from aninfonce_tf.evaluation.callbacks import (
     scalar_items,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.latents import LatentEvaluator
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.evaluation.targets import Target, check_targets, parse_targets
 from tests.support import UndeclaredEvaluator, event_files
 
@@ -276,3 +282,59 @@ def test_the_callbacks_count_the_steps_a_loss_scale_optimizer_skips():
     assert stop.stopped_at == logger.step == 6
     assert [point["step"] for point in logger.history] == [3, 4, 5, 6]
     assert [point["step"] for point in evaluation.history] == [4]
+
+
+class SummarisedScores(RisingScores):
+    """`RisingScores` with MCC as its one summary score."""
+
+    summary_scores = frozenset({"mcc"})
+
+
+@pytest.mark.parametrize(
+    "evaluators, log_all_scores, logged",
+    [
+        ([SummarisedScores()], False, {"mcc"}),
+        ([SummarisedScores()], True, {"mcc", "linear_r2", "block_r2/low"}),
+        # An evaluator that names no summary has every score written.
+        (
+            [SummarisedScores(), UndeclaredEvaluator()],
+            False,
+            {"mcc", "linear_r2", "block_r2/low", "score"},
+        ),
+    ],
+)
+def test_tensorboard_shows_the_summary_scores_unless_asked_for_all(
+    tmp_path, evaluators, log_all_scores, logged
+):
+    callback = EvaluationCallback(evaluators, str(tmp_path), log_all_scores=log_all_scores)
+    history = _fit(callback, epochs=2)
+    assert "linear_r2" in history.history  # the logs and the history keep every score
+    (events,) = event_files(tmp_path).values()
+    assert events == {(f"scores/{name}", "scalars"): [1, 2] for name in logged}
+
+
+def test_the_evaluators_summary_scores_are_the_tables_scores():
+    z = np.random.default_rng(0).normal(size=(300, 3))
+    blocks = {"high": np.array([2]), "low": np.array([0, 1]), "none": np.array([], int)}
+    evaluator = IdentifiabilityEvaluator(z, z, blocks, np.array([1.0, 2.0, 4.0]), nonlinear=True)
+    assert evaluator.summary_scores == {
+        "linear_r2",
+        "mcc",
+        "block_r2/high",
+        "block_r2/low",
+        "lambda_spearman",
+    }
+    assert IdentifiabilityEvaluator(z, z).summary_scores == {"linear_r2", "mcc"}
+    probe = ImageProbeEvaluator([], [], [], [], [], {})
+    assert probe.summary_scores == set(SUMMARY)  # the photos' table
+    latents = {name: np.zeros(12) for name in LATENT_NAMES}
+    for mode, views in (("augment", np.zeros((4, 8, 8, 3))), ("latent", None)):
+        source = RenderedPairs(mode=mode, size=16)
+        evaluator = LatentEvaluator(
+            np.zeros((12, 16, 16, 3)),
+            latents,
+            source.blocks(),
+            views,
+            None if views is None else {},
+        )
+        assert evaluator.summary_scores == set(table_columns(source)), mode

@@ -297,3 +297,34 @@ def test_the_image_evaluator_scores_backbone_and_projector(monkeypatch):
     assert evaluator.score_names(True) <= set(scalar_items(scores))
     assert 0 <= scores["projector"]["class_accuracy"] <= 1
     assert scores["backbone"]["augmentation_readout"] == scores["backbone"]["readout"]["grayscale"]
+
+
+def test_on_one_channel_views_the_colour_targets_are_not_averaged_into_the_readout():
+    n = 600
+    params = {
+        "brightness": RNG.uniform(0.6, 1.4, n),
+        "saturation": RNG.uniform(0.6, 1.4, n),
+        "hue": RNG.uniform(-0.1, 0.1, n),
+        "grayscale": RNG.integers(0, 2, n).astype("float32"),
+        "jitter_order": np.argsort(RNG.uniform(size=(n, 4)), axis=1).astype("float32"),
+    }
+    features = np.stack([params["brightness"], RNG.normal(size=n)], axis=1)
+    colour = augmentation_readout(features, params)
+    assert set(probes.COLOUR_ONLY) <= set(colour["readout"])  # scored on colour views
+    gray = augmentation_readout(features, params, channels=1)
+    assert set(gray["readout"]) == {"brightness"}
+    assert gray["augmentation_readout"] == gray["readout"]["brightness"] > 0.95
+    assert colour["augmentation_readout"] < 0.7  # chance targets pull the mean down
+
+
+def test_the_image_evaluator_leaves_the_colour_targets_out_on_grayscale_views():
+    images = RNG.uniform(size=(80, 8, 8, 1)).astype("float32")
+    labels = np.arange(80) % 2
+    views, params = SimCLRAugment(image_size=8)(images, seed=0)
+    encoder = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten()])
+    model = ContrastiveModel(encoder, projector=projection_head([], 4))
+    evaluator = ImageProbeEvaluator(
+        images[:40], labels[:40], images[40:], labels[40:], views, params
+    )
+    readout = evaluator.evaluate(model)["backbone"]["readout"]
+    assert readout and not set(readout) & set(probes.COLOUR_ONLY)

@@ -41,7 +41,7 @@ def _check_results(results: dict):
 def _check_run_directory(run_dir: Path, module) -> dict:
     """The saved run of `module`'s smoke config: results, schema, TensorBoard logs,
     probe class counts, figure and models; returns the saved variants."""
-    saved = check_run(run_dir, figures=["curves"])  # its schema, its TensorBoard logs
+    saved = check_run(run_dir, figures=["curves", "lambda_hat"])  # its schema, its TensorBoard logs
     _check_results(saved["variants"])
     smoke = module.SMOKE["probe_size"]  # the photos' smoke has fewer training patches
     assert 0 < sum(saved["run"]["probe_train_class_counts"].values()) <= smoke

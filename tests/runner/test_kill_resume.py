@@ -8,12 +8,11 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
-from tests.support import check_tensorboard
+from tests.support import assert_same_result, check_tensorboard
 
 # Tiny: epochs of 5 steps (a checkpoint each), evaluations every 10, two variants so
 # that a kill can fall between them; no export, and no XLA to compile in each process.
@@ -154,24 +153,6 @@ def start_chain():
             chain.wait()
 
 
-def _assert_same_result(resumed: dict, whole: dict) -> None:
-    """Every entry equal, numbers to float32 round-off, but the wall-clock seconds."""
-    assert set(resumed) == set(whole)
-    for key, value in whole.items():
-        if key in ("wall_seconds", "seconds"):
-            continue
-        if isinstance(value, dict):
-            _assert_same_result(resumed[key], value)
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            assert len(resumed[key]) == len(value), key
-            for mine, theirs in zip(resumed[key], value, strict=True):
-                _assert_same_result(mine, theirs)
-        elif isinstance(value, (float, list)):
-            np.testing.assert_allclose(resumed[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
-        else:
-            assert resumed[key] == value, key
-
-
 @pytest.mark.slow
 def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(
     tmp_path, capsys, start_chain
@@ -204,7 +185,7 @@ def test_a_run_killed_at_any_point_resumes_to_the_uninterrupted_result(
         assert set(resumed) == {"aninfonce", "infonce"}
         for name in ("aninfonce", "infonce"):
             assert [point["step"] for point in resumed[name]["curve"]] == [10, 20]
-            _assert_same_result(resumed[name], whole[name])
+            assert_same_result(resumed[name], whole[name])
         # TensorBoard holds each point once: what a killed run wrote after the checkpoint
         # a resumed run started from is gone.
         figures = ["curves", "per_latent_r2", "lambda_aninfonce"]
@@ -230,13 +211,13 @@ def test_a_run_with_xla_an_average_and_an_export_killed_resumes_to_the_uninterru
     assert [code for code, _, _ in runs] == [-signal.SIGKILL] * len(XLA_KILLS) + [0], runs
     assert "resuming aninfonce at step 10" in runs[-1][1]
     resumed = json.loads((cut / "results.json").read_text())["variants"]["aninfonce"]
-    _assert_same_result(resumed, whole)
+    assert_same_result(resumed, whole)
     # The exported Lambda_hat is the uninterrupted run's average.
     exported = [
         json.loads((run / "aninfonce" / "encoder" / "concentration.json").read_text())
         for run in (cut, tmp_path / "whole")
     ]
-    _assert_same_result(*exported)
+    assert_same_result(*exported)
     assert not list(cut.rglob(".partial-*")) and not (cut / "backup").exists()
     with capsys.disabled():
         print(f"\n{len(XLA_KILLS)} kill points tried with XLA, a weight average and the export")

@@ -1,0 +1,132 @@
+"""The memory a setting needs, estimated before anything is built, against the
+machine's: a size that cannot fit is refused naming the fix, before TensorFlow dies
+of it (`double free or corruption`, an int32 overflow, the kernel's OOM killer).
+
+Example:
+
+>>> f"{loss_bytes(100_000) / 1e9:.0f} GB dense, {loss_bytes(100_000, 1024) / 1e9:.1f} GB in blocks"
+'640 GB dense, 3.3 GB in blocks'
+"""
+
+from __future__ import annotations
+
+import os
+
+# The largest global batch: the loss indexes its 2 x batch rows with int32.
+MAX_BATCH_SIZE = (2**31 - 1) // 2
+# Copies of the loss's [rows, candidates] float32 logits alive at once: the logits,
+# their exponentials, the mask and the gradient.
+LOGIT_COPIES = 4
+# Copies of each trained float32 value: the weight, its gradient and Adam's two moments.
+STATE_COPIES = 4
+_FLOAT_BYTES = 4
+
+
+def physical_memory() -> int | None:
+    """The machine's memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # not POSIX
+        return None
+
+
+def loss_bytes(batch_size: int, block_size: int = 0) -> int:
+    """Bytes of the contrastive loss of `batch_size` pairs: its 2B rows against the 2B
+    candidates (or a block of `block_size`, when positive), `LOGIT_COPIES` times."""
+    rows = 2 * batch_size
+    return LOGIT_COPIES * rows * min(block_size or rows, rows) * _FLOAT_BYTES
+
+
+def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
+    """Bytes of the layer that outputs `width`-dimensional embeddings from `inputs`
+    features (its weights, `STATE_COPIES` times) and of a batch's 2B embeddings
+    (`LOGIT_COPIES` times).
+
+    Example:
+
+    >>> f"{embedding_bytes(128, 100, 10**8) / 1e9:.0f} GB"
+    '571 GB'
+    """
+    weights = STATE_COPIES * (inputs + 1) * width
+    return (weights + LOGIT_COPIES * 2 * batch_size * width) * _FLOAT_BYTES
+
+
+def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
+    """The largest power-of-two `--loss-block-size` whose loss takes at most half of
+    `memory` (None: not even a block of 1)."""
+    block = 1
+    if loss_bytes(batch_size, block) > memory // 2:
+        return None
+    while block * 2 < 2 * batch_size and loss_bytes(batch_size, block * 2) <= memory // 2:
+        block *= 2
+    return block
+
+
+def check_fits(needed: int, what: str, fix: str, memory: int | None = None) -> None:
+    """Raises `ValueError` when `needed` bytes exceed the machine's memory (`memory`,
+    by default `physical_memory()`; unknown: never).
+
+    Args:
+        needed: the estimate, in bytes.
+        what: what needs them, e.g. "`batch_size` 100000 (the dense loss)".
+        fix: what to do instead, e.g. "pass a smaller --batch-size".
+
+    Example:
+
+    >>> check_fits(64 * 2**30, "`embedding_dim` 100000000", "pass a smaller --embedding-dim",
+    ...            memory=16 * 2**30)
+    Traceback (most recent call last):
+    ...
+    ValueError: `embedding_dim` 100000000 needs about 68.7 GB of memory and this machine has 17.2 GB: pass a smaller --embedding-dim.
+    """
+    memory = physical_memory() if memory is None else memory
+    if memory is not None and needed > memory:
+        raise ValueError(
+            f"{what} needs about {needed / 1e9:.1f} GB of memory and this machine has "
+            f"{memory / 1e9:.1f} GB: {fix}."
+        )
+
+
+def check_loss(batch_size: int, block_size: int = 0, blockwise: bool = True) -> None:
+    """Raises `ValueError` for a batch whose loss TensorFlow cannot index (int32) or
+    the machine cannot hold, naming `--loss-block-size` (when `blockwise`, the loss
+    variants have a blockwise loss) and a smaller `--batch-size`.
+
+    Example:
+
+    >>> check_loss(2**31)
+    Traceback (most recent call last):
+    ...
+    ValueError: `batch_size` must be at most 1073741823 (TensorFlow indexes the loss's 2 x batch_size rows with int32); got 2147483648.
+    """
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(
+            f"`batch_size` must be at most {MAX_BATCH_SIZE} (TensorFlow indexes the loss's "
+            f"2 x batch_size rows with int32); got {batch_size}."
+        )
+    available = physical_memory()
+    if available is None:
+        return
+    block = largest_block_that_fits(batch_size, available) if blockwise else None
+    how = f"blocks of {block_size}" if block_size else "the dense loss"
+    check_fits(
+        loss_bytes(batch_size, block_size),
+        f"`batch_size` {batch_size} ({how}: {LOGIT_COPIES} copies of its 2B x candidates "
+        "float32 logits)",
+        (f"pass --loss-block-size {block} (the blockwise loss), or " if block else "")
+        + "a smaller --batch-size",
+        available,
+    )
+
+
+__all__ = [
+    "LOGIT_COPIES",
+    "MAX_BATCH_SIZE",
+    "STATE_COPIES",
+    "check_fits",
+    "check_loss",
+    "embedding_bytes",
+    "largest_block_that_fits",
+    "loss_bytes",
+    "physical_memory",
+]

@@ -1,0 +1,178 @@
+"""The figures of several runs: scores over seeds (`runner.run_seeds`' summary) and a
+sweep's trade-off (`sweep.run_grid`), each point a mean with +- 1 sd bars, on the
+scores' fixed ranges with their chance levels (`style`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.lines
+import matplotlib.pyplot as plt
+import numpy as np
+
+from aninfonce_tf.plots import style
+from aninfonce_tf.plots.style import score_label, variant_label
+
+# Short words for the fields a sweep varies, in the labels of its points.
+FIELD_LABELS = {"crop_min_scale": "crop", "jitter_strength": "jitter"}
+# What those words stand for, in the legend.
+FIELD_MEANINGS = {
+    "crop_min_scale": "smallest crop area",
+    "jitter_strength": "colour-jitter strength s",
+}
+
+
+def cell_label(values: dict) -> str:
+    """A sweep cell's values as its point's label.
+
+    Example:
+
+    >>> cell_label({"crop_min_scale": 0.9, "jitter_strength": 1.0, "steps": 500})
+    'crop 0.9, jitter 1, steps 500'
+    """
+    return ", ".join(
+        f"{FIELD_LABELS.get(field, field.replace('_', ' '))} {value:g}"
+        for field, value in values.items()
+    )
+
+
+def _fix_range(axis, key: str, vertical: bool = False) -> None:
+    """The score's fixed range and chance line on the y axis (or x, `vertical`)."""
+    limits = style.score_limits(key)
+    if limits:
+        (axis.set_xlim if vertical else axis.set_ylim)(*limits)
+    chance = style.chance_level(key)
+    if chance is not None:
+        style.chance_line(axis, chance, vertical)
+
+
+def plot_tradeoff(
+    cells: Sequence[dict],
+    panels: Sequence[tuple[str, str]],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """A sweep's trade-off (`aninfonce_tf.sweep.run_grid`): one panel per
+    `(x score, y score)` pair, a point per cell and loss variant at the scores' means
+    over its seeds, with +- 1 sd bars where there are several, labelled by the cell's
+    values (`cell_label`), points of one cell joined by a thin line.
+
+    Args:
+        cells: `run_grid`'s list of `{"values", "summary"}`.
+        panels: `(x score, y score)` per panel.
+        path: the PNG to write.
+        title: what the sweep is (preset, steps).
+    """
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(5.2 * len(panels), 4.8), squeeze=False, layout="constrained"
+    )
+    variants = list(dict.fromkeys(v for cell in cells for v in cell["summary"]["variants"]))
+    colours = {v: f"C{i}" for i, v in enumerate(variants)}
+    for axis, (x_score, y_score) in zip(axes[0], panels, strict=True):
+        for cell in cells:
+            points = []
+            for variant, entries in cell["summary"]["variants"].items():
+                x, y = entries.get(x_score), entries.get(y_score)
+                if not x or not y or x["mean"] is None or y["mean"] is None:
+                    continue
+                points.append((x["mean"], y["mean"]))
+                axis.errorbar(
+                    x["mean"],
+                    y["mean"],
+                    xerr=x["sd"] or 0,
+                    yerr=y["sd"] or 0,
+                    fmt="o",
+                    color=colours[variant],
+                    ms=5 if x["n"] > 1 else 3,
+                    capsize=2,
+                )
+            if points:
+                axis.plot(*np.transpose(points), color="gray", lw=0.5, alpha=0.6)
+                axis.annotate(
+                    cell_label(cell["values"]),
+                    points[0],
+                    fontsize=6,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
+        _fix_range(axis, x_score, vertical=True)
+        _fix_range(axis, y_score)
+        axis.set(xlabel=score_label(x_score), ylabel=score_label(y_score))
+        axis.grid(alpha=0.3)
+    handles = [
+        matplotlib.lines.Line2D([], [], marker="o", ls="", color=colours[v], label=variant_label(v))
+        for v in variants
+    ]
+    chance = [line for axis in axes[0] for line in axis.lines if line.get_label() == "chance"]
+    fields = [
+        f"{FIELD_LABELS.get(f, f)}: {FIELD_MEANINGS.get(f, f.replace('_', ' '))}"
+        for f in (cells[0]["values"] if cells else ())
+    ]
+    figure.legend(
+        handles=handles + chance[:1],
+        loc="outside right upper",
+        fontsize=8,
+        title="points labelled by\n" + "\n".join(fields) if fields else None,
+        title_fontsize=7,
+    )
+    figure.suptitle(
+        style.title("Trade-off across augmentation strengths (mean ± sd over seeds)", title)
+    )
+    return style.save(figure, path)
+
+
+def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title: str = "") -> Path:
+    """Scores over seeds (`run_seeds`' `summary.json`): a panel per score, a point
+    per loss variant at its mean with +- 1 sd bars and its number of seeds, on the
+    score's fixed range with its chance level.
+
+    Args:
+        summary: `{"seeds", "variants": {variant: {score: {"mean", "sd", "n"}}}}`.
+        path: the PNG to write.
+        keys: the scores shown (default: every score of the summary).
+        title: what the runs are (preset).
+
+    Example:
+
+    >>> import tempfile
+    >>> entry = {"mean": 0.9, "sd": 0.05, "n": 3}
+    >>> summary = {"seeds": [0, 1, 2], "variants": {"aninfonce": {"mcc": entry}}}
+    >>> plot_seeds(summary, Path(tempfile.mkdtemp()) / "seeds.png").name
+    'seeds.png'
+    """
+    variants = summary["variants"]
+    keys = list(keys) or list(dict.fromkeys(k for scores in variants.values() for k in scores))
+    columns = min(len(keys), 4)
+    rows = -(-len(keys) // columns)
+    figure, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(0.9 * len(variants) * columns + 1.6 * columns, 3.2 * rows + 0.6),
+        squeeze=False,
+        layout="constrained",
+    )
+    for axis in axes.flat[len(keys) :]:
+        axis.set_axis_off()
+    for axis, key in zip(axes.flat, keys, strict=False):
+        for index, scores in enumerate(variants.values()):
+            entry = scores.get(key)
+            if not entry or entry["mean"] is None:
+                continue
+            axis.errorbar(index, entry["mean"], yerr=entry["sd"] or 0, fmt="o", capsize=4)
+            axis.annotate(
+                f"n = {entry['n']}",
+                (index, entry["mean"]),
+                xytext=(6, 0),
+                textcoords="offset points",
+                fontsize=7,
+                va="center",
+            )
+        _fix_range(axis, key)
+        axis.set_xlim(-0.5, len(variants) - 0.5)
+        axis.set_xticks(range(len(variants)), [variant_label(v) for v in variants], fontsize=8)
+        axis.set_ylabel(score_label(key), fontsize=8, wrap=True)
+        axis.grid(alpha=0.3, axis="y")
+    seeds = ", ".join(str(seed) for seed in summary.get("seeds", []))
+    figure.suptitle(style.title(f"Mean ± sd over seeds {seeds}", title))
+    return style.save(figure, path)

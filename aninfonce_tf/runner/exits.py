@@ -1,0 +1,78 @@
+"""How a recipe ends when it cannot go on: one line and an exit status, never a
+traceback, for a usage error, a full disk, Ctrl-C and SIGTERM (`one_line_exit`,
+`sigterm_as_interrupt`), the last three saying that the same command resumes.
+
+Example:
+
+>>> one_line_exit(KeyboardInterrupt(), Path("runs/quick"))
+(130, 'interrupted: rerun the same command to resume the run in runs/quick.')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from pathlib import Path
+
+from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.disk_space import OutOfSpace, free_bytes, is_out_of_space
+
+# Exit statuses: a usage error (as argparse), a failure (a full disk), and the
+# shell's for SIGINT and SIGTERM.
+USAGE, FAILURE, INTERRUPTED, TERMINATED = 2, 1, 128 + signal.SIGINT, 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM, raised where the run is (`sigterm_as_interrupt`) so that it unwinds
+    as Ctrl-C does: its lock released, every file written atomically kept."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within it, SIGTERM raises `Terminated` (in the main thread; elsewhere nothing
+    changes); the previous handler is restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None:
+    """`(status, line)` a recipe exits with for `error` raised in its run into
+    `run_dir`, or None for an error that keeps its traceback.
+
+    A full disk (`OutOfSpace`, or an `OSError` saying so) exits with `FAILURE`, a
+    `UsageError` with `USAGE`, Ctrl-C with `INTERRUPTED` and SIGTERM (`Terminated`)
+    with `TERMINATED`.
+    """
+    if isinstance(error, OSError) and is_out_of_space(error):
+        error = OutOfSpace(Path(error.filename or run_dir), 0, free_bytes(run_dir))
+    if isinstance(error, OutOfSpace):
+        return FAILURE, f"error: {error}"
+    if isinstance(error, UsageError):
+        return USAGE, f"error: {error}"
+    if isinstance(error, KeyboardInterrupt):
+        signal_name = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
+        status = TERMINATED if isinstance(error, Terminated) else INTERRUPTED
+        return status, f"{signal_name}: rerun the same command to resume the run in {run_dir}."
+    return None
+
+
+__all__ = [
+    "FAILURE",
+    "INTERRUPTED",
+    "TERMINATED",
+    "USAGE",
+    "Terminated",
+    "one_line_exit",
+    "sigterm_as_interrupt",
+]

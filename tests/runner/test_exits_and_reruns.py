@@ -1,0 +1,91 @@
+"""Ctrl-C and SIGTERM end a recipe in one line that says how to resume; a rerun keeps
+the summary of every seed, exports a finished variant that `--export false` left
+unexported, and keeps an unreadable TensorBoard event file aside."""
+
+import dataclasses
+import os
+import signal
+import time
+
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf import runner
+from aninfonce_tf.configs import synthetic
+from aninfonce_tf.runner import loop, run_directory
+
+ARGV = ["--smoke", "--losses", "aninfonce", "--export", "false"]
+# One variant of 20 steps, evaluated once.
+CONFIG = dataclasses.replace(
+    synthetic.PRESETS["quick"], **{**synthetic.SMOKE, "steps": 20}, losses="aninfonce", export=False
+)
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def _terminate(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)  # the signal arrives first
+
+
+@pytest.mark.parametrize(
+    "run, status, said",
+    [(_interrupt, 130, "interrupted"), (_terminate, 143, "terminated (SIGTERM)")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_ctrl_c_and_sigterm_end_in_one_line_saying_how_to_resume(
+    tmp_path, capsys, monkeypatch, run, status, said
+):
+    def unexpected(signum, frame):  # the old default: the test process ends
+        raise AssertionError("SIGTERM reached the handler outside the recipe")
+
+    previous = signal.signal(signal.SIGTERM, unexpected)
+    monkeypatch.setattr(loop, "run", run)
+    try:
+        with pytest.raises(SystemExit) as stop:
+            runner.main(synthetic, [*ARGV, "--out", str(tmp_path)])
+        assert signal.getsignal(signal.SIGTERM) is unexpected  # restored
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    error = capsys.readouterr().err
+    assert stop.value.code == status and error.count("\n") == 1, error
+    assert f"{said}: rerun the same command to resume the run in {tmp_path}." in error
+
+
+def test_a_seeds_run_after_one_of_more_seeds_summarises_every_seed(tmp_path):
+    runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
+    summary = runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
+    assert summary["seeds"] == [0, 1]
+    assert summary["variants"]["aninfonce"]["mcc"]["n"] == 2
+
+
+def test_export_true_on_the_rerun_of_an_unexported_run_exports_it(tmp_path, capsys):
+    runner.run(CONFIG, synthetic.build, tmp_path, verbose=0)
+    assert not (tmp_path / "aninfonce" / "encoder").exists()
+    exported = dataclasses.replace(CONFIG, export=True)
+    runner.run(exported, synthetic.build, tmp_path, verbose=0)
+    assert "exporting its encoder, which --export false left out" in capsys.readouterr().out
+    assert (tmp_path / "aninfonce" / "encoder" / "saved_model.pb").is_file()
+    assert run_directory.final_files_problem(tmp_path / "aninfonce") is None
+    files = (tmp_path / "aninfonce" / run_directory.FILES).read_text()
+    assert "encoder/saved_model.pb" in files
+
+
+def test_an_event_file_whose_first_record_does_not_read_is_kept_aside(tmp_path, capsys):
+    log_dir, aside = tmp_path / "tensorboard" / "aninfonce", tmp_path / "aside"
+    writer = tf.summary.create_file_writer(str(log_dir))
+    with writer.as_default():
+        for step in (10, 20):
+            tf.summary.scalar("train/loss", 1.0, step=step)
+    writer.close()
+    (path,) = log_dir.glob("events.out.tfevents.*")
+    data = bytearray(path.read_bytes())
+    data[8] ^= 0xFF  # the first record's length checksum
+    path.write_bytes(bytes(data))
+    run_directory.drop_events_after(log_dir, 10, aside)
+    assert not path.exists() and (aside / path.name).read_bytes() == bytes(data)
+    assert f"{path}: its first record does not read; kept aside in {aside}" in (
+        capsys.readouterr().out
+    )
