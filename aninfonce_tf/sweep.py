@@ -86,7 +86,7 @@ def run_grid(
         grid: `{field: values}` of `config`'s fields.
         seeds: the seeds of the inner cells.
         corner_seeds: the seeds of the corner cells.
-        **labels: `preset` and `smoke`, as for `run_seeds`.
+        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
 
     Raises:
         ValueError: for a field `config` does not have, or a grid `grid_cells` refuses.
@@ -218,6 +218,7 @@ def main(
             corner_seeds=options.corner_seeds,
             preset=options.preset,
             smoke=options.smoke,
+            allow_code_change=options.allow_code_change,
         )
     panels = config_module.SWEEP_PANELS
     table = tradeoff_table(cells, [score for panel in panels for score in reversed(panel)])

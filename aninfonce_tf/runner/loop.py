@@ -197,8 +197,9 @@ def run_seeds(
     Returns:
         The summary, as written to `summary.json`.
     """
-    with as_usage_errors():
-        config.resolved().validate()  # before a strategy is set up for it
+    with as_usage_errors():  # every seed, before a strategy is set up for any
+        for seed in seeds:
+            dataclasses.replace(config, seed=seed).resolved().validate()
     if not seeds:
         raise UsageError("`seeds` is empty: give at least one seed.")
     context = context or RunContext.create(config.strategy, config.tpu)

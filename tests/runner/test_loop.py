@@ -378,3 +378,10 @@ def test_pipelines_have_static_batch_shapes_for_tpus():
     global_batch = next(iter(parts.train_data(0)))["view1"].numpy()
     halves = [v.numpy() for v in strategy.experimental_local_results(first["view1"])]
     np.testing.assert_array_equal(np.concatenate(halves), global_batch)
+
+
+def test_every_seed_of_a_seeds_run_is_checked_before_any_trains(tmp_path):
+    config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
+    with pytest.raises(UsageError, match="seed"):
+        runner.run_seeds(config, synthetic.build, tmp_path, [0, 2**32], verbose=0)
+    assert not (tmp_path / "seed_0").exists()
