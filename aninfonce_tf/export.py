@@ -9,7 +9,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from aninfonce_tf.checkpoints import replace_directory_atomically, state_bytes, write_json
+from aninfonce_tf.checkpoints import replace_directory_atomically, write_json
+from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.models import ContrastiveModel
 
 

@@ -10,7 +10,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
+from pathlib import Path
 
 # The largest global batch: the loss indexes its 2 x batch rows with int32.
 MAX_BATCH_SIZE = (2**31 - 1) // 2
@@ -20,14 +22,20 @@ LOGIT_COPIES = 4
 # Copies of each trained float32 value: the weight, its gradient and Adam's two moments.
 STATE_COPIES = 4
 _FLOAT_BYTES = 4
+# A container's memory limit under cgroup v2.
+CGROUP_MEMORY_LIMIT = "/sys/fs/cgroup/memory.max"
 
 
 def physical_memory() -> int | None:
-    """The machine's memory in bytes (None where the OS does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):  # not POSIX
-        return None
+    """The host memory this process may use, in bytes: the machine's, or a container's
+    cgroup limit when lower (None where the OS says neither). An accelerator's own
+    memory is not counted: the check is of host memory."""
+    limits = []
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # not POSIX
+        limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, ValueError):  # no limit ("max"), or no cgroup v2
+        limits.append(int(Path(CGROUP_MEMORY_LIMIT).read_text().strip()))
+    return min(limits) if limits else None
 
 
 def loss_bytes(batch_size: int, block_size: int = 0) -> int:

@@ -205,7 +205,7 @@ def main(
     )
     name = options.preset + ("-smoke" if options.smoke else "")
     grid = {field: getattr(options, f"grid_{field}") for field in config_module.SWEEP_GRID}
-    with recipe_run_directory(options.out, f"{name}-grid") as run_dir:
+    with recipe_run_directory(options.out, f"{name}-grid", prog) as run_dir:
         with as_usage_errors():
             config_module.check_sweep(config)
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
@@ -220,12 +220,12 @@ def main(
             smoke=options.smoke,
             allow_code_change=options.allow_code_change,
         )
-    panels = config_module.SWEEP_PANELS
-    table = tradeoff_table(cells, [score for panel in panels for score in reversed(panel)])
-    (run_dir / "tradeoff.md").write_text(table + "\n")
-    recipe = config_module.__name__.rsplit(".", 1)[-1]
-    title = f"{recipe}, {name}, {config.steps} steps of {config.batch_size} pairs"
-    plots.plot_tradeoff(cells, panels, run_dir / "tradeoff.png", title=title)
+        panels = config_module.SWEEP_PANELS
+        table = tradeoff_table(cells, [score for panel in panels for score in reversed(panel)])
+        (run_dir / "tradeoff.md").write_text(table + "\n")
+        recipe = config_module.__name__.rsplit(".", 1)[-1]
+        title = f"{recipe}, {name}, {config.steps} steps of {config.batch_size} pairs"
+        plots.plot_tradeoff(cells, panels, run_dir / "tradeoff.png", title=title)
     print(table)
     print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
     return cells

@@ -23,7 +23,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError
+from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig
 from aninfonce_tf.runner import exits, loop, run_directory
 
 
@@ -257,7 +257,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
     name = options.preset + ("-smoke" if options.smoke else "")
-    with recipe_run_directory(options.out, name) as run_dir:
+    with recipe_run_directory(options.out, name, prog) as run_dir:
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
         labels = dict(
             preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
@@ -284,23 +284,24 @@ def run_line(options: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def recipe_run_directory(out: str | None, name: str):
+def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     """A recipe's run directory (`run_directory.run_directory`), in which a `UsageError` is printed
     as argparse prints a bad flag (one line, status 2, no traceback) and leaves no
     empty directory behind; a full disk (status 1), Ctrl-C (130) and SIGTERM (143) end
-    in one line too, saying that the same command resumes (`exits.one_line_exit`)."""
+    in one line too, saying that the same command resumes (`exits.one_line_exit`).
+    Each line starts with `prog` (default: the script's name), as argparse's do."""
     new_directory = not (out and Path(out).exists())
     run_dir = run_directory.run_directory(out, name)
     try:
         with exits.sigterm_as_interrupt():
             yield run_dir
-    except (UsageError, OSError, KeyboardInterrupt) as error:
+    except (Exception, KeyboardInterrupt) as error:  # one line for those `exits` names
         ending = exits.one_line_exit(error, run_dir)
         if ending is None:
             raise
         if new_directory and not any(run_dir.iterdir()):
             run_dir.rmdir()
-        print(f"{Path(sys.argv[0]).name}: {ending[1]}", file=sys.stderr)
+        print(f"{prog or Path(sys.argv[0]).name}: {ending[1]}", file=sys.stderr)
         raise SystemExit(ending[0]) from None
 
 

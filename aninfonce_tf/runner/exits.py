@@ -54,8 +54,10 @@ def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None
     `UsageError` with `USAGE`, Ctrl-C with `INTERRUPTED` and SIGTERM (`Terminated`)
     with `TERMINATED`.
     """
-    if isinstance(error, OSError) and is_out_of_space(error):
-        error = OutOfSpace(Path(error.filename or run_dir), 0, free_bytes(run_dir))
+    if not isinstance(error, (UsageError, KeyboardInterrupt)) and is_out_of_space(error):
+        # An OSError, or TensorFlow's own error from its writers (event files, say).
+        path = getattr(error, "filename", None) or run_dir
+        error = OutOfSpace(Path(path), 0, free_bytes(run_dir))
     if isinstance(error, OutOfSpace):
         return FAILURE, f"error: {error}"
     if isinstance(error, UsageError):
