@@ -147,7 +147,6 @@ def run(name: str, argv=None, prog: str | None = None):
     `sys.argv[1:]`); `prog` names the command in `--help` and errors (default: the
     script's name). Returns what its command returns (`runner.main`: the results)."""
     recipe = RECIPES[name]
-    prog = prog or f"python recipes/{name}.py"
     config_module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
     return recipe.command(
         config_module, argv, description=recipe.description, epilog=recipe.epilog(), prog=prog

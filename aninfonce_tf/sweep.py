@@ -26,8 +26,9 @@ from aninfonce_tf import plots
 from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
-from aninfonce_tf.runner import RunContext, run_seeds
+from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line
+from aninfonce_tf.runner.lock import lock_run_directory
 
 
 def grid_cells(
@@ -53,6 +54,10 @@ def grid_cells(
         )
         cells.append((values, list(corner_seeds if corner else seeds)))
     return cells
+
+
+# What a grid writes beside its cells' directories.
+GRID_FILES = ("grid.json", "tradeoff.md", "tradeoff.png")
 
 
 def cell_name(values: Mapping[str, object]) -> str:
@@ -106,16 +111,25 @@ def run_grid(
         except ValueError as error:
             raise UsageError(f"the grid's cell {name} cannot run: {error}") from None
         planned.append((values, cell_seeds, name, cell_config))
+    cell_names = {name for _, _, name, _ in planned}
+    with as_usage_errors():
+        run_directory.refuse_others(
+            run_dir,
+            "a grid of aninfonce_tf",
+            lambda path: path.name in cell_names or path.name in GRID_FILES,
+            f"only the cells' directories and {', '.join(GRID_FILES)}",
+        )
     context = RunContext.create(config.strategy, config.tpu)
     cells = []
-    for values, cell_seeds, name, cell_config in planned:
-        print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
-        summary = run_seeds(
-            cell_config, build, run_dir / name, cell_seeds, context=context, **labels
-        )
-        cells.append({"cell": name, "values": values, "summary": summary})
-    if context.chief:
-        write_json(run_dir / "grid.json", cells)
+    with lock_run_directory(run_dir):
+        for values, cell_seeds, name, cell_config in planned:
+            print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
+            summary = run_seeds(
+                cell_config, build, run_dir / name, cell_seeds, context=context, **labels
+            )
+            cells.append({"cell": name, "values": values, "summary": summary})
+        if context.chief:
+            write_json(run_dir / "grid.json", cells)
     return cells
 
 

@@ -192,6 +192,7 @@ def import_user_code(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
     spec.loader.exec_module(module)
+    run_directory.USER_CODE.append(path.resolve())  # part of the code a run is trained by
     return module
 
 

@@ -26,11 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 
 import aninfonce_tf
 from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
-from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
+from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig, UsageError
 from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
@@ -40,6 +39,8 @@ from aninfonce_tf.runner.lock import LOCK_NAME
 CODE = "code"
 # A variant's record of its final files (`save_variant`, `final_files_problem`).
 FILES = "files.json"
+# The user's files that `--import` brought in (`cli.import_user_code`).
+USER_CODE: list[Path] = []
 # What a `--seeds` run writes beside its `seed_<k>/` directories.
 SEEDS_FILES = ("summary.json", "seeds.png")
 # The code entry of a run recorded before runs recorded their code.
@@ -68,7 +69,7 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     """
     saved = _saved_config(run_dir)
     if saved is None:
-        _refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
+        refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
     else:
         current = json.loads(json.dumps(config.resume_key()))
         saved = {k: v for k, v in saved.items() if k not in (*EXECUTION_FIELDS, CODE)}
@@ -103,7 +104,7 @@ def check_seeds_directory(run_dir: Path) -> None:
     Raises:
         ValueError: naming the other files.
     """
-    _refuse_others(
+    refuse_others(
         run_dir,
         "a --seeds run of aninfonce_tf",
         lambda path: path.name in SEEDS_FILES or re.fullmatch(r"seed_\d+", path.name),
@@ -143,7 +144,7 @@ def _saved_config(run_dir: Path) -> dict | None:
     return saved
 
 
-def _refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
+def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
     """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor left
     by a run before its config.json (the lock, temporaries, the other workers')."""
     others = sorted(
@@ -164,9 +165,16 @@ def _refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why
 
 
 def code_version() -> dict[str, str]:
-    """This package's version and the sha256 of its source: what a resumed run
-    compares with the code it was trained by."""
-    return {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
+    """This package's version and the sha256 of its source, and of the user's files
+    that `--import` brought in (`USER_CODE`): what a resumed run compares with the
+    code it was trained by."""
+    version = {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
+    if USER_CODE:
+        digest = hashlib.sha256()
+        for path in USER_CODE:
+            digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
+        version["user_code_sha256"] = digest.hexdigest()
+    return version
 
 
 @functools.cache
@@ -233,38 +241,18 @@ def _code_name(entry: dict | None) -> str:
 
 
 def points_until(path: Path, step: int) -> list[dict]:
-    """The points of a history file up to `step` (none when there is no file)."""
-    return [p for p in json.loads(path.read_text()) if p["step"] <= step] if path.exists() else []
+    """The points of a history file up to `step` (none when there is no file).
 
-
-def drop_events_after(log_dir: Path, step: int, aside: Path) -> None:
-    """Removes from the TensorBoard event files in `log_dir` the summaries after `step`,
-    which the run resumed there writes again (a file left without any is deleted). A
-    file whose first record does not read is moved to the directory `aside`, out of
-    TensorBoard's way, saying so: its curve may still be recovered."""
-    for path in sorted(log_dir.glob("events.out.tfevents.*")):
-        records = []
-        try:
-            for record in tf.data.TFRecordDataset(str(path)):
-                records.append(record.numpy())
-        except tf.errors.DataLossError:  # a record torn by the kill: the ones before it stay
-            if not records:
-                aside.mkdir(parents=True, exist_ok=True)
-                path.rename(aside / path.name)
-                print(f"   {path}: its first record does not read; kept aside in {aside}")
-                continue
-        events = [tf.compat.v1.Event.FromString(record) for record in records]
-        kept = [r for r, e in zip(records, events, strict=True) if e.step <= step]
-        if not any(e.summary.value and e.step <= step for e in events):
-            path.unlink()
-        elif len(kept) < len(records):
-
-            def write(temporary: Path, kept=kept) -> None:
-                with tf.io.TFRecordWriter(str(temporary)) as writer:
-                    for record in kept:
-                        writer.write(record)
-
-            replace_atomically(path, write)
+    Raises:
+        UsageError: for a file that does not read, naming it and the fix.
+    """
+    if not path.exists():
+        return []
+    try:
+        points = read_json(path, fix="pass a new --out, or delete the run directory to start over")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return [point for point in points if point["step"] <= step]
 
 
 def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export: bool) -> None:
@@ -370,12 +358,12 @@ __all__ = [
     "claim_run_directory",
     "code_history",
     "code_version",
-    "drop_events_after",
     "export_saved_variant",
     "final_files_problem",
     "finished_seeds",
     "finished_variants",
     "points_until",
+    "refuse_others",
     "run_directory",
     "save_variant",
     "write_config",

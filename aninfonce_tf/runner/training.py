@@ -25,7 +25,8 @@ from aninfonce_tf.evaluation.targets import Target, targets_reached
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
-from aninfonce_tf.runner.run_directory import drop_events_after, points_until
+from aninfonce_tf.runner.event_files import drop_events_after
+from aninfonce_tf.runner.run_directory import points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:

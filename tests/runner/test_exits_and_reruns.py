@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
-from aninfonce_tf.runner import loop, run_directory
+from aninfonce_tf.runner import event_files, loop, run_directory
 
 ARGV = ["--smoke", "--losses", "aninfonce", "--export", "false"]
 # One variant of 20 steps, evaluated once.
@@ -84,7 +84,7 @@ def test_an_event_file_whose_first_record_does_not_read_is_kept_aside(tmp_path, 
     data = bytearray(path.read_bytes())
     data[8] ^= 0xFF  # the first record's length checksum
     path.write_bytes(bytes(data))
-    run_directory.drop_events_after(log_dir, 10, aside)
+    event_files.drop_events_after(log_dir, 10, aside)
     assert not path.exists() and (aside / path.name).read_bytes() == bytes(data)
     assert f"{path}: its first record does not read; kept aside in {aside}" in (
         capsys.readouterr().out

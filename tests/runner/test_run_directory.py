@@ -18,14 +18,14 @@ import pytest
 import tensorflow as tf
 
 import aninfonce_tf
-from aninfonce_tf import runner
+from aninfonce_tf import runner, sweep
 from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.models import ContrastiveModel
-from aninfonce_tf.runner import loop, run_directory
+from aninfonce_tf.runner import cli, loop, run_directory
 from tests.support import ROOT
 
 # One variant of 40 steps, a backup every 10, no export (unless a test asks for one).
@@ -246,3 +246,29 @@ def test_a_corrupt_json_file_is_named_with_its_fix(tmp_path, capsys, name):
     assert f"{tmp_path / name} does not read as JSON (Expecting property name" in error
     fix = "delete it, or pass a new --out" if name == "results.json" else "pass a new --out"
     assert fix in error
+
+
+def test_a_history_file_that_does_not_read_is_named_with_its_fix(tmp_path):
+    path = tmp_path / "aninfonce" / "history.json"
+    path.parent.mkdir()
+    path.write_text('[{"step": 20, ')
+    with pytest.raises(UsageError, match=r"history.json does not read as JSON .*new --out"):
+        run_directory.points_until(path, 20)
+
+
+def test_a_users_imported_file_is_part_of_the_code_a_run_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_directory, "USER_CODE", [])
+    mine = tmp_path / "my_code.py"
+    mine.write_text("X = 1\n")
+    cli.import_user_code(str(mine))
+    first = run_directory.code_version()["user_code_sha256"]
+    mine.write_text("X = 2\n")
+    assert run_directory.code_version()["user_code_sha256"] != first
+
+
+def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
+    with pytest.raises(UsageError, match="notes.txt"):
+        sweep.run_grid(config, synthetic.build, tmp_path, {"steps": [20]})
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
