@@ -7,6 +7,7 @@ result with an uninterrupted one's."""
 
 import collections
 import importlib.util
+import re
 from pathlib import Path
 
 import keras
@@ -169,3 +170,27 @@ def assert_same_result(resumed: dict, whole: dict) -> None:
             np.testing.assert_allclose(resumed[key], value, rtol=1e-5, atol=1e-6, err_msg=key)
         else:
             assert resumed[key] == value, key
+
+
+def printed_table_columns(text: str) -> list[str]:
+    """The column names of the tables `runner.report.fit_table` printed in `text`, in
+    order: each header put back together where it was broken over lines, the first
+    column once though every part of a split table repeats it."""
+    lines = text.splitlines()
+    names = []
+    for index, separator in enumerate(lines):
+        if not re.fullmatch(r"-+(  -+)*", separator):
+            continue
+        spans = [match.span() for match in re.finditer(r"-+", separator)]
+        header, above = [], index - 1
+        while (
+            above >= 0
+            and lines[above].strip()
+            and len(lines[above]) <= len(separator)
+            and all(not lines[above][start - 2 : start].strip() for start, _ in spans[1:])
+        ):
+            header.insert(0, lines[above])
+            above -= 1
+        table = ["".join(line[start:end].strip() for line in header) for start, end in spans]
+        names += table if not names else table[1:]
+    return names

@@ -351,9 +351,12 @@ class RunConfig:
         )
 
     def _validate_losses(self, names: list[str]) -> None:
-        if self.loss_block_size < 0:
+        hard_negatives = [name for name in names if LOSS_VARIANTS[name].hard_negatives]
+        if self.loss_block_size < 0 or (self.loss_block_size and hard_negatives):
             raise ValueError(
-                f"`loss_block_size` must be 0 (dense) or positive; got {self.loss_block_size}."
+                f"`loss_block_size` ({self.loss_block_size}) must be 0 (dense) or positive, and "
+                f"0 for the hard-negative variants {hard_negatives}, which the blockwise loss "
+                "lacks."
             )
         try:
             options = self.loss_options()

@@ -23,7 +23,7 @@ from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 from aninfonce_tf.runner.cli import parse_config
-from tests.support import ROOT, check_run
+from tests.support import ROOT, check_run, printed_table_columns
 
 
 def _check_results(results: dict):
@@ -79,10 +79,8 @@ def test_the_photos_recipe_runs_from_the_command_line(tmp_path):
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    header = next(
-        line for line in result.stdout.splitlines() if line.lstrip().startswith("variant")
-    )
-    assert header.split() == ["variant", *images.SUMMARY, "steps", "seconds"]
+    printed = printed_table_columns(result.stdout)
+    assert printed == ["variant", *images.SUMMARY, "steps", "seconds"]
     _check_run_directory(tmp_path, photos)
 
 

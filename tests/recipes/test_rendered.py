@@ -10,7 +10,7 @@ from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
 from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
-from tests.support import check_run, load_recipe
+from tests.support import check_run, load_recipe, printed_table_columns
 
 FIGURES = ["curves", "positive_pairs", "latent_r2", "lambda_hat"]
 
@@ -125,11 +125,9 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     assert ("change_probability" in run) == (mode == "spike-slab")
     for figure in FIGURES:
         assert (tmp_path / f"{figure}.png").stat().st_size > 1000
-    header = next(
-        line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("variant")
-    )
+    printed = printed_table_columns(capsys.readouterr().out)
     columns = rendered.table_columns(rendered.pairs(rendered.RenderedConfig(mode=mode)))
-    assert header.split() == ["variant", *columns, "steps", "seconds"]
+    assert printed == ["variant", *columns, "steps", "seconds"]
 
 
 @pytest.mark.slow
