@@ -20,6 +20,7 @@ from aninfonce_tf import (
     register_loss,
 )
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.runner import run_directory
 from tests.support import load_recipe
 
 
@@ -182,10 +183,11 @@ def test_a_model_with_the_isotropic_concentration_reloads_exactly(tmp_path):
     np.testing.assert_allclose(restored.embed(x), model.embed(x), rtol=1e-6)
 
 
-def test_a_loss_in_the_users_own_file_is_named_on_the_command_line(tmp_path):
+def test_a_loss_in_the_users_own_file_is_named_on_the_command_line(tmp_path, monkeypatch):
     from aninfonce_tf.configs.synthetic import PRESETS
     from aninfonce_tf.runner.cli import parse_config
 
+    monkeypatch.setattr(run_directory, "USER_CODE", [])  # the import is recorded there
     mine = tmp_path / "my_losses.py"
     mine.write_text(
         "from aninfonce_tf import InfoNCE, register_loss\n"

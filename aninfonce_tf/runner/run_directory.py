@@ -9,7 +9,7 @@ atomically (`aninfonce_tf.checkpoints`); a run holds the directory's lock meanwh
 
 Example:
 
->>> sorted(code_version())
+>>> sorted(code_version())[:2]
 ['aninfonce_tf', 'source_sha256']
 """
 
@@ -172,7 +172,8 @@ def code_version() -> dict[str, str]:
     if USER_CODE:
         digest = hashlib.sha256()
         for path in USER_CODE:
-            digest.update(f"{path}\0".encode() + path.read_bytes() + b"\0")
+            text = path.read_bytes() if path.is_file() else b"(gone)"
+            digest.update(f"{path}\0".encode() + text + b"\0")
         version["user_code_sha256"] = digest.hexdigest()
     return version
 
