@@ -27,7 +27,7 @@ from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
-from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line
+from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line, run_name
 from aninfonce_tf.runner.lock import lock_run_directory
 
 
@@ -217,7 +217,7 @@ def main(
         epilog=epilog,
         prog=prog,
     )
-    name = options.preset + ("-smoke" if options.smoke else "")
+    name = run_name(options)
     grid = {field: getattr(options, f"grid_{field}") for field in config_module.SWEEP_GRID}
     with recipe_run_directory(options.out, f"{name}-grid", prog) as run_dir:
         with as_usage_errors():

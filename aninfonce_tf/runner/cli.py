@@ -257,8 +257,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         choices=getattr(config_module, "FLAG_CHOICES", None),
         hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
-    name = options.preset + ("-smoke" if options.smoke else "")
-    with recipe_run_directory(options.out, name, prog) as run_dir:
+    with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
         labels = dict(
             preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
@@ -266,6 +265,11 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         if options.seeds:
             return loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
         return loop.run(config, config_module.build, run_dir, **labels)
+
+
+def run_name(options: argparse.Namespace) -> str:
+    """`quick-smoke`: the name of a run directory made for the parsed `options`."""
+    return options.preset + ("-smoke" if options.smoke else "")
 
 
 def run_line(options: argparse.Namespace) -> str:
@@ -313,4 +317,5 @@ __all__ = [
     "parse_config",
     "recipe_run_directory",
     "run_line",
+    "run_name",
 ]

@@ -67,16 +67,21 @@ def run_record(
 
 def figure_title(config: RunConfig, preset: str | None = None, smoke: bool = False) -> str:
     """`preset quick (smoke), seed 0`: what the figures of a run say they show."""
-    name = f"preset {preset}{' (smoke)' if smoke else ''}, " if preset else ""
-    return f"{name}seed {config.seed}"
+    name = preset_label(preset, smoke)
+    return f"{name}, seed {config.seed}" if name else f"seed {config.seed}"
+
+
+def preset_label(preset: str | None, smoke: bool = False) -> str:
+    """`preset quick (smoke)`, or "" without a preset: what a figure's runs are."""
+    return f"preset {preset}{' (smoke)' if smoke else ''}" if preset else ""
 
 
 def write_seeds_figure(
-    summary: dict, experiment: Experiment, run_dir: Path, title: str = ""
+    summary: dict, experiment: Experiment, run_dir: Path, preset: str | None, smoke: bool
 ) -> Path:
     """`seeds.png`: each table score's mean +- sd over the seeds, per variant."""
     keys = list(experiment.table_columns or experiment.curve_keys)
-    return plots.plot_seeds(summary, run_dir / "seeds.png", keys, title)
+    return plots.plot_seeds(summary, run_dir / "seeds.png", keys, preset_label(preset, smoke))
 
 
 def write_plots(
@@ -213,6 +218,7 @@ __all__ = [
     "RUN_ENTRIES",
     "TABLE_WIDTH",
     "figure_title",
+    "preset_label",
     "fit_table",
     "log_figures",
     "results_table",
