@@ -49,16 +49,13 @@ Example:
 >>> model.compile(optimizer="adam", loss=ait.AnInfoNCE(), concentration_optimizer=1e-2)
 """
 
-import os
-import sys
-from pathlib import Path
+from aninfonce_tf import tensorflow_notices
 
-# `python -m aninfonce_tf` (`sys.argv[0]` is "-m" until its __main__ runs) and the
-# `aninfonce-tf` script import this package, and with it TensorFlow, before their own
-# code: TensorFlow's C++ start-up lines are turned off for them here, as the recipes do,
-# unless the user set a level. A program that imports the package keeps TensorFlow's.
-if sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").stem == "aninfonce-tf":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The command line (`python -m aninfonce_tf`, `aninfonce-tf`, `recipes/*.py`) imports
+# this package, and with it TensorFlow, before its own code: TensorFlow comes in here
+# without its start-up notices. A program that imports the package keeps its stderr.
+if tensorflow_notices.command_line():
+    tensorflow_notices.import_tensorflow()
 
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.options import without_autotune

@@ -30,6 +30,7 @@ import math
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -47,14 +48,18 @@ _NULL_NOTE = (
 _CHECKPOINT = re.compile(r"step-(\d+)\.weights\.h5")
 
 
-def replace_atomically(path: str | Path, write: Callable[[Path], object], needed: int = 0) -> Path:
+def replace_atomically(
+    path: str | Path, write: Callable[[Path], object], needed: int = 0, shared: bool = False
+) -> Path:
     """Calls `write(temporary)` on a file beside `path`, then renames it to `path`.
 
     A reader, or a run resumed after a kill at any instant, finds the old file or
     the new one, never part of one; on POSIX the new file and then its directory are
     flushed to disk (`fsync`), so that a power loss after the call keeps the new one.
     The temporary name keeps `path`'s suffixes (`.keras`, `.weights.h5`), which
-    Keras' writers check.
+    Keras' writers check. With `shared` (a file that several processes may write at
+    once, such as a cache that runs share) each write has a temporary of its own,
+    deleted when the write fails: each rename puts a whole file in place.
 
     Raises:
         OutOfSpace: when fewer than `needed` bytes (an estimate of the file's size;
@@ -62,12 +67,21 @@ def replace_atomically(path: str | Path, write: Callable[[Path], object], needed
             the old file is kept and the temporary deleted.
     """
     path = Path(path)
-    temporary = path.with_name(f".partial-{path.name}")
+    # One name per file but for `shared` ones: a write cut short leaves one temporary,
+    # which the next write replaces. A random name (not `mkstemp`'s, which makes the
+    # file private to its user) for a file others may read.
+    own = f"{uuid.uuid4().hex}-" if shared else ""
+    temporary = path.with_name(f".partial-{own}{path.name}")
     with room_for(path, temporary, needed):
-        write(temporary)
-        with open(temporary, "rb") as file:  # on disk before the rename, against power loss
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        try:
+            write(temporary)
+            with open(temporary, "rb") as file:  # on disk before the rename, against power loss
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            if shared:  # no later write has its name to replace it
+                temporary.unlink(missing_ok=True)
+            raise
     if os.name == "posix":  # and the rename itself, which lives in the directory
         directory = os.open(path.parent, os.O_RDONLY)
         try:
@@ -97,16 +111,16 @@ def replace_directory_atomically(
     return path
 
 
-def write_json(path: str | Path, data) -> Path:
-    """Writes `data` to `path` as JSON, atomically. NaN and infinities become null; a
-    dict then gets a `null_values` entry that says so and lists them (`read_json`
-    restores them)."""
+def write_json(path: str | Path, data, shared: bool = False) -> Path:
+    """Writes `data` to `path` as JSON, atomically (`replace_atomically`, with
+    `shared`). NaN and infinities become null; a dict then gets a `null_values` entry
+    that says so and lists them (`read_json` restores them)."""
     values = {}
     data = _finite_or_null(data, "", values)
     if values and isinstance(data, dict):
         data = {**data, NULL_VALUES: {"note": _NULL_NOTE, "values": values}}
     text = json.dumps(data, indent=2, allow_nan=False)
-    return replace_atomically(path, lambda temporary: temporary.write_text(text))
+    return replace_atomically(path, lambda temporary: temporary.write_text(text), shared=shared)
 
 
 def read_json(path: str | Path, fix: str = "delete it, or pass a new --out"):

@@ -64,6 +64,44 @@ def small_cnn(
     return keras.Model(inputs, outputs, name=name)
 
 
+def pooled_cnn(
+    input_shape: Sequence[int],
+    output_dim: int,
+    filters: Sequence[int] = (16, 32, 48),
+    where_channels: int = 8,
+    dense_units: int = 256,
+    name: str = "pooled_cnn",
+) -> keras.Model:
+    """A CNN that reads what an object is wherever it lies, and where it lies: 3x3
+    convolutions with batch norm and ReLU (the first two of stride 2, the rest of
+    stride 1), then global max and mean pooling (what, whatever the position) beside
+    a flattened 1x1 convolution of `where_channels` (where), a dense layer and a
+    linear output. The rendered presets' encoder: trained supervised, it reads every
+    rendered latent, shape included (tests/data/test_rendered.py).
+
+    Example:
+
+    >>> pooled_cnn((32, 32, 3), 64).output_shape
+    (None, 64)
+    """
+    inputs = keras.Input(tuple(input_shape), name="observations")
+    x = inputs
+    for index, width in enumerate(filters):
+        stride = 2 if index < 2 else 1
+        x = keras.layers.Conv2D(width, 3, strides=stride, padding="same", use_bias=False)(x)
+        x = keras.layers.ReLU()(batch_normalization(False)(x))
+    x = keras.layers.Concatenate()(
+        [
+            keras.layers.GlobalMaxPooling2D()(x),
+            keras.layers.GlobalAveragePooling2D()(x),
+            keras.layers.Flatten()(keras.layers.Conv2D(where_channels, 1)(x)),
+        ]
+    )
+    x = keras.layers.Dense(dense_units, activation="relu")(x)
+    outputs = keras.layers.Dense(output_dim, name="features")(x)
+    return keras.Model(inputs, outputs, name=name)
+
+
 def _conv(x, filters: int, kernel_size: int, stride: int = 1, initializer="glorot_uniform"):
     """A convolution without bias; strided ones pad symmetrically first (PyTorch's
     `padding=k // 2`, SimCLR's fixed padding) where Keras' "same" pads only the end."""

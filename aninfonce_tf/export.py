@@ -90,8 +90,10 @@ def export_encoder(
     if input_spec is None:
         if not getattr(encoder, "inputs", None):
             raise ValueError(
-                "`input_spec` is needed for an encoder without a defined input "
-                "(a subclassed model); pass e.g. `dataset.element_spec[0]`."
+                "`input_spec` is needed for an encoder without a defined input (a subclassed "
+                "model); pass the spec of a batch of observations: "
+                '`pairs.element_spec["view1"]` of dict pairs, `pairs.element_spec[0]` of '
+                "`(view1, view2)` pairs."
             )
         input_spec = tf.TensorSpec(encoder.inputs[0].shape, encoder.inputs[0].dtype)
     archive = keras.export.ExportArchive()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from aninfonce_tf import sweep
 from aninfonce_tf.runner import cli
@@ -144,13 +146,31 @@ or several GPUs.""",
 
 def run(name: str, argv=None, prog: str | None = None):
     """Runs the recipe `name` with the command-line flags `argv` (default
-    `sys.argv[1:]`); `prog` names the command in `--help` and errors (default: the
-    script's name). Returns what its command returns (`runner.main`: the results)."""
+    `sys.argv[1:]`); `prog` names the command in `--help` and errors (default: its
+    script, `script_command`). Returns what its command returns (`runner.main`: the
+    results)."""
     recipe = RECIPES[name]
     config_module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
     return recipe.command(
-        config_module, argv, description=recipe.description, epilog=recipe.epilog(), prog=prog
+        config_module,
+        argv,
+        description=recipe.description,
+        epilog=recipe.epilog(),
+        prog=prog or script_command(name),
     )
 
 
-__all__ = ["RECIPES", "Recipe", "run"]
+def script_command(name: str) -> str:
+    """The command that runs the script of recipe `name`: `python` and the script as
+    typed when it is the running one, else as run from the repository's root.
+
+    Example:
+
+    >>> script_command("photos")
+    'python recipes/photos.py'
+    """
+    script = Path(sys.argv[0]) if sys.argv else Path()
+    return f"python {script if script.name == f'{name}.py' else f'recipes/{name}.py'}"
+
+
+__all__ = ["RECIPES", "Recipe", "run", "script_command"]

@@ -28,11 +28,7 @@ defined in `aninfonce_tf.evaluation.probes`. The paper's numbers, and how to com
 with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
-
-from aninfonce_tf import recipes  # noqa: E402
+from aninfonce_tf import recipes  # imports TensorFlow without its start-up notices
 
 
 def main(argv: list[str] | None = None) -> dict:

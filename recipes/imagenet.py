@@ -23,11 +23,7 @@ Our class probe fits on 10,000 images (10 per class); our readout is defined in
 public), and how to compare with them: docs/results.md, "CIFAR10 and ImageNet".
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
-
-from aninfonce_tf import recipes  # noqa: E402
+from aninfonce_tf import recipes  # imports TensorFlow without its start-up notices
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -17,11 +17,7 @@ and `positive_pairs.png`, decoded pairs g(z), g(z+), to `--out`.
 Results: docs/results.md, "Images with known latents: the VAE-decoder experiment".
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
-
-from aninfonce_tf import recipes  # noqa: E402
+from aninfonce_tf import recipes  # imports TensorFlow without its start-up notices
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -16,11 +16,7 @@ run per seed and `summary.json`. The readout's definition is in
 Results over seeds 0, 1, 2: docs/results.md, "photos".
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
-
-from aninfonce_tf import recipes  # noqa: E402
+from aninfonce_tf import recipes  # imports TensorFlow without its start-up notices
 
 
 def main(argv: list[str] | None = None) -> dict:

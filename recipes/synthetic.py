@@ -26,11 +26,7 @@ paper's settings" and "Time to identifiability" (`--stop-at`,
 benchmarks/time_to_target.py).
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow: no C++ start-up lines
-
-from aninfonce_tf import recipes  # noqa: E402
+from aninfonce_tf import recipes  # imports TensorFlow without its start-up notices
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import re
 import typing
+from unittest import mock
 
 import keras
 import numpy as np
@@ -26,7 +27,7 @@ from aninfonce_tf import (
 from aninfonce_tf.checkpoints import Backup, read_json
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
-from aninfonce_tf.data.vae import digit_images
+from aninfonce_tf.data.vae import VAE, digit_images, trained_decoder
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
 from aninfonce_tf.evaluation.targets import parse_targets
@@ -72,6 +73,13 @@ def _run_recipe(module, tmp_path, **overrides):
 def _other_out(tmp_path):
     _run(tmp_path, steps=20, losses="aninfonce")
     _run(tmp_path, steps=20, losses="aninfonce", seed=1)
+
+
+def _damaged_vae_cache(tmp_path):
+    with mock.patch.object(VAE, "fit"):  # its training is not at stake
+        _, directory = trained_decoder(2, steps=1, cache_dir=tmp_path)
+    (directory / "decoder.keras").write_bytes(b"a .keras file cut short")
+    trained_decoder(2, steps=1, cache_dir=tmp_path)
 
 
 def _non_finite(tmp_path):
@@ -264,6 +272,13 @@ CASES = {
         ValueError,
         "`stop_at` target score=0.5 has no direction.*write score>=0.5 or score<=0.5",
     ),
+    "a --stop-at `=` target of the augmentation readout": (
+        lambda p: _run_recipe(photos, p, stop_at="backbone/augmentation_readout=0.6"),
+        ValueError,
+        "`stop_at` target backbone/augmentation_readout=0.6 has no direction: neither higher "
+        "nor lower is better.*write backbone/augmentation_readout>=0.6 or "
+        "backbone/augmentation_readout<=0.6",
+    ),
     "--vae-steps 0 or negative": (
         lambda _: _smoke(mnist_vae, vae_steps=0).validate(),
         ValueError,
@@ -322,6 +337,12 @@ CASES = {
         lambda p: digit_images("mnist", data_dir=str(p)),
         ValueError,
         "MNIST is not prepared .*download_and_prepare.*--vae-source digits",
+    ),
+    "a damaged VAE cache file (decoder.keras in --vae-cache-dir)": (
+        _damaged_vae_cache,
+        ValueError,
+        "the cached VAE decoder .*/decoder.keras does not load \\(not a whole .keras zip file\\): "
+        "delete it, and the next run trains the VAE again",
     ),
 }
 

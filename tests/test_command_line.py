@@ -2,9 +2,11 @@
 `aninfonce-tf` script) lists and runs every recipe, each recipe's `--help` shows its
 whole description, its flags in groups and only the values that apply to it, a run's
 first line names the preset and the flags changed from it, and its tables fit 100
-columns. The slow test builds a wheel and runs a recipe from it in a fresh venv."""
+columns. TensorFlow's start-up notices stay off the command line's stderr, every other line
+written back. The slow test builds a wheel and runs a recipe from it in a fresh venv."""
 
 import configparser
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from aninfonce_tf import __main__ as command
-from aninfonce_tf import recipes
+from aninfonce_tf import recipes, tensorflow_notices
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import RUN_GROUPS, RunConfig
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
@@ -48,6 +50,69 @@ def test_python_m_help_lists_every_recipe_on_a_line_of_its_own_without_tensorflo
     assert listed == NAMES
     assert max(map(len, lines)) <= 100
     assert "cpu_feature_guard" not in result.stderr  # TF_CPP_MIN_LOG_LEVEL=2 by default
+    assert "oneDNN" not in result.stderr  # held back while TensorFlow is imported
+
+
+def test_a_recipe_script_shows_its_examples_as_they_run_without_tensorflows_lines():
+    result = subprocess.run(
+        [sys.executable, "recipes/photos.py", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("usage: python recipes/photos.py [-h]")
+    assert "examples:\n  python recipes/photos.py --smoke " in result.stdout
+    assert "oneDNN" not in result.stderr and "absl::InitializeLog" not in result.stderr
+    assert recipes.script_command("photos") == "python recipes/photos.py"  # not the script
+
+
+NOTICE_LINES = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    "I0000 00:00:1.0    1 port.cc:153] oneDNN custom operations are on. You may see slightly "
+    "different numerical results.\n"
+)
+
+
+def test_tensorflows_start_up_notices_are_held_back_and_every_other_line_written_back(capfd):
+    assert tensorflow_notices.without_notices(NOTICE_LINES + "E0000 a real error\n") == (
+        "E0000 a real error\n"
+    )
+    with tensorflow_notices.notices_held_back():
+        os.write(2, (NOTICE_LINES + "E0000 a real error\n").encode())
+    assert capfd.readouterr().err == "E0000 a real error\n"
+    with pytest.raises(ImportError), tensorflow_notices.notices_held_back():
+        os.write(2, (NOTICE_LINES + "F0000 why the import failed\n").encode())
+        raise ImportError("no TensorFlow")
+    assert capfd.readouterr().err == "F0000 why the import failed\n"
+
+
+def test_only_the_command_line_holds_the_notices_back_and_level_0_shows_them(monkeypatch):
+    assert not tensorflow_notices.command_line()  # a program (here pytest) importing the package
+    for argv, orig_argv, expected in (
+        (["-m", "synthetic"], ["python", "-m", "aninfonce_tf", "synthetic"], True),
+        (["-m"], ["python", "-m", "their_package.train"], False),
+        (["/venv/bin/aninfonce-tf", "--help"], [], True),
+        ([str(ROOT / "recipes" / "photos.py")], [], True),
+        (["train.py"], [], False),
+    ):
+        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "orig_argv", orig_argv)
+        assert tensorflow_notices.command_line() is expected, argv
+    held = []
+
+    def hold():
+        held.append(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(tensorflow_notices, "notices_held_back", hold)
+    for level in ("0", "2"):
+        monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
+        tensorflow_notices.import_tensorflow()
+    assert held == ["2"]
 
 
 def test_an_unknown_recipe_is_a_usage_error(capsys):
@@ -132,7 +197,7 @@ def test_python_m_runs_a_smoke_run_whose_first_line_names_the_preset(tmp_path):
     first = result.stdout.splitlines()[0]
     assert first.startswith("quick --smoke") and len(first) < 200
     assert (tmp_path / "run" / "results.json").is_file()
-    assert "cpu_feature_guard" not in result.stderr
+    assert "cpu_feature_guard" not in result.stderr and "oneDNN" not in result.stderr
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """ContrastiveModel: learning, saving/exporting, distribution and bad input."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -559,6 +560,23 @@ def test_a_registered_subclassed_encoder_round_trips_through_load_model(tmp_path
     assert isinstance(reloaded.encoder, _SubclassedEncoder) and reloaded.encoder.width == 8
     np.testing.assert_array_equal(reloaded.embed(x1[:8]), model.embed(x1[:8]))
     np.testing.assert_array_equal(reloaded.concentration, model.concentration)
+
+
+def test_a_subclassed_encoder_exports_with_the_spec_its_error_names(tmp_path):
+    x1, x2 = _pairs(count=64)
+    dict_pairs = tf.data.Dataset.from_tensor_slices({"view1": x1, "view2": x2, "label": x1[:, 0]})
+    tuple_pairs = tf.data.Dataset.from_tensor_slices((x1, x2))
+    model = ContrastiveModel(_SubclassedEncoder(name="mine"), scaling=DiagonalScaling(5.0))
+    model.compile(keras.optimizers.Adam(1e-3), concentration_optimizer=1e-2)
+    model.fit(dict_pairs.batch(32), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="`input_spec` is needed") as refused:
+        export_encoder(model, tmp_path / "refused")
+    hints = re.findall(r"`(pairs\.element_spec[^`]+)`", str(refused.value))
+    assert len(hints) == 2
+    for index, (hint, pairs) in enumerate(zip(hints, (dict_pairs, tuple_pairs), strict=True)):
+        spec = eval(hint, {"pairs": pairs.batch(32)})
+        exported = tf.saved_model.load(str(export_encoder(model, tmp_path / f"{index}", spec)))
+        np.testing.assert_allclose(exported.serve(x1), model.encoder(x1), rtol=1e-5, atol=1e-6)
 
 
 def test_a_dataset_of_features_and_labels_is_refused_before_tracing():

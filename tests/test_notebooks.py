@@ -1,6 +1,7 @@
 """Every notebook executes top to bottom on its tiny configuration, in a kernel of the
 Python running the tests (no kernelspec needs to be installed), and prints what it is
-about; every committed notebook holds the outputs of a full-size run, figures included."""
+about; every committed notebook holds the outputs of a full-size run, figures included,
+and none of TensorFlow's start-up notices; they use the public API only."""
 
 import json
 import re
@@ -10,6 +11,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+import aninfonce_tf
+from aninfonce_tf.tensorflow_notices import is_notice
 from tests.support import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -63,6 +66,29 @@ def test_stored_outputs_are_a_full_run_with_figures(path):
     assert TINY_MARKER not in text and "Full sizes" in text
     for pattern in KEY_OUTPUTS[path.name]:
         assert re.search(pattern, text), pattern
+    notices = [line for line in text.splitlines() if is_notice(line)]
+    assert not notices, f"TensorFlow's start-up notices (strip them: `without_notices`): {notices}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_notebook_uses_only_the_public_api(path):
+    """Each name it takes from the package is exported by `aninfonce_tf`, or is named in
+    docs/api.md and comes from a module (or package) docs/api.md names."""
+    api = (ROOT / "docs" / "api.md").read_text()
+    notebook = nbformat.read(path, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    used = [("aninfonce_tf", name) for name in re.findall(r"\bait\.(\w+)", code)]
+    for module, names in re.findall(r"^from (aninfonce_tf[\w.]*) import (.+)$", code, re.M):
+        used += [(module, name.strip()) for name in names.split(",")]
+    assert used
+    for module, name in used:
+        parts = module.split(".")
+        packages = {".".join(parts[:end]) for end in range(2, len(parts) + 1)}
+        documented = any(f"`{package}`" in api for package in packages) and re.search(
+            rf"`{name}\b", api
+        )
+        exported = module == "aninfonce_tf" and name in aninfonce_tf.__all__
+        assert not name.startswith("_") and (exported or documented), f"{module}.{name}"
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ import pytest
 
 from aninfonce_tf import plots
 from aninfonce_tf.configs import synthetic
-from aninfonce_tf.runner import figure_title
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.runner import Experiment, figure_title
+from aninfonce_tf.runner.report import write_plots
 
 
 @pytest.fixture
@@ -68,6 +70,20 @@ def test_scores_over_training_have_fixed_ranges_and_chance_lines(saved_figures, 
     assert _chance_lines(classes) == [pytest.approx(0.1)]
     assert all(axis.get_legend() is None for axis in figure.axes)  # one, outside them
     assert [t.get_text() for t in figure.legends[0].get_texts()] == ["AnInfoNCE", "chance"]
+
+
+def test_a_runs_curves_draw_the_chance_of_its_class_probes(saved_figures, tmp_path):
+    labels = np.arange(12) % 3
+    images = np.zeros((12, 4, 4, 3), "float32")
+    evaluator = ImageProbeEvaluator(images, labels, images, labels, images, {})
+    experiment = Experiment(lambda start: None, lambda: None, [evaluator])
+    experiment.curve_keys = ("backbone/class_accuracy", "backbone/augmentation_readout")
+    points = [{"step": 10, "backbone": {"class_accuracy": 0.5, "augmentation_readout": 0.6}}]
+    write_plots({"aninfonce": {"curve": points}}, experiment, tmp_path)
+    (figure,) = saved_figures
+    accuracy, readout = figure.axes
+    assert _chance_lines(accuracy) == [pytest.approx(1 / 3)]
+    assert _chance_lines(readout) == [pytest.approx(0.5)]
 
 
 def test_the_latent_bars_are_on_a_fixed_axis_with_the_shapes_chance(saved_figures, tmp_path):

@@ -25,6 +25,7 @@ from aninfonce_tf import plots
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.data.rendered import (
     DEFAULT_CONCENTRATION,
     PAIR_CONDITIONALS,
@@ -32,11 +33,12 @@ from aninfonce_tf.data.rendered import (
     RenderedPairs,
 )
 from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
-from aninfonce_tf.encoders import small_cnn
+from aninfonce_tf.encoders import pooled_cnn, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.layers import projection_head
 
+ENCODERS = {"pooled_cnn": pooled_cnn, "small_cnn": small_cnn}
 # The smallest crop area of the augment presets (see the module's docstring).
 AUGMENT_CROP_SCALE = 0.4
 
@@ -72,7 +74,12 @@ class RenderedConfig(RunConfig):
         "augment: colour jitter strength s (brightness, contrast, saturation 0.8 s, hue "
         "0.2 s; SimCLR's CIFAR10 views: 0.5)",
     )
-    encoder_filters: str = option("32,64", "the CNN's stride-2 convolution widths")
+    encoder: str = option(
+        "pooled_cnn", "backbone (encoders.pooled_cnn or small_cnn)", tuple(ENCODERS)
+    )
+    encoder_filters: str = option(
+        "16,32,48", "the CNN's convolution widths (pooled_cnn: the first two stride 2)"
+    )
     features: int = option(128, "backbone features")
     projector_units: str = option("256,16", "projection head widths, the last its output")
     eval_size: int = option(
@@ -140,10 +147,12 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
     )
 
 
-def table_columns(source: RenderedPairs) -> tuple[str, ...]:
-    """At each level: the linear R^2 of each block, the shape accuracy and, of
-    augmented pairs, the augmentation readout."""
-    scores = [f"block_linear_r2/{b}" for b, members in source.blocks().items() if members]
+def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[str, ...]:
+    """At each level: the linear R^2 of each block (`blocks`, default
+    `source.blocks()`), the shape accuracy and, of augmented pairs, the augmentation
+    readout."""
+    blocks = source.blocks() if blocks is None else blocks
+    scores = [f"block_linear_r2/{b}" for b, members in blocks.items() if members]
     scores.append("shape_accuracy")
     if source.mode == "augment":
         scores.append("augmentation_readout")
@@ -154,6 +163,8 @@ def build(config: RenderedConfig) -> Experiment:
     """Rendered pairs, the small CNN with its projector, and the latent evaluator (of a
     config that `validate` accepts)."""
     source = pairs(config)
+    estimate = source.effective_concentration(seed=config.seed)
+    blocks = effective_blocks(estimate["parts"])
     images, latents = source.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     views, view_params = (
         source.readout_set(config.readout_size, seed=config.seed + 20_000)
@@ -161,14 +172,14 @@ def build(config: RenderedConfig) -> Experiment:
         else (None, None)
     )
     evaluator = LatentEvaluator(
-        images, latents, source.blocks(), views, view_params, nonlinear=config.nonlinear
+        images, latents, blocks, views, view_params, nonlinear=config.nonlinear
     )
     # The conditional's Lambda, of the pairs drawn from it.
     concentration = None if config.mode == "augment" else source.concentration_values
     units = split_list(config.projector_units, int)
     filters = split_list(config.encoder_filters, int)
     shape = (source.view_size, source.view_size, 3)
-    columns = table_columns(source)
+    columns = table_columns(source, blocks)
 
     def train_data(start: int):
         return source.dataset(config.batch_size, seed=config.seed, start=start)
@@ -197,13 +208,25 @@ def build(config: RenderedConfig) -> Experiment:
                     title=title,
                 )
             )
+            paths.append(
+                plots.plot_r2_by_concentration(
+                    {
+                        lvl: {n: r[lvl]["part_linear_r2"] for n, r in scored.items()}
+                        for lvl in LEVELS
+                    },
+                    estimate["parts"],
+                    Path(run_dir) / "r2_by_concentration.png",
+                    title=title,
+                )
+            )
         return paths + plots.plot_lambda_hats(results, run_dir, concentration, title=title)
 
     metadata = {
         "mode": config.mode,
         "latents": list(LATENT_NAMES),
         "continuous_latents": list(CONTINUOUS),
-        "blocks": {block: list(members) for block, members in source.blocks().items()},
+        "effective_concentration": estimate,
+        "blocks": {block: list(members) for block, members in blocks.items()},
     }
     if config.mode == "augment":
         metadata["augmentation"] = dataclasses.asdict(source.augmentation)
@@ -213,7 +236,7 @@ def build(config: RenderedConfig) -> Experiment:
             metadata["change_probability"] = source.change_values.tolist()
     return Experiment(
         train_data=train_data,
-        encoder=lambda: small_cnn(shape, config.features, filters),
+        encoder=lambda: ENCODERS[config.encoder](shape, config.features, filters),
         projector=lambda: projection_head(units[:-1], units[-1]),
         evaluators=[evaluator],
         curve_keys=columns,

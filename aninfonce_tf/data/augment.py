@@ -246,6 +246,11 @@ class SimCLRAugment:
             return views[0], {name: value[0] for name, value in params.items()}
         return views, params
 
+    def parameters(self, batch: int, seed) -> dict[str, tf.Tensor]:
+        """What `__call__` draws with `seed` for `batch` square images, without the
+        images (e.g. to follow latents into each view's frame)."""
+        return self._parameters(batch, tf.ones([batch, 2]), stateless_seed(seed))
+
     def _parameters(self, batch, image_sizes, seed) -> dict[str, tf.Tensor]:
         seeds = tf.random.experimental.stateless_split(seed, 12)
 

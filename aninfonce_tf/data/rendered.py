@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.effective_concentration import effective_blocks, effective_concentration
 from aninfonce_tf.data.latent_distributions import sample_positive
 from aninfonce_tf.data.renderer import (
     CONTINUOUS,
@@ -29,7 +30,7 @@ from aninfonce_tf.data.renderer import (
     render,
     sample_latents,
 )
-from aninfonce_tf.data.synthetic import concentration_blocks, indexed_batches
+from aninfonce_tf.data.synthetic import indexed_batches
 
 # One compiled renderer for every pipeline (a trace per image side).
 _render_compiled = tf.function(render, jit_compile=True, reduce_retracing=True)
@@ -144,18 +145,16 @@ class RenderedPairs:
         """Side of the views: the augmentation's in `"augment"` mode, else `size`."""
         return self.augmentation.image_size if self.mode == "augment" else self.size
 
-    def blocks(self) -> dict[str, tuple[str, ...]]:
-        """Continuous latents split into `"content"` (what a positive pair shares
-        most) and `"style"`. `"latent"`, `"spike-slab"`: by concentration, below the
-        median is style (`synthetic.concentration_blocks`); `"augment"`: every
-        continuous latent is style (the views change them all; `shape` is content)."""
-        if self.mode == "augment":
-            return {"content": (), "style": CONTINUOUS}
-        split = concentration_blocks(self.concentration_values)
-        return {
-            "content": tuple(CONTINUOUS[i] for i in split["high"]),
-            "style": tuple(CONTINUOUS[i] for i in split["low"]),
-        }
+    def effective_concentration(self, count: int = 8192, seed: int = 0) -> dict:
+        """Each latent part's Lambda_eff under these pairs, from `count` simulated
+        pairs (`effective_concentration.effective_concentration`)."""
+        return effective_concentration(self, count, seed)
+
+    def blocks(self, count: int = 8192) -> dict[str, tuple[str, ...]]:
+        """Latent parts split into `"content"` (what a pair changes least) and
+        `"style"` by their Lambda_eff measured on `count` simulated pairs
+        (`effective_concentration.effective_blocks`); `shape` is kept by every pair."""
+        return effective_blocks(self.effective_concentration(count)["parts"])
 
     def positive_latents(self, latents: Mapping[str, tf.Tensor], seed) -> dict[str, tf.Tensor]:
         """z+ around `latents` by the conditional (`"latent"`) or its spike and slab

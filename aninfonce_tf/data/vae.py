@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 import keras
@@ -23,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.checkpoints import replace_atomically, write_json
+from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.plots import plot_image_grid
 
@@ -179,7 +181,9 @@ def trained_decoder(
     """The frozen decoder of a VAE trained with these settings: loaded from
     `cache_dir` when trained before, otherwise trained (batch 128, Adam 1e-3) and
     saved there with a grid of reconstructions (`reconstructions.png`), the decoder
-    last and atomically: a process killed while saving leaves no cache to load.
+    last and atomically: a process killed while saving leaves no cache to load. Runs
+    that share `cache_dir` may train and save the same VAE at once: each file is
+    written through a temporary of each process's own, then renamed into place.
 
     Returns:
         `(decoder, directory)`; the decoder is not trainable.
@@ -187,6 +191,8 @@ def trained_decoder(
     Raises:
         ValueError: for fewer than 1 `steps` (Keras would train until the data ends,
             which it never does).
+        UsageError: (a `ValueError`) for a cached decoder that does not load (a
+            damaged file), naming it and the fix.
     """
     if steps < 1:
         raise ValueError(f"`steps` must be at least 1; got {steps}.")
@@ -195,7 +201,7 @@ def trained_decoder(
     directory = Path(cache_dir).expanduser() / f"{source}-{latent_dim}d-{key}"
     path = directory / "decoder.keras"
     if path.exists():
-        decoder = keras.saving.load_model(path)
+        decoder = _cached_decoder(path)
     else:
         images = digit_images(source, data_dir)
         keras.utils.set_random_seed(seed)
@@ -212,18 +218,41 @@ def trained_decoder(
         vae.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
         directory.mkdir(parents=True, exist_ok=True)
         decoder = vae.decoder
-        write_json(directory / "settings.json", settings)
-        shown = images[:16]
-        plot_image_grid(
-            [shown, vae.predict(shown, verbose=0)],
+        write_json(directory / "settings.json", settings, shared=True)
+        shown = [images[:16], vae.predict(images[:16], verbose=0)]
+        replace_atomically(
             directory / "reconstructions.png",
-            row_titles=["digit", "reconstruction"],
+            lambda temporary: plot_image_grid(
+                shown, temporary, row_titles=["digit", "reconstruction"]
+            ),
+            shared=True,
         )
         # Last and atomically: a decoder.keras in the cache is a whole one, and a
         # process killed before leaves none, so that the next call trains again.
-        replace_atomically(path, decoder.save)
+        replace_atomically(path, decoder.save, shared=True)
     decoder.trainable = False
     return decoder, directory
+
+
+def _cached_decoder(path: Path) -> keras.Model:
+    """The decoder saved at `path`.
+
+    Raises:
+        UsageError: for a file that does not load, naming it and the fix.
+    """
+    try:
+        return keras.saving.load_model(path)
+    except (ValueError, OSError, KeyError, zipfile.BadZipFile) as error:
+        # Keras says "File not found" of a file that is there but not a whole zip.
+        reason = (
+            f"{type(error).__name__}: {error}"
+            if zipfile.is_zipfile(path)
+            else "not a whole .keras zip file"
+        )
+        raise UsageError(
+            f"the cached VAE decoder {path} does not load ({reason}): delete it, and the "
+            "next run trains the VAE again (or pass another --vae-cache-dir)."
+        ) from None
 
 
 __all__ = ["SOURCES", "VAE", "digit_images", "trained_decoder", "vae_decoder", "vae_encoder"]

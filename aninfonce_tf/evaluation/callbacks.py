@@ -15,10 +15,12 @@ target's direction against their `lower_is_better` (`targets`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import keras
 import numpy as np
@@ -28,6 +30,9 @@ from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.evaluation.protocol import Evaluator
 from aninfonce_tf.evaluation.targets import Target, resolve_targets, targets_reached
 from aninfonce_tf.optimizers import averaged_weights
+
+# Seconds from which the line of an evaluation also gives the time it took.
+LONG_EVALUATION = 5.0
 
 
 def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
@@ -41,14 +46,19 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
     return flat
 
 
-def evaluate_all(evaluators: Sequence[Evaluator], model) -> dict:
-    """The scores of every evaluator, merged into one dict.
+def evaluate_all(
+    evaluators: Sequence[Evaluator], model, progress: Callable[[int], None] | None = None
+) -> dict:
+    """The scores of every evaluator, merged into one dict; `progress(i)`, if given, is
+    called before the i-th evaluator (from 0) runs.
 
     Raises:
         ValueError: when two evaluators return the same score name.
     """
     scores = {}
-    for evaluator in evaluators:
+    for index, evaluator in enumerate(evaluators):
+        if progress:
+            progress(index)
         result = evaluator.evaluate(model)
         shared = sorted(set(scores) & set(result))
         if shared:
@@ -108,7 +118,9 @@ class EvaluationCallback(keras.callbacks.Callback):
             carry on into this one's.
         history_path: JSON file the history is written to.
         verbose: 1 prints a line per evaluation: the step and the scores in
-            `columns`, after Keras' progress line of that epoch.
+            `columns` (and its time, from `LONG_EVALUATION` seconds), after Keras'
+            progress line of that epoch; on a terminal, while it runs, a line
+            rewritten in place names the step and the evaluator at work.
         columns: the scores that line shows (default: every scalar score).
         scores_in_logs: add the scores to the logs (with `/` as `_`: what
             `History`, `EarlyStopping` and Keras' progress bar see).
@@ -179,9 +191,15 @@ class EvaluationCallback(keras.callbacks.Callback):
             return
         if logs and not np.isfinite(logs.get("loss", 0.0)):
             return  # diverged: nothing to score (see `StopOnNonFiniteLoss`)
-        with averaged_weights(self.model):
-            scores = evaluate_all(self.evaluators, self.model)
         step = (epoch + 1) * self.steps_per_epoch
+        started = time.perf_counter()
+        on_terminal = self.verbose and sys.stdout.isatty()
+        progress = functools.partial(self._note, step) if on_terminal else None
+        with averaged_weights(self.model):
+            scores = evaluate_all(self.evaluators, self.model, progress)
+        if progress:
+            sys.stdout.write("\r\x1b[K")  # the line Keras' progress bar redraws
+        evaluated = time.perf_counter() - started
         seconds = round(time.perf_counter() - self._start, 1)
         self.history.append({"step": step, "seconds": seconds, **scores})
         if self.history_path:
@@ -193,7 +211,8 @@ class EvaluationCallback(keras.callbacks.Callback):
         if self.verbose:
             shown = [name for name in self.columns or scalars if name in scalars]
             values = ", ".join(f"{name} {format_score(scalars[name])}" for name in shown)
-            self._line = f"step {step} evaluation: {values}"
+            took = f" (evaluated in {evaluated:.0f} s)" if evaluated >= LONG_EVALUATION else ""
+            self._line = f"step {step} evaluation: {values}{took}"
         self._check_targets(scalars, step)
         if logs is not None and self.scores_in_logs:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
@@ -206,6 +225,14 @@ class EvaluationCallback(keras.callbacks.Callback):
                 if self.tensorboard_scores is None or name in self.tensorboard_scores:
                     tf.summary.scalar(f"scores/{name}", value)
         self._writer.flush()
+
+    def _note(self, step: int, index: int) -> None:
+        """Over the terminal's current line, within 100 columns: `evaluating step 500:
+        ImageProbeEvaluator (1 of 2) ...` (the count with several evaluators)."""
+        count = len(self.evaluators)
+        name = type(self.evaluators[index]).__name__
+        name += f" ({index + 1} of {count})" if count > 1 else ""
+        print(f"\r{f'evaluating step {step}: {name} ...'[:99]}\x1b[K", end="", flush=True)
 
     def _print_line(self):
         if self._line:

@@ -35,7 +35,11 @@ from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.renderer import LATENTS, Latent
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
-from aninfonce_tf.evaluation.probes import augmentation_readout, linear_probe_accuracy
+from aninfonce_tf.evaluation.probes import (
+    UNDIRECTED_SCORES,
+    augmentation_readout,
+    linear_probe_accuracy,
+)
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
 # score.
@@ -60,6 +64,16 @@ def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> d
         else:
             targets[name] = values[:, None]
     return targets
+
+
+def part_names(names: Sequence[str], specs: Mapping[str, Latent] = LATENTS) -> list[str]:
+    """The columns of `latent_targets` of the continuous latents `names`: a circular
+    latent's `<name>_cos` and `<name>_sin`, the others themselves."""
+    return [
+        part
+        for name in names
+        for part in ((f"{name}_cos", f"{name}_sin") if specs[name].circular else (name,))
+    ]
 
 
 def split_indices(count: int, seed: int = 0, fractions=SPLIT) -> tuple[np.ndarray, ...]:
@@ -113,16 +127,19 @@ def latent_scores(
     Args:
         features: `[N, d]`.
         latents: `{name: [N]}` true latents (names of `specs`).
-        blocks: `{block: latent names}`, e.g. content and style, for block means.
+        blocks: `{block: latent or part names}`, e.g. content and style, for block
+            means.
         nonlinear: also fit the kernel ridge.
         seed: of the three-way split.
         specs: each latent's range (`renderer.LATENTS`).
         max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
 
     Returns:
-        `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `<class
-        latent>_accuracy`, `block_linear_r2` `{block: mean R^2}` when `blocks` are
-        given, and the same with `nonlinear_` when `nonlinear`.
+        `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `part_linear_r2`
+        `{part: R^2}` (a circular latent's parts `<name>_cos`, `<name>_sin`, the others
+        themselves), `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}`
+        when `blocks` (of latents or parts) are given, and the same with `nonlinear_`
+        when `nonlinear`.
     """
     features = np.asarray(features, "float64")
     unknown = sorted(set(latents) - set(specs))
@@ -139,6 +156,11 @@ def latent_scores(
     columns = np.cumsum([0] + [targets[name].shape[1] for name in names])
     matrix = np.concatenate([targets[name] for name in names], axis=1)
 
+    parts = part_names(names, specs)
+    unknown = sorted({m for ms in (blocks or {}).values() for m in ms} - set(names) - set(parts))
+    if unknown:
+        raise ValueError(f"`blocks` name {unknown}, neither latents nor parts {parts}.")
+
     def per_latent(per_column) -> dict[str, float]:
         return {
             name: float(np.mean(per_column[columns[i] : columns[i + 1]]))
@@ -146,19 +168,22 @@ def latent_scores(
         }
 
     fitted = np.concatenate([fit_rows, validation_rows])
-    kinds = {"linear": per_latent(ridge_r2(features, matrix, fitted, test_rows))}
+    per_columns = {"linear": ridge_r2(features, matrix, fitted, test_rows)}
     if nonlinear:
         kernel_rows = fit_rows[:max_kernel_fit]
-        kinds["nonlinear"] = per_latent(
-            kernel_ridge_r2(features, matrix, kernel_rows, validation_rows, test_rows)
+        per_columns["nonlinear"] = kernel_ridge_r2(
+            features, matrix, kernel_rows, validation_rows, test_rows
         )
     scores = {}
-    for kind, r2 in kinds.items():
+    for kind, per_column in per_columns.items():
+        r2 = per_latent(per_column)
+        part_r2 = {part: float(value) for part, value in zip(parts, per_column, strict=True)}
         scores[f"{kind}_r2"] = r2
         scores[f"{kind}_r2_mean"] = float(np.mean(list(r2.values())))
+        scores[f"part_{kind}_r2"] = part_r2
         if blocks:
             scores[f"block_{kind}_r2"] = {
-                block: float(np.mean([r2[name] for name in members]))
+                block: float(np.mean([r2.get(name, part_r2.get(name)) for name in members]))
                 for block, members in blocks.items()
                 if len(members)
             }
@@ -179,7 +204,7 @@ class LatentEvaluator:
     Args:
         images: `[N, S, S, 3]` held-out un-augmented renders.
         latents: `{name: [N]}` their latents.
-        blocks: `{block: latent names}` for block means (e.g.
+        blocks: `{block: latent or part names}` for block means (e.g.
             `RenderedPairs.blocks()`).
         views, view_params: augmented views and their parameters, for the readout.
         nonlinear: also fit the kernel ridge.
@@ -203,8 +228,9 @@ class LatentEvaluator:
     (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'shape_accuracy'])
     """
 
-    # Every score is higher-is-better (`--stop-at`'s direction).
+    # Every score but the readout is higher-is-better (`--stop-at`'s direction).
     lower_is_better = frozenset()
+    undirected_scores = UNDIRECTED_SCORES
 
     def __init__(
         self,
@@ -232,6 +258,7 @@ class LatentEvaluator:
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,
+        `<level>/part_linear_r2/<part>`,
         `<level>/block_linear_r2/<block>`, `<level>/<class latent>_accuracy` (and
         `nonlinear_` ones, `<level>/augmentation_readout`)."""
         del anisotropic
@@ -241,6 +268,7 @@ class LatentEvaluator:
         names = set()
         for level, kind in itertools.product(LEVELS, kinds):
             names |= {f"{level}/{kind}_r2/{latent}" for latent in continuous}
+            names |= {f"{level}/part_{kind}_r2/{p}" for p in part_names(continuous, self.specs)}
             names.add(f"{level}/{kind}_r2_mean")
             names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
         for level in LEVELS:
@@ -285,5 +313,6 @@ __all__ = [
     "kernel_ridge_r2",
     "latent_scores",
     "latent_targets",
+    "part_names",
     "split_indices",
 ]

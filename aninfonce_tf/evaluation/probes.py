@@ -87,6 +87,10 @@ KNN_TEMPERATURE = 0.07
 KNN_K = (20, 200)
 # Readout targets that one view cannot determine (see the module docstring).
 SOURCE_FRAME = ("crop_center_x_source", "flip")
+# Scores of which neither higher nor lower is better (an evaluator's
+# `undirected_scores`): how much of the augmentation the features keep is the side of
+# the trade-off AnInfoNCE takes against InfoNCE, not a quality.
+UNDIRECTED_SCORES = frozenset(f"{level}/augmentation_readout" for level in LEVELS)
 # Readout targets that a one-channel view does not show: saturation, hue and grayscale
 # keep it as it is, and its brightness and contrast commute (`image_ops.color_jitter`).
 COLOUR_ONLY = (
@@ -292,8 +296,9 @@ class ImageProbeEvaluator:
     ['backbone', 'projector']
     """
 
-    # Every score is higher-is-better (`--stop-at`'s direction).
+    # Every score but the readout is higher-is-better (`--stop-at`'s direction).
     lower_is_better = frozenset()
+    undirected_scores = UNDIRECTED_SCORES
     # The scalar scores of each level.
     SCORES = (
         "class_accuracy",
@@ -331,6 +336,12 @@ class ImageProbeEvaluator:
         readout of each target)."""
         return frozenset(self.score_names(anisotropic=True))
 
+    @property
+    def classes(self) -> int:
+        """The number of classes the class probes tell apart (their chance is 1 /
+        `classes`)."""
+        return len(np.union1d(self.train_labels, self.test_labels))
+
     def evaluate(self, model) -> dict[str, Any]:
         """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
         with one."""
@@ -358,6 +369,7 @@ __all__ = [
     "ImageProbeEvaluator",
     "KNN_K",
     "SOURCE_FRAME",
+    "UNDIRECTED_SCORES",
     "augmentation_readout",
     "knn_accuracy",
     "linear_probe_accuracy",

@@ -28,9 +28,13 @@ class Evaluator(Protocol):
     error, a loss; every other is higher-is-better): a `--stop-at` target `name=value`
     then waits for a lower-is-better score to fall to `value`, for any other to rise to
     it. Without it, targets of its scores need a direction: `name>=value` or
-    `name<=value` (`targets.natural_direction`). It may also declare
+    `name<=value` (`targets.natural_direction`), as do those of the scores it
+    declares in `undirected_scores`, of which neither higher nor lower is better (the
+    augmentation readout: one side of a trade-off, not a quality). It may also declare
     `summary_scores`, the few score names TensorBoard shows by default
-    (`callbacks.EvaluationCallback`); without it, TensorBoard shows every score.
+    (`callbacks.EvaluationCallback`); without it, TensorBoard shows every score. And
+    `classes`, the number of classes its class probes tell apart: the figures draw
+    their chance line at 1 / `classes`.
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Score targets (`--stop-at`): parsed, given their directions, checked against the
-evaluators before training, and tested after each evaluation."""
+"""Score targets (`--stop-at`): parsed, written in one form (which a resumed run
+compares), given their directions, checked against the evaluators before training,
+and tested after each evaluation."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ class Target:
     """A score's target: reached when the score is at least `value` (`direction`
     `">="`), at most `value` (`"<="`) or, for `"="`, at `value` or beyond it in the
     score's natural direction (`natural_direction`): down for the scores an evaluator
-    declares lower-is-better (`lambda_relative_error`), up for its others."""
+    declares lower-is-better (`lambda_relative_error`), up for its others but those it
+    declares undirected (`augmentation_readout`), which take `>=` or `<=` only."""
 
     value: float
     direction: str = "="
@@ -65,10 +67,31 @@ def parse_targets(text: str) -> dict[str, Target]:
     return targets
 
 
+def canonical_targets(text: str) -> str:
+    """`--stop-at` text in the one form of the targets it gives: sorted by score, no
+    spaces, each number as Python writes it as a float (`0.950` -> `0.95`, `1` ->
+    `1.0`, `-0` -> `0.0`) and `>=`, `<=` and `=` as given: `=` takes its direction
+    from the evaluators, known only once the experiment is built, so `mcc=0.95` and
+    `mcc>=0.95` stay two forms.
+
+    Example:
+
+    >>> canonical_targets(" mcc = 0.950, linear_r2>=1")
+    'linear_r2>=1.0,mcc=0.95'
+
+    Raises:
+        ValueError: as `parse_targets`.
+    """
+    targets = sorted(parse_targets(text).items())
+    # + 0.0 turns -0.0 into 0.0, the same target.
+    return ",".join(f"{name}{t.direction}{t.value + 0.0!r}" for name, t in targets)
+
+
 def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
     """`"<="` for a score that an evaluator declares lower-is-better (its
     `lower_is_better`), `">="` for any other when every evaluator declares its
-    lower-is-better scores, None (unknown) otherwise.
+    lower-is-better scores, None (no direction) otherwise and for a score that an
+    evaluator declares undirected (its `undirected_scores`: the augmentation readout).
 
     Example:
 
@@ -77,10 +100,16 @@ def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
     >>> natural_direction("lambda_relative_error", [evaluator]), natural_direction("mcc", [evaluator])
     ('<=', '>=')
     """
+    if _undirected(name, evaluators):
+        return None
     declared = [getattr(evaluator, "lower_is_better", None) for evaluator in evaluators]
     if any(name in names for names in declared if names is not None):
         return "<="
     return ">=" if all(names is not None for names in declared) else None
+
+
+def _undirected(name: str, evaluators: Sequence[Evaluator]) -> bool:
+    return any(name in getattr(evaluator, "undirected_scores", ()) for evaluator in evaluators)
 
 
 def resolve_targets(
@@ -91,7 +120,7 @@ def resolve_targets(
 
     Raises:
         ValueError: for a `=` target of a score whose direction no evaluator
-            declares: it could be reached at once, or never.
+            declares, or that has none: it could be reached at once, or never.
     """
     resolved = {}
     for name, target in stop_at.items():
@@ -104,10 +133,16 @@ def resolve_targets(
         if target.direction == "=":
             direction = natural_direction(name, evaluators)
             if direction is None:
+                why = (
+                    "neither higher nor lower is better for it (its evaluator's "
+                    "`undirected_scores`)"
+                    if _undirected(name, evaluators)
+                    else "an evaluator does not say which of its scores are lower-is-better "
+                    "(`lower_is_better`)"
+                )
                 raise ValueError(
-                    f"`stop_at` target {name}={target.value} has no direction: an evaluator "
-                    "does not say which of its scores are lower-is-better (`lower_is_better`)"
-                    f"; write {name}>={target.value} or {name}<={target.value}."
+                    f"`stop_at` target {name}={target.value} has no direction: {why}; write "
+                    f"{name}>={target.value} or {name}<={target.value}."
                 )
             target = Target(target.value, direction)
         resolved[name] = target
@@ -169,6 +204,7 @@ def check_targets(
 
 __all__ = [
     "Target",
+    "canonical_targets",
     "check_targets",
     "natural_direction",
     "parse_targets",

@@ -25,7 +25,12 @@ from aninfonce_tf.plots.style import (
     score_limits,
     variant_label,
 )
-from aninfonce_tf.plots.summaries import cell_label, plot_seeds, plot_tradeoff
+from aninfonce_tf.plots.summaries import (
+    cell_label,
+    plot_r2_by_concentration,
+    plot_seeds,
+    plot_tradeoff,
+)
 
 __all__ = [
     "CHANCE",
@@ -41,6 +46,7 @@ __all__ = [
     "plot_lambda_hats",
     "plot_latent_r2_levels",
     "plot_per_latent_r2",
+    "plot_r2_by_concentration",
     "plot_seeds",
     "plot_tradeoff",
     "score_label",

@@ -4,7 +4,7 @@ scores' fixed ranges with their chance levels (`style`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.lines
@@ -175,4 +175,58 @@ def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title:
         axis.grid(alpha=0.3, axis="y")
     seeds = ", ".join(str(seed) for seed in summary.get("seeds", []))
     figure.suptitle(style.title(f"Mean ± sd over seeds {seeds}", title))
+    return style.save(figure, path)
+
+
+def plot_r2_by_concentration(
+    part_r2: Mapping[str, Mapping[str, Mapping[str, float | Sequence[float]]]],
+    concentration: Mapping[str, float],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """The paper's claim in one picture: each latent part's held-out linear R^2 (0-1)
+    against how strongly a positive pair keeps it, its effective concentration
+    Lambda_eff (log axis), one panel per level of the features, a line per loss
+    variant through its parts in order of Lambda_eff, means with +- 1 sd bars where a
+    part has a value per seed.
+
+    Args:
+        part_r2: `{level: {variant: {part: R^2, or R^2 per seed}}}`.
+        concentration: `{part: Lambda_eff}` (`data.effective_concentration`).
+        path: the PNG to write.
+        title: what the run is (preset, seeds).
+    """
+    parts = sorted(concentration, key=lambda part: concentration[part])
+    x = np.array([concentration[part] for part in parts], "float64")
+    levels = list(part_r2)
+    figure, axes = plt.subplots(
+        1, len(levels), figsize=(5.2 * len(levels), 4.4), squeeze=False, layout="constrained"
+    )
+    for axis, level in zip(axes[0], levels, strict=True):
+        for variant, scores in part_r2[level].items():
+            values = [np.atleast_1d(np.asarray(scores.get(p, np.nan), "float64")) for p in parts]
+            mean = np.array([v.mean() for v in values])
+            sd = np.array([v.std(ddof=1) if len(v) > 1 else 0.0 for v in values])
+            axis.errorbar(x, mean, sd, marker="o", ms=4, capsize=2, label=variant_label(variant))
+        for part, value in zip(parts, x, strict=True):
+            axis.annotate(
+                part.replace("_", " "),
+                (value, 0.01),
+                rotation=90,
+                fontsize=6,
+                color="0.35",
+                va="bottom",
+                ha="center",
+            )
+        axis.set(
+            xscale="log",
+            ylim=(0.0, 1.0),
+            title=f"{level} features",
+            xlabel="effective concentration Λ_eff of the part\n(how little a pair changes it)",
+        )
+        axis.grid(alpha=0.3, which="both")
+    axes[0][0].set(ylabel="held-out linear R² of the part")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    figure.suptitle(style.title("What each loss keeps, by how much a pair changes it", title))
     return style.save(figure, path)

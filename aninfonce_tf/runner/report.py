@@ -87,12 +87,16 @@ def write_seeds_figure(
 def write_plots(
     results: dict, experiment: Experiment, run_dir: Path, title: str = ""
 ) -> list[Path]:
-    """`curves.png` of the training loss and the scores over training, and the
+    """`curves.png` of the training loss and the scores over training (class
+    accuracies with their chance, 1 / the `classes` an evaluator declares), and the
     experiment's own figures, each titled `title` (and what it shows)."""
     curves = {name: r["curve"] for name, r in results.items()}
     losses = {name: r.get("loss_curve", []) for name, r in results.items()}
     keys = list(experiment.curve_keys) or scalar_columns(results)
-    paths = [plots.plot_curves(curves, run_dir / "curves.png", keys, losses, title=title)]
+    classes = next((e.classes for e in experiment.evaluators if getattr(e, "classes", 0)), None)
+    paths = [
+        plots.plot_curves(curves, run_dir / "curves.png", keys, losses, title, classes=classes)
+    ]
     if experiment.plots:
         paths += experiment.plots(results, run_dir, title=title)
     return paths

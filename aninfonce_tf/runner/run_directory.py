@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -31,6 +32,7 @@ import aninfonce_tf
 from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig, UsageError
 from aninfonce_tf.disk_space import state_bytes
+from aninfonce_tf.evaluation.targets import canonical_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.lock import LOCK_NAME
@@ -57,8 +59,9 @@ def run_directory(out: str | None, name: str) -> Path:
 
 
 def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
-    """Checks that `run_dir` is new or holds a run of the same config and returns the
-    results already saved there (resume). `config.json` is written once training
+    """Checks that `run_dir` is new or holds a run of the same config (the `stop_at`
+    texts compared in their one form, `canonical_targets`) and returns the results
+    already saved there (resume). `config.json` is written once training
     starts (`run`), so that a run refused before it leaves none to refuse its rerun.
 
     Raises:
@@ -71,8 +74,8 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     if saved is None:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
     else:
-        current = json.loads(json.dumps(config.resume_key()))
-        saved = {k: v for k, v in saved.items() if k not in (*EXECUTION_FIELDS, CODE)}
+        current = _comparable(json.loads(json.dumps(config.resume_key())))
+        saved = _comparable({k: v for k, v in saved.items() if k not in (*EXECUTION_FIELDS, CODE)})
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
@@ -95,6 +98,17 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
             "or pass a new --out."
         )
     return variants
+
+
+def _comparable(values: dict) -> dict:
+    """A config's `values` with `stop_at` in its one form (`canonical_targets`): texts
+    that give the same targets are the same config. A text that does not parse (an
+    edited config.json) is compared as it is."""
+    text = values.get("stop_at")
+    if isinstance(text, str):
+        with contextlib.suppress(ValueError):
+            return {**values, "stop_at": canonical_targets(text)}
+    return values
 
 
 def check_seeds_directory(run_dir: Path) -> None:

@@ -296,12 +296,21 @@ def test_augment_mode_renders_once_and_returns_two_views_with_their_parameters()
     assert views.shape == (16, 24, 24, 3) and params["crop_box"].shape == (16, 4)
 
 
-def test_blocks_split_by_concentration_or_by_what_the_augmentation_changes():
+def test_blocks_follow_the_measured_concentrations_of_every_mode():
+    circular = ("rotation_cos", "rotation_sin") + tuple(
+        f"{hue}_{part}" for hue in ("object_hue", "background_hue") for part in ("cos", "sin")
+    )
     assert RenderedPairs(mode="latent").blocks() == {
         "content": ("x", "y", "scale"),
-        "style": ("rotation", "object_hue", "background_hue"),
+        "style": circular,
     }
-    assert RenderedPairs(mode="augment").blocks() == {"content": (), "style": CONTINUOUS}
+    # SimCLR's views move x, y and scale (crop) and the rotation's sin (flip) far more
+    # than the hues (jitter, grayscale); the rotation's cos no view changes.
+    quick = RenderedPairs(mode="augment", augment=SimCLRAugment(crop_scale=(0.4, 1.0)))
+    assert quick.blocks() == {
+        "content": ("rotation_cos",) + circular[2:],
+        "style": ("x", "y", "scale", "rotation_sin"),
+    }
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
-"""The VAE-decoder generator: images, training, caching, the offline error, and the
-whole image experiment at tiny size."""
+"""The VAE-decoder generator: images, training, caching (a damaged cache named with its fix,
+runs sharing the cache), the offline error, and the whole image experiment at tiny size."""
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -66,9 +67,66 @@ def test_a_decoder_save_cut_short_leaves_no_cache_to_load(tmp_path, monkeypatch)
     monkeypatch.setattr(vae.VAE, "fit", lambda *args, **kwargs: None)
     with pytest.raises(OSError, match="killed while saving"):
         vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
-    # The next call trains again instead of failing to load a torn decoder.keras.
-    assert list(tmp_path.glob("*/decoder.keras")) == []
+    # The next call trains again instead of failing to load a torn decoder.keras; the
+    # write's own temporary, which no later write replaces, is gone.
+    assert list(tmp_path.glob("*/decoder.keras")) == list(tmp_path.glob("*/.partial-*")) == []
     assert json.loads(next(tmp_path.glob("*/settings.json")).read_text())["steps"] == 1
+
+
+# What a cached decoder.keras may become: `bytes -> bytes`.
+DAMAGES = {
+    "truncated": lambda whole: whole[: len(whole) // 2],
+    "garbage": lambda whole: b"x" * 100,
+    "empty": lambda whole: b"",
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_cached_decoder_is_named_with_its_fix(tmp_path, monkeypatch, capsys, damage):
+    # Its training is not at stake.
+    monkeypatch.setattr(vae.VAE, "fit", lambda *args, **kwargs: None)
+    config = dataclasses.replace(mnist_vae.PRESETS["digits"], **mnist_vae.SMOKE)
+    cache = tmp_path / "vae"
+    settings = (config.dim, config.vae_source, config.vae_steps, config.vae_beta, config.seed)
+    _, directory = vae.trained_decoder(*settings, cache_dir=cache)
+    path = directory / "decoder.keras"
+    path.write_bytes(DAMAGES[damage](path.read_bytes()))
+    message = f"the cached VAE decoder {path} does not load .*: delete it"
+    with pytest.raises(ValueError, match=message):
+        vae.trained_decoder(*settings, cache_dir=cache)
+    # The recipe: one line, no traceback.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        runner.main(
+            mnist_vae, ["--smoke", "--out", str(tmp_path / "run"), "--vae-cache-dir", str(cache)]
+        )
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and error.count("\n") == 1, error
+    assert f"error: the cached VAE decoder {path} does not load" in error
+    assert "Traceback" not in error and "File not found" not in error
+
+
+def test_runs_saving_the_same_vae_at_once_each_put_a_whole_decoder_in_place(tmp_path, monkeypatch):
+    # Its training is not at stake.
+    monkeypatch.setattr(vae.VAE, "fit", lambda *args, **kwargs: None)
+    save, temporaries = keras.Model.save, []
+
+    def save_while_another_run_saves(model, path, *args, **kwargs):
+        temporaries.append(Path(path))
+        save(model, path, *args, **kwargs)
+        if len(temporaries) == 1:  # the first run's file written, not yet renamed
+            vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+
+    monkeypatch.setattr(keras.Model, "save", save_while_another_run_saves)
+    _, directory = vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+    first, second = temporaries
+    assert first != second and first.parent == second.parent == directory
+    keras.saving.load_model(directory / "decoder.keras")
+    assert sorted(path.name for path in directory.iterdir()) == [
+        "decoder.keras",
+        "reconstructions.png",
+        "settings.json",
+    ]
 
 
 @pytest.mark.slow

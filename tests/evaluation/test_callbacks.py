@@ -2,6 +2,8 @@
 its history; and the check of targets against the evaluators' score names."""
 
 import json
+import re
+import sys
 
 import keras
 import numpy as np
@@ -12,6 +14,7 @@ from aninfonce_tf.configs.images import SUMMARY
 from aninfonce_tf.configs.rendered import table_columns
 from aninfonce_tf.data.rendered import RenderedPairs
 from aninfonce_tf.data.renderer import LATENT_NAMES
+from aninfonce_tf.evaluation import callbacks
 from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
@@ -21,7 +24,14 @@ from aninfonce_tf.evaluation.callbacks import (
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
-from aninfonce_tf.evaluation.targets import Target, check_targets, parse_targets
+from aninfonce_tf.evaluation.targets import (
+    Target,
+    canonical_targets,
+    check_targets,
+    natural_direction,
+    parse_targets,
+    resolve_targets,
+)
 from tests.support import UndeclaredEvaluator, event_files
 
 
@@ -58,6 +68,26 @@ def test_parse_targets():
     for target in ("mcc=nan", "mcc=inf", "mcc=-inf"):  # never reached, or at once
         with pytest.raises(ValueError, match=f"finite numbers; got '{target}'"):
             parse_targets(f"linear_r2=0.9,{target}")
+
+
+def test_texts_giving_the_same_targets_have_one_form():
+    form = "linear_r2>=0.9,mcc=0.95"
+    for text in (
+        "mcc=0.95,linear_r2>=0.9",
+        " mcc = 0.950 , linear_r2 >= .9 ",
+        "linear_r2>=9e-1,mcc=0.95",
+    ):
+        assert canonical_targets(text) == form, text
+    # Other values, directions or scores; `=` is not `>=` until the evaluators say so.
+    for text in (
+        "mcc=0.951,linear_r2>=0.9",
+        "mcc=0.95,linear_r2<=0.9",
+        "mcc>=0.95,linear_r2>=0.9",
+        "mcc=0.95",
+    ):
+        assert canonical_targets(text) != form, text
+    assert canonical_targets("mcc=-0") == canonical_targets("mcc=0") == "mcc=0.0"
+    assert canonical_targets("") == ""
 
 
 def test_a_score_given_two_targets_is_refused():
@@ -108,6 +138,31 @@ def test_a_target_without_a_known_direction_is_refused_before_training():
     callback = EvaluationCallback(undeclared, stop_at=parse_targets("score<=0.5"))
     _fit(callback)
     assert callback.reached["step"] == 1
+
+
+def test_the_augmentation_readout_has_no_direction_so_its_targets_need_one():
+    # One side of AnInfoNCE's trade-off against InfoNCE, not a quality.
+    images, labels = np.zeros((4, 8, 8, 3), "float32"), np.zeros(4)
+    params = {"grayscale": np.zeros(4, "float32")}
+    for evaluator in (
+        ImageProbeEvaluator(images, labels, images, labels, images, params),
+        LatentEvaluator(images, {"shape": labels}, views=images, view_params=params),
+    ):
+        for level in ("backbone", "projector"):
+            assert natural_direction(f"{level}/augmentation_readout", [evaluator]) is None
+        assert natural_direction("backbone/shape_accuracy", [evaluator]) == ">="
+        message = (
+            "`stop_at` target backbone/augmentation_readout=0.6 has no direction: neither "
+            "higher nor lower is better.*write backbone/augmentation_readout>=0.6 or "
+            "backbone/augmentation_readout<=0.6"
+        )
+        with pytest.raises(ValueError, match=message):
+            check_targets(
+                parse_targets("backbone/augmentation_readout=0.6"), [evaluator], {"a": True}
+            )
+        for text in ("backbone/augmentation_readout>=0.6", "projector/augmentation_readout<=0.6"):
+            check_targets(parse_targets(text), [evaluator], {"a": True})
+            assert resolve_targets(parse_targets(text), [evaluator]) == parse_targets(text)
 
 
 def test_training_stops_at_the_first_evaluation_reaching_every_target():
@@ -221,6 +276,31 @@ def test_each_evaluation_prints_its_columns_after_the_progress_line(tmp_path, ca
     assert events == {
         (f"scores/{name}", "scalars"): [2, 4] for name in ("mcc", "linear_r2", "block_r2/low")
     }
+
+
+@pytest.mark.parametrize("verbose, terminal", [(1, True), (1, False), (0, True)])
+def test_a_terminal_sees_which_evaluator_is_at_work_in_verbose_mode(
+    verbose, terminal, capsys, monkeypatch
+):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
+    monkeypatch.setattr(callbacks, "LONG_EVALUATION", 0.0)  # every evaluation is long
+    evaluators = [RisingScores(), UndeclaredEvaluator()]
+    _fit(EvaluationCallback(evaluators, verbose=verbose, columns=("mcc",)), epochs=1)
+    out = capsys.readouterr().out
+    notes = re.findall(r"\r([^\r\n]*?)\x1b\[K", out)
+    if not verbose:
+        assert out == ""
+    elif terminal:  # each evaluator named over one line, which is then cleared
+        assert notes == [
+            "evaluating step 1: RisingScores (1 of 2) ...",
+            "evaluating step 1: UndeclaredEvaluator (2 of 2) ...",
+            "",
+        ]
+    else:
+        assert notes == [] and "\r" not in out
+    if verbose:
+        assert out.split("\x1b[K")[-1] == "step 1 evaluation: mcc 0.100 (evaluated in 0 s)\n"
+    assert max(map(len, re.split(r"[\r\n]", out))) <= 100
 
 
 def test_an_evaluation_callback_that_never_evaluates_writes_no_event_file(tmp_path):

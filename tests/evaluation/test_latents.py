@@ -122,14 +122,25 @@ def test_kernel_hyperparameters_are_those_of_the_best_validation_score():
     assert expected > 0.9
 
 
-def test_block_means_are_the_means_of_their_latents():
+def test_block_means_are_the_means_of_their_latents_or_parts():
     latents = _latents(800)
     features = _exact_features(latents)[:, :3]  # x, y, scale only
     blocks = RenderedPairs(mode="latent").blocks()
     scores = latent_scores(features, latents, blocks=blocks, nonlinear=False)
     for block, members in blocks.items():
-        expected = np.mean([scores["linear_r2"][name] for name in members])
+        expected = np.mean([scores["part_linear_r2"][name] for name in members])
         assert scores["block_linear_r2"][block] == pytest.approx(expected)
+    # A circular latent's R^2 is the mean of its parts'.
+    parts = scores["part_linear_r2"]
+    assert scores["linear_r2"]["rotation"] == pytest.approx(
+        (parts["rotation_cos"] + parts["rotation_sin"]) / 2
+    )
+    by_latent = latent_scores(features, latents, blocks={"all": ("x", "rotation")}, nonlinear=False)
+    assert by_latent["block_linear_r2"]["all"] == pytest.approx(
+        (scores["linear_r2"]["x"] + scores["linear_r2"]["rotation"]) / 2
+    )
+    with pytest.raises(ValueError, match="rotation_tan"):
+        latent_scores(features, latents, blocks={"b": ("rotation_tan",)}, nonlinear=False)
     assert scores["block_linear_r2"]["content"] > 0.99
     assert scores["block_linear_r2"]["style"] < 0.05
 

@@ -8,11 +8,12 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
+from aninfonce_tf.data.effective_concentration import PARTS, effective_blocks
 from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
 from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
 from tests.support import check_run, load_recipe, printed_table_columns
 
-FIGURES = ["curves", "positive_pairs", "latent_r2", "lambda_hat"]
+FIGURES = ["curves", "positive_pairs", "latent_r2", "r2_by_concentration", "lambda_hat"]
 
 
 def test_help_lists_the_presets_and_the_pair_flags(capsys):
@@ -59,8 +60,8 @@ def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
         for score in ("block_linear_r2/content", "block_linear_r2/style", "shape_accuracy")
     )
     augment = rendered.table_columns(rendered.pairs(rendered.PRESETS["quick"]))
-    # Augmentations change every continuous latent: all are style, shape is content.
-    assert augment[:3] == (
+    assert augment[:4] == (
+        "backbone/block_linear_r2/content",
         "backbone/block_linear_r2/style",
         "backbone/shape_accuracy",
         "backbone/augmentation_readout",
@@ -99,14 +100,18 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     mode = rendered.PRESETS[preset].mode
     assert (run["preset"], run["smoke"], run["mode"]) == (preset, True, mode)
     assert run["latents"] == list(LATENT_NAMES) and run["continuous_latents"] == list(CONTINUOUS)
-    blocks = {"content", "style"} if mode != "augment" else {"style"}
+    estimate = run["effective_concentration"]
+    assert list(estimate["parts"]) == list(PARTS) and estimate["sample_size"] == 8192
+    blocks = effective_blocks(estimate["parts"])
+    assert run["blocks"] == {block: list(parts) for block, parts in blocks.items()}
     for name in ("aninfonce", "infonce"):
         for level in ("backbone", "projector"):
             scores = results[name][level]
             for kind in ("linear_r2", "nonlinear_r2"):
                 assert list(scores[kind]) == list(CONTINUOUS)
                 assert all(value <= 1 for value in scores[kind].values())
-                assert set(scores[f"block_{kind}"]) == blocks
+                assert set(scores[f"block_{kind}"]) == {"content", "style"}
+                assert list(scores[f"part_{kind}"]) == list(PARTS)
             assert 0 <= scores["shape_accuracy"] <= 1
             assert ("augmentation_readout" in scores) == (mode == "augment")
         assert results[name]["steps"] == rendered.SMOKE["steps"]
@@ -121,7 +126,7 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     else:
         truth = [DEFAULT_CONCENTRATION[latent] for latent in CONTINUOUS]
         assert run["true_concentration"] == truth
-        assert run["blocks"] == {"content": ["x", "y", "scale"], "style": list(CONTINUOUS[3:])}
+        assert run["blocks"]["content"] == ["x", "y", "scale"]
     assert ("change_probability" in run) == (mode == "spike-slab")
     for figure in FIGURES:
         assert (tmp_path / f"{figure}.png").stat().st_size > 1000

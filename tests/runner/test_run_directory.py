@@ -26,7 +26,7 @@ from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner import cli, loop, run_directory
-from tests.support import ROOT
+from tests.support import ROOT, assert_same_result, check_run
 
 # One variant of 40 steps, a backup every 10, no export (unless a test asks for one).
 CONFIG = dataclasses.replace(
@@ -78,7 +78,8 @@ def test_a_second_run_on_a_locked_out_exits_with_one_line_naming_the_holder(tmp_
         )
     assert second.returncode == 2, second.stdout[-2000:] + second.stderr[-2000:]
     errors = [line for line in second.stderr.splitlines() if ": error: " in line]
-    assert len(errors) == 1 and errors[0].startswith("synthetic.py: error: "), second.stderr
+    script = ROOT / "recipes" / "synthetic.py"
+    assert len(errors) == 1 and errors[0].startswith(f"python {script}: error: "), second.stderr
     assert f"pid {os.getpid()} on {socket.gethostname()}, started " in errors[0]
     assert "another --out" in errors[0]
     assert sorted(path.name for path in tmp_path.iterdir()) == []  # nothing written
@@ -106,6 +107,67 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, capsys):
     assert f"taking over the lock of pid {killed.stdout.strip()} on " in capsys.readouterr().out
     assert result["steps"] == 40
     assert not (tmp_path / ".lock").exists()  # released when the run ends
+
+
+# Imported with --import: holds each process until BARRIER_PARTIES have arrived (a file
+# each in BARRIER_DIR), so that two runs reach the lock together, not one after the other.
+BARRIER = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
+
+    arrived = Path(os.environ["BARRIER_DIR"])
+    (arrived / str(os.getpid())).touch()
+    deadline = time.monotonic() + 120
+    while len(list(arrived.iterdir())) < int(os.environ["BARRIER_PARTIES"]):
+        if time.monotonic() > deadline:
+            raise SystemExit("the other run never started")
+        time.sleep(0.05)
+    """
+)
+
+
+@pytest.mark.slow
+def test_of_two_runs_started_together_on_one_out_one_trains_and_the_other_names_it(tmp_path):
+    barrier = tmp_path / "barrier.py"
+    barrier.write_text(BARRIER)
+
+    def start(out, parties):
+        arrived = tmp_path / f"arrived-{out.name}"
+        arrived.mkdir(exist_ok=True)
+        env = {**os.environ, "BARRIER_DIR": str(arrived), "BARRIER_PARTIES": str(parties)}
+        command = [sys.executable, str(ROOT / "recipes" / "synthetic.py"), *ARGV]
+        command += ["--import", str(barrier), "--out", str(out)]
+        return subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    # The same command twice into one --out, and once alone into another.
+    runs = [
+        start(tmp_path / "shared", 2),
+        start(tmp_path / "shared", 2),
+        start(tmp_path / "whole", 1),
+    ]
+    try:
+        outputs = [run.communicate(timeout=300) for run in runs]
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+    codes = [run.returncode for run in runs]
+    assert sorted(codes[:2]) == [0, 2] and codes[2] == 0, [err[-2000:] for _, err in outputs]
+    winner = codes.index(0)
+    refused_out, refused_err = outputs[1 - winner]
+    assert "== aninfonce" in outputs[winner][0] and "== aninfonce" not in refused_out
+    errors = [line for line in refused_err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "Traceback" not in refused_err, refused_err
+    holder = f"pid {runs[winner].pid} on {socket.gethostname()}, started "
+    assert errors[0].split(": error: ")[0].endswith("synthetic.py") and holder in errors[0]
+    assert f"{tmp_path / 'shared'} is in use by another run" in errors[0]
+    # One run's outputs, as a run on its own gives them.
+    shared = check_run(tmp_path / "shared", ["curves", "per_latent_r2", "lambda_aninfonce"])
+    shared = shared["variants"]
+    assert_same_result(shared, read_json(tmp_path / "whole" / "results.json")["variants"])
 
 
 # Item 4: finished only with every final file complete.
@@ -264,6 +326,36 @@ def test_a_users_imported_file_is_part_of_the_code_a_run_records(tmp_path, monke
     first = run_directory.code_version()["user_code_sha256"]
     mine.write_text("X = 2\n")
     assert run_directory.code_version()["user_code_sha256"] != first
+
+
+# A rerun is the same run when its config gives the same targets.
+
+SAVED_STOP_AT = "mcc=0.95, linear_r2>=0.90"
+
+
+@pytest.mark.parametrize(
+    "stop_at, resumes",
+    [
+        ("linear_r2>=0.9,mcc=0.950", True),
+        (" mcc = .95 , linear_r2 >= 9e-1 ", True),
+        ("mcc=0.95,linear_r2>=0.91", False),
+        ("mcc=0.95,linear_r2<=0.9", False),
+        ("mcc=0.95", False),
+        # `=` takes its direction from the evaluators, built after the claim.
+        ("mcc>=0.95,linear_r2>=0.9", False),
+    ],
+)
+def test_a_stop_at_giving_the_same_targets_resumes_and_another_is_refused(
+    tmp_path, stop_at, resumes
+):
+    run_directory.write_config(tmp_path, dataclasses.replace(CONFIG, stop_at=SAVED_STOP_AT), [])
+    config = dataclasses.replace(CONFIG, stop_at=stop_at)
+    if resumes:
+        assert run_directory.claim_run_directory(tmp_path, config) == {}
+        return
+    with pytest.raises(ValueError) as refused:
+        run_directory.claim_run_directory(tmp_path, config)
+    assert "another config (stop_at: 'linear_r2>=0.9,mcc=0.95' -> " in str(refused.value)
 
 
 def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
