@@ -6,6 +6,7 @@
         "versions": {"aninfonce_tf": "0.1.0", "tensorflow": "2.21.0", "keras": "3.15.1",
                      "numpy": "2.4.6", "python": "3.11.7"},
         "config": {...every field of the config...},
+        "endpoint": {"step": 2000, "scores": ["mcc", ...]},  # fixed before the run
         "true_concentration": [...] # and the experiment's other metadata
       },
       "variants": {                 # one entry per finished loss variant, in training order
@@ -85,6 +86,15 @@ RESULTS_SCHEMA = {
                         "losses": {"type": "string"},
                         "steps": {"type": "integer", "minimum": 1},
                         "seed": {"type": "integer"},
+                    },
+                },
+                "endpoint": {
+                    "description": "The step and scores the conclusions rest on.",
+                    "type": "object",
+                    "required": ["step", "scores"],
+                    "properties": {
+                        "step": {"type": "integer", "minimum": 1},
+                        "scores": {"type": "array", "items": {"type": "string"}},
                     },
                 },
                 "true_concentration": {"type": "array", "items": _NUMBER},

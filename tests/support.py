@@ -86,6 +86,11 @@ def check_run(run_dir: Path, figures=()) -> dict:
     the names of the PNGs expected as images); returns the results."""
     validate_results(run_dir / "results.json")
     results = read_json(run_dir / "results.json")
+    # The endpoint: the final step, and primary scores that every variant reports.
+    endpoint = results["run"]["endpoint"]
+    assert endpoint["step"] == results["run"]["config"]["steps"] and endpoint["scores"]
+    for result in results["variants"].values():
+        assert set(endpoint["scores"]) <= set(scalar_items(result)), endpoint
     all_scores = results["run"]["config"]["tensorboard_all_scores"]
     check_tensorboard(run_dir / "tensorboard", results["variants"], figures, all_scores)
     return results

@@ -56,7 +56,8 @@ from aninfonce_tf.layers import projection_head
 
 DATASETS = ("photos", "cifar10", "imagenet2012")
 ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
-# The table's columns: the summaries; per-parameter readouts are in results.json.
+# The table's columns and the primary scores, read at the final step: the summaries;
+# per-parameter readouts are in results.json.
 SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 # Training examples of the tfds datasets (the photos': patches_per_photo per photo).
 TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
@@ -353,6 +354,7 @@ def build(config: ImageConfig) -> Experiment:
         evaluators=[evaluator],
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY,
+        primary_scores=SUMMARY,
         metadata={"augmentation": dataclasses.asdict(augment), **counts},
         plots=plots.plot_lambda_hats,
     )

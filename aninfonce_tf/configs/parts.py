@@ -30,6 +30,9 @@ class Experiment:
         table_columns: scores shown in the printed tables and in the line printed
             at each evaluation (default: every scalar score; `results.json` and
             TensorBoard always have them all).
+        primary_scores: the scores the experiment's conclusions rest on, read at
+            the final step: the endpoint, fixed in the config before any run and
+            recorded as `run["endpoint"]` of `results.json`.
         metadata: entries of the `run` record of `results.json` (`run_record`).
         plots: `(results, run_dir, title=...) -> [paths]`, the experiment's own
             figures, `title` naming the preset and seed.
@@ -46,6 +49,7 @@ class Experiment:
     normalize: bool = True
     curve_keys: Sequence[str] = ()
     table_columns: Sequence[str] = ()
+    primary_scores: Sequence[str] = ()
     metadata: dict = dataclasses.field(default_factory=dict)
     plots: Callable[[dict, Path], list[Path]] | None = None
     worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None

@@ -159,6 +159,13 @@ def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[st
     return tuple(f"{level}/{score}" for level in LEVELS for score in scores)
 
 
+def primary_scores(blocks: dict) -> tuple[str, ...]:
+    """What every preset's conclusions rest on, read at its final step (`steps`), at
+    the backbone: the linear R^2 of each block and the shape accuracy."""
+    scores = [f"block_linear_r2/{block}" for block, members in blocks.items() if members]
+    return tuple(f"backbone/{score}" for score in (*scores, "shape_accuracy"))
+
+
 def build(config: RenderedConfig) -> Experiment:
     """Rendered pairs, the small CNN with its projector, and the latent evaluator (of a
     config that `validate` accepts)."""
@@ -241,6 +248,7 @@ def build(config: RenderedConfig) -> Experiment:
         evaluators=[evaluator],
         curve_keys=columns,
         table_columns=columns,
+        primary_scores=primary_scores(blocks),
         metadata=metadata,
         plots=figures,
     )
@@ -295,6 +303,7 @@ def check_sweep(config: RenderedConfig) -> None:
 
 
 __all__ = [
+    "primary_scores",
     "AUGMENT_CROP_SCALE",
     "PRESETS",
     "SMOKE",

@@ -46,7 +46,8 @@ def run_record(
     seed, the date (UTC), the versions of this package, TensorFlow, Keras, NumPy and
     Python, the code the run was trained by (`code`: the version and source sha256
     of this package, oldest first, `run_directory.code_history`), the whole config,
-    and the experiment's `metadata` (e.g. the true Lambda, `true_concentration`)."""
+    the endpoint (the final step and the experiment's primary scores) and the
+    experiment's `metadata` (e.g. the true Lambda, `true_concentration`)."""
     return {
         **experiment.metadata,
         "preset": preset,
@@ -62,6 +63,7 @@ def run_record(
         },
         "code": list(code),
         "config": dataclasses.asdict(config),
+        "endpoint": {"step": config.steps, "scores": list(experiment.primary_scores)},
     }
 
 
