@@ -148,3 +148,23 @@ def test_the_lambda_hat_figure_of_a_run_without_a_true_lambda(tmp_path):
     (path,) = plots.plot_lambda_hats(results, tmp_path, title="preset photos, seed 0")
     assert path == tmp_path / "lambda_hat.png" and path.exists()
     assert plots.plot_lambda_hats({"infonce": {}}, tmp_path) == []
+
+
+def test_r2_against_effective_concentration_puts_each_part_at_its_lambda(saved_figures, tmp_path):
+    concentration = {"x": 0.6, "rotation_cos": 1e4, "object_hue_cos": 22.0}
+    means = {
+        level: {"aninfonce": {"x": 0.8, "rotation_cos": 0.1, "object_hue_cos": 0.9}}
+        for level in ("backbone", "projector")
+    }
+    sds = {level: {"aninfonce": {"x": 0.05, "rotation_cos": 0.0}} for level in means}
+    plots.plot_r2_by_concentration(means, concentration, tmp_path / "r.png", "seeds 0-4", sds)
+    (figure,) = saved_figures
+    backbone, projector = figure.axes
+    assert backbone.get_xscale() == "log" and backbone.get_ylim() == (0.0, 1.0)
+    (points,) = backbone.containers
+    line = points.lines[0]
+    np.testing.assert_array_equal(line.get_xdata(), [0.6, 22.0, 1e4])  # by Lambda_eff
+    np.testing.assert_array_equal(line.get_ydata(), [0.8, 0.9, 0.1])
+    assert points.has_yerr and "seeds 0-4" in figure.texts[0].get_text()
+    assert "effective concentration" in backbone.get_xlabel()
+    assert {t.get_text() for t in backbone.texts} == {"x", "rotation cos", "object hue cos"}

@@ -36,6 +36,8 @@ class Experiment:
         metadata: entries of the `run` record of `results.json` (`run_record`).
         plots: `(results, run_dir, title=...) -> [paths]`, the experiment's own
             figures, `title` naming the preset and seed.
+        seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its own figures
+            over seeds (`summary`: `runner.run_seeds`' `summary.json`).
         worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
             of one input pipeline's own shard in per-replica batches. Multi-worker
             runs read it, each worker only its shard, instead of every worker
@@ -52,6 +54,7 @@ class Experiment:
     primary_scores: Sequence[str] = ()
     metadata: dict = dataclasses.field(default_factory=dict)
     plots: Callable[[dict, Path], list[Path]] | None = None
+    seeds_plots: Callable[[dict, Path], list[Path]] | None = None
     worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None
 
 

@@ -228,6 +228,24 @@ def build(config: RenderedConfig) -> Experiment:
             )
         return paths + plots.plot_lambda_hats(results, run_dir, concentration, title=title)
 
+    def seeds_figures(summary: dict, run_dir: Path, title: str = "") -> list[Path]:
+        statistics = {"mean": {}, "sd": {}}
+        for name, level in ((n, lvl) for n in ("mean", "sd") for lvl in LEVELS):
+            prefix = f"{level}/part_linear_r2/"
+            statistics[name][level] = {
+                variant: {
+                    key.removeprefix(prefix): score[name] or 0.0
+                    for key, score in scores.items()
+                    if key.startswith(prefix)
+                }
+                for variant, scores in summary["variants"].items()
+            }
+        path = Path(run_dir) / "r2_by_concentration.png"
+        figure = plots.plot_r2_by_concentration(
+            statistics["mean"], estimate["parts"], path, title, statistics["sd"]
+        )
+        return [figure]
+
     metadata = {
         "mode": config.mode,
         "latents": list(LATENT_NAMES),
@@ -251,6 +269,7 @@ def build(config: RenderedConfig) -> Experiment:
         primary_scores=primary_scores(blocks),
         metadata=metadata,
         plots=figures,
+        seeds_plots=seeds_figures,
     )
 
 
@@ -265,12 +284,14 @@ QUICK = RenderedConfig(
 LATENT = dataclasses.replace(QUICK, mode="latent", steps=2000, eval_every=500)
 PRESETS = {
     # SimCLR's views of one render (crops of 40-100 %, flips, jitter s 0.5 with p 0.8,
-    # grayscale p 0.2) on 32-pixel renders: 1500 steps, two evaluations per loss.
+    # grayscale p 0.2) on 32-pixel renders, `pooled_cnn`: 1500 steps, two evaluations
+    # per loss. Every preset's endpoint is its final step (`primary_scores`).
     "quick": QUICK,
     # The theory's setting: x, y and scale move little (Lambda 100), rotation and both
     # hues a lot (Lambda 5), shape is kept.
     "latent": LATENT,
-    # As `latent`, but each latent changes only in half of the pairs.
+    # As `latent`, but each latent changes only in half of the pairs: a conditional
+    # other than the normal one AnInfoNCE assumes.
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
 }
 # The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views from weak to strong,

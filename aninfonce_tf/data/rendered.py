@@ -84,8 +84,10 @@ class RenderedPairs:
       concentration per continuous latent (`shape` kept), each rendered (the
       theory's setting).
     - `"spike-slab"`: as `"latent"`, but each continuous latent changes only with
-      its `change_probability` (else z+ keeps it exactly), as SimCLR's colour
-      jitter, applied to 80 % of views, leaves the hue of the rest alone.
+      its `change_probability` (else z+ keeps it exactly): a spike at "unchanged"
+      beside the slab, a conditional other than the normal one AnInfoNCE assumes.
+      (It does not model SimCLR's views: with jitter on 80 % of views, a pair's two
+      hues are both unshifted in only 4 % of pairs.)
 
     The conditional acts in units where each continuous latent's range is 2 wide
     ([-1, 1]): interval latents reflect at their ends, circular ones wrap, so the

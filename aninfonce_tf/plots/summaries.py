@@ -179,22 +179,24 @@ def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title:
 
 
 def plot_r2_by_concentration(
-    part_r2: Mapping[str, Mapping[str, Mapping[str, float | Sequence[float]]]],
+    part_r2: Mapping[str, Mapping[str, Mapping[str, float]]],
     concentration: Mapping[str, float],
     path: str | Path,
     title: str = "",
+    part_sd: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> Path:
     """The paper's claim in one picture: each latent part's held-out linear R^2 (0-1)
     against how strongly a positive pair keeps it, its effective concentration
     Lambda_eff (log axis), one panel per level of the features, a line per loss
-    variant through its parts in order of Lambda_eff, means with +- 1 sd bars where a
-    part has a value per seed.
+    variant through its parts in order of Lambda_eff (+- 1 sd bars over seeds with
+    `part_sd`).
 
     Args:
-        part_r2: `{level: {variant: {part: R^2, or R^2 per seed}}}`.
+        part_r2: `{level: {variant: {part: R^2}}}` (over seeds: the means).
         concentration: `{part: Lambda_eff}` (`data.effective_concentration`).
         path: the PNG to write.
         title: what the run is (preset, seeds).
+        part_sd: the sds over seeds, as `part_r2`.
     """
     parts = sorted(concentration, key=lambda part: concentration[part])
     x = np.array([concentration[part] for part in parts], "float64")
@@ -204,9 +206,10 @@ def plot_r2_by_concentration(
     )
     for axis, level in zip(axes[0], levels, strict=True):
         for variant, scores in part_r2[level].items():
-            values = [np.atleast_1d(np.asarray(scores.get(p, np.nan), "float64")) for p in parts]
-            mean = np.array([v.mean() for v in values])
-            sd = np.array([v.std(ddof=1) if len(v) > 1 else 0.0 for v in values])
+            mean = [scores.get(part, np.nan) for part in parts]
+            sd = None
+            if part_sd is not None:
+                sd = [part_sd[level][variant].get(part, 0.0) for part in parts]
             axis.errorbar(x, mean, sd, marker="o", ms=4, capsize=2, label=variant_label(variant))
         for part, value in zip(parts, x, strict=True):
             axis.annotate(

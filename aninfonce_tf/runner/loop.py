@@ -232,7 +232,7 @@ def run_seeds(
         )
         if context.chief:
             write_json(run_dir / "summary.json", summary)
-            report.write_seeds_figure(summary, experiment, run_dir, preset, smoke)
+            report.write_seeds_figures(summary, experiment, run_dir, preset, smoke)
     print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
     return summary

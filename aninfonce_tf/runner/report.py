@@ -78,12 +78,17 @@ def preset_label(preset: str | None, smoke: bool = False) -> str:
     return f"preset {preset}{' (smoke)' if smoke else ''}" if preset else ""
 
 
-def write_seeds_figure(
+def write_seeds_figures(
     summary: dict, experiment: Experiment, run_dir: Path, preset: str | None, smoke: bool
-) -> Path:
-    """`seeds.png`: each table score's mean +- sd over the seeds, per variant."""
+) -> list[Path]:
+    """`seeds.png`: each table score's mean +- sd over the seeds, per variant; and the
+    experiment's own figures over seeds (`Experiment.seeds_plots`)."""
     keys = list(experiment.table_columns or experiment.curve_keys)
-    return plots.plot_seeds(summary, run_dir / "seeds.png", keys, preset_label(preset, smoke))
+    title = preset_label(preset, smoke)
+    paths = [plots.plot_seeds(summary, run_dir / "seeds.png", keys, title)]
+    if experiment.seeds_plots:
+        paths += experiment.seeds_plots(summary, run_dir, title=title)
+    return paths
 
 
 def write_plots(
@@ -232,5 +237,5 @@ __all__ = [
     "scalar_columns",
     "variant_scores",
     "write_plots",
-    "write_seeds_figure",
+    "write_seeds_figures",
 ]

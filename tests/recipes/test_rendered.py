@@ -166,3 +166,21 @@ def test_in_the_theorys_setting_aninfonce_keeps_the_style_latents_that_infonce_d
     # Both keep the content latents.
     for name in ("aninfonce", "infonce"):
         assert results[name]["backbone"]["block_linear_r2"]["content"] > 0.8
+
+
+def test_the_seeds_figure_plots_each_parts_mean_against_its_concentration(tmp_path):
+    config = dataclasses.replace(rendered.RenderedConfig(), **rendered.SMOKE)
+    experiment = rendered.build(config)
+    parts = experiment.metadata["effective_concentration"]["parts"]
+    summary = {
+        "variants": {
+            variant: {
+                f"{level}/part_linear_r2/{part}": {"mean": 0.5, "sd": sd, "n": 2}
+                for level in ("backbone", "projector")
+                for part in parts
+            }
+            for variant, sd in (("aninfonce", 0.1), ("infonce", None))
+        }
+    }
+    (path,) = experiment.seeds_plots(summary, tmp_path, title="preset quick")
+    assert path == tmp_path / "r2_by_concentration.png" and path.stat().st_size > 1000
