@@ -33,7 +33,7 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, trained_decoder
 from aninfonce_tf.encoders import small_cnn
-from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
 
 
 @dataclasses.dataclass
@@ -85,11 +85,6 @@ class MnistVaeConfig(RunConfig):
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
-
-
-# What every preset's conclusions rest on, read at its final step (`steps`): the MCC
-# and linear R^2 of the paper, and the R^2 of the high- and low-concentration blocks.
-PRIMARY_SCORES = ("mcc", "linear_r2", "block_r2/high", "block_r2/low")
 
 
 def build(config: MnistVaeConfig) -> Experiment:

@@ -30,7 +30,7 @@ from aninfonce_tf.data.synthetic import (
     concentration_from_spec,
 )
 from aninfonce_tf.encoders import mlp_encoder
-from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
 
 
 @dataclasses.dataclass
@@ -117,11 +117,6 @@ class SyntheticConfig(RunConfig):
         )
 
 
-# What every preset's conclusions rest on, read at its final step (`steps`): the MCC
-# and linear R^2 of the paper, and the R^2 of the high- and low-concentration blocks.
-PRIMARY_SCORES = ("mcc", "linear_r2", "block_r2/high", "block_r2/low")
-
-
 def build_setup(config: SyntheticConfig) -> SyntheticSetup:
     """The data of the experiment: latents, positives and the generator of `config`."""
     return SyntheticSetup(
@@ -204,7 +199,6 @@ SMOKE = dict(
 )
 
 __all__ = [
-    "PRIMARY_SCORES",
     "PRESETS",
     "SMOKE",
     "SyntheticConfig",

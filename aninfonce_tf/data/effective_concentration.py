@@ -30,15 +30,10 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, sample_latents
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, PARTS, sample_latents
 
 # Estimates are capped here: a part that no pair changes has an infinite Lambda_eff.
 MAX_EFFECTIVE_CONCENTRATION = 1e4
-PARTS = tuple(
-    part
-    for name in CONTINUOUS
-    for part in ((f"{name}_cos", f"{name}_sin") if LATENTS[name].circular else (name,))
-)
 HUES = tuple(name for name in CONTINUOUS if name.endswith("_hue"))
 
 
@@ -149,7 +144,6 @@ def effective_blocks(concentration: Mapping[str, float]) -> dict[str, tuple[str,
 
 __all__ = [
     "MAX_EFFECTIVE_CONCENTRATION",
-    "PARTS",
     "effective_blocks",
     "effective_concentration",
     "latent_parts",

@@ -83,6 +83,25 @@ LATENTS = {
 }
 LATENT_NAMES = tuple(LATENTS)
 CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classes)
+
+
+def part_names(names, specs: Mapping[str, Latent] = LATENTS) -> tuple[str, ...]:
+    """The parts of the continuous latents `names` that are scored apart: a circular
+    latent's `<name>_cos` and `<name>_sin`, the others themselves.
+
+    Example:
+
+    >>> part_names(["x", "rotation"])
+    ('x', 'rotation_cos', 'rotation_sin')
+    """
+    return tuple(
+        part
+        for name in names
+        for part in ((f"{name}_cos", f"{name}_sin") if specs[name].circular else (name,))
+    )
+
+
+PARTS = part_names(CONTINUOUS)
 # The object has value 1, the background BACKGROUND_SATURATION_VALUE: whatever the
 # hues, the brightest channel tells object from background.
 BACKGROUND_SATURATION_VALUE = (0.6, 0.45)
@@ -211,9 +230,11 @@ __all__ = [
     "EXTENT",
     "LATENTS",
     "LATENT_NAMES",
+    "PARTS",
     "SHAPES",
     "Latent",
     "latent_matrix",
+    "part_names",
     "render",
     "sample_latents",
 ]

@@ -178,6 +178,11 @@ def identifiability_scores(
     return scores
 
 
+# The scores a synthetic or VAE preset's conclusions rest on, read at its final step:
+# the paper's MCC and linear R^2, and the R^2 of the high- and low-concentration blocks.
+PRIMARY_SCORES = ("mcc", "linear_r2", "block_r2/high", "block_r2/low")
+
+
 class IdentifiabilityEvaluator:
     """Scores a `ContrastiveModel`'s unscaled embeddings (its "projector" level,
     `features.level_features`) against true latents; an `Evaluator`.

@@ -33,7 +33,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.renderer import LATENTS, Latent
+from aninfonce_tf.data.renderer import LATENTS, Latent, part_names
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 from aninfonce_tf.evaluation.probes import (
     UNDIRECTED_SCORES,
@@ -64,16 +64,6 @@ def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> d
         else:
             targets[name] = values[:, None]
     return targets
-
-
-def part_names(names: Sequence[str], specs: Mapping[str, Latent] = LATENTS) -> list[str]:
-    """The columns of `latent_targets` of the continuous latents `names`: a circular
-    latent's `<name>_cos` and `<name>_sin`, the others themselves."""
-    return [
-        part
-        for name in names
-        for part in ((f"{name}_cos", f"{name}_sin") if specs[name].circular else (name,))
-    ]
 
 
 def split_indices(count: int, seed: int = 0, fractions=SPLIT) -> tuple[np.ndarray, ...]:
@@ -156,7 +146,7 @@ def latent_scores(
     columns = np.cumsum([0] + [targets[name].shape[1] for name in names])
     matrix = np.concatenate([targets[name] for name in names], axis=1)
 
-    parts = part_names(names, specs)
+    parts = list(part_names(names, specs))
     unknown = sorted({m for ms in (blocks or {}).values() for m in ms} - set(names) - set(parts))
     if unknown:
         raise ValueError(f"`blocks` name {unknown}, neither latents nor parts {parts}.")
@@ -313,6 +303,5 @@ __all__ = [
     "kernel_ridge_r2",
     "latent_scores",
     "latent_targets",
-    "part_names",
     "split_indices",
 ]

@@ -9,14 +9,13 @@ import pytest
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.effective_concentration import (
     MAX_EFFECTIVE_CONCENTRATION,
-    PARTS,
     effective_blocks,
     effective_concentration,
     latent_parts,
     view_latents,
 )
 from aninfonce_tf.data.rendered import RenderedPairs
-from aninfonce_tf.data.renderer import CONTINUOUS, render, sample_latents
+from aninfonce_tf.data.renderer import CONTINUOUS, PARTS, render, sample_latents
 
 # No crop, jitter, grayscale or flip unless a test turns one on.
 STILL = SimCLRAugment(

@@ -8,9 +8,9 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
-from aninfonce_tf.data.effective_concentration import PARTS, effective_blocks
+from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, PARTS
 from tests.support import check_run, load_recipe, printed_table_columns
 
 FIGURES = ["curves", "positive_pairs", "latent_r2", "r2_by_concentration", "lambda_hat"]
