@@ -60,13 +60,10 @@ if tensorflow_notices.command_line():
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.options import without_autotune
 from aninfonce_tf.encoders import mlp_encoder, resnet18_cifar, resnet50, small_cnn
-from aninfonce_tf.evaluation.callbacks import (
-    EvaluationCallback,
-    StopOnNonFiniteLoss,
-    TrainingLogger,
-)
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
 from aninfonce_tf.loss_variants import register_loss

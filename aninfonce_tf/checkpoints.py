@@ -30,6 +30,7 @@ import math
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,6 +47,9 @@ _NULL_NOTE = (
     "loss or a score that could not be computed, and are written as null"
 )
 _CHECKPOINT = re.compile(r"step-(\d+)\.weights\.h5")
+# Seconds after which a shared write's temporary that nothing has written to is a
+# killed writer's (a live write touches its file far more often).
+STALE_TEMPORARY_SECONDS = 3600.0
 
 
 def replace_atomically(
@@ -59,7 +63,9 @@ def replace_atomically(
     The temporary name keeps `path`'s suffixes (`.keras`, `.weights.h5`), which
     Keras' writers check. With `shared` (a file that several processes may write at
     once, such as a cache that runs share) each write has a temporary of its own,
-    deleted when the write fails: each rename puts a whole file in place.
+    deleted when the write fails: each rename puts a whole file in place; the
+    temporaries of `path` left by writers killed before they could delete theirs
+    (untouched for `STALE_TEMPORARY_SECONDS`) are deleted first.
 
     Raises:
         OutOfSpace: when fewer than `needed` bytes (an estimate of the file's size;
@@ -72,6 +78,8 @@ def replace_atomically(
     # file private to its user) for a file others may read.
     own = f"{uuid.uuid4().hex}-" if shared else ""
     temporary = path.with_name(f".partial-{own}{path.name}")
+    if shared:
+        _remove_stale_temporaries(path)
     with room_for(path, temporary, needed):
         try:
             write(temporary)
@@ -89,6 +97,20 @@ def replace_atomically(
         finally:
             os.close(directory)
     return path
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Deletes the temporaries of shared writes of `path` (`.partial-<uuid>-<name>`)
+    that nothing has written to for `STALE_TEMPORARY_SECONDS`."""
+    if not path.parent.is_dir():
+        return
+    shared = re.compile(rf"\.partial-[0-9a-f]{{32}}-{re.escape(path.name)}")
+    oldest = time.time() - STALE_TEMPORARY_SECONDS
+    for temporary in path.parent.iterdir():
+        if shared.fullmatch(temporary.name):
+            with contextlib.suppress(FileNotFoundError):  # another writer's cleaning too
+                if temporary.stat().st_mtime < oldest:
+                    temporary.unlink()
 
 
 def replace_directory_atomically(

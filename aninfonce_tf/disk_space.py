@@ -33,6 +33,12 @@ class OutOfSpace(UsageError):
         path: the file (or directory) that was to be written.
         needed: the bytes it needs (an estimate; 0: unknown).
         free: the bytes free on its disk.
+
+    Example:
+
+    >>> error = OutOfSpace(Path("run/seed_0/results.json"), 0, 512)
+    >>> isinstance(error, UsageError), str(error)
+    (True, 'No space left in run/seed_0 for results.json: 512 are free. Free space or pass another --out; the run resumes.')
     """
 
     def __init__(self, path: Path, needed: int, free: int):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from aninfonce_tf.functional import check_temperature
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import (
     CONCENTRATIONS,
@@ -33,25 +34,58 @@ class LossOptions:
         ensemble_temperatures: temperatures of the ensemble variants. For AnInfoNCE
             they become global concentration multipliers centred on the learned
             Lambda_hat (divided by their median).
-        initial_concentration: Lambda_hat's start (variants that learn one).
+        initial_concentration: Lambda_hat's start (variants that learn one); None:
+            1 / `infonce_temperature`, so that AnInfoNCE starts as InfoNCE
+            (`starting_concentration`).
         parametrization: Lambda_hat's parametrisation.
         seed: seed of Lambda_hat's initial noise.
         block_size: the losses' `block_size` (None: dense).
+
+    Example:
+
+    >>> options = LossOptions(infonce_temperature=0.1)
+    >>> loss, scaling = loss_variant("infonce", **dataclasses.asdict(options))
+    >>> type(loss).__name__, loss.temperature, scaling
+    ('InfoNCE', 0.1, None)
     """
 
     normalized: bool = True
     infonce_temperature: float = 0.2
     hard_negative_beta: float = 0.5
     ensemble_temperatures: Sequence[float] = (0.05, 0.1, 0.5)
-    initial_concentration: float = 5.0
+    initial_concentration: float | None = None
     parametrization: str = "exp"
     seed: int | None = None
     block_size: int | None = None
 
+    @property
+    def starting_concentration(self) -> float:
+        """`initial_concentration`, or 1 / `infonce_temperature` without one.
+
+        Raises:
+            ValueError: naming `infonce_temperature` when it gives none.
+
+        Example:
+
+        >>> LossOptions(infonce_temperature=0.5).starting_concentration
+        2.0
+        """
+        if self.initial_concentration is not None:
+            return self.initial_concentration
+        (temperature,) = check_temperature(self.infonce_temperature, "infonce_temperature")
+        return 1.0 / temperature
+
 
 @dataclasses.dataclass(frozen=True)
 class LossVariant:
-    """A registered loss variant: a loss class and the fixed options it is built with."""
+    """A registered loss variant: a loss class and the fixed options it is built with.
+
+    Example:
+
+    >>> variant = LOSS_VARIANTS["aninfonce_isotropic"]
+    >>> variant.loss_class.__name__, variant.learns_concentration, variant.anisotropic
+    ('IsotropicAnInfoNCE', True, False)
+    """
 
     loss_class: type[ContrastiveLoss]
     options: Mapping = dataclasses.field(default_factory=dict)

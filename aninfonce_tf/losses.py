@@ -96,11 +96,11 @@ class ContrastiveLoss(keras.losses.Loss):
         """The Lambda_hat layer a model training this loss holds (None: none)."""
         if cls.concentration == "isotropic":
             return DiagonalScaling(
-                options.initial_concentration, parametrization=options.parametrization, tied=True
+                options.starting_concentration, parametrization=options.parametrization, tied=True
             )
         if cls.concentration == "diagonal":
             return DiagonalScaling(
-                options.initial_concentration,
+                options.starting_concentration,
                 parametrization=options.parametrization,
                 initial_noise=0.1,
                 seed=options.seed,

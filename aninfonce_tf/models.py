@@ -7,6 +7,8 @@ updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rat
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import tensorflow as tf
 from keras import ops
@@ -41,6 +43,16 @@ class _EpochsWithSteps(keras.callbacks.Callback):
         self.epochs_with_steps += bool(logs and "loss" in logs)
 
 
+@functools.cache  # once per process, not at every compile
+def _say_default_concentration_optimizer() -> None:
+    print(
+        "Lambda_hat trains with its own Adam(learning_rate="
+        f"{DEFAULT_CONCENTRATION_LEARNING_RATE}); pass `concentration_optimizer=None` "
+        "to train it with `optimizer`, or another optimizer or rate.",
+        flush=True,
+    )
+
+
 class _TwoOptimizers:
     """How a `ContrastiveModel` trains Lambda_hat with its own optimizer: the variables
     each optimizer updates, both optimizers built before `fit`, and one step's update."""
@@ -48,12 +60,7 @@ class _TwoOptimizers:
     def _default_concentration_optimizer(self) -> float | None:
         if self.scaling is None or not self.scaling.trainable:
             return None
-        print(
-            "Lambda_hat trains with its own Adam(learning_rate="
-            f"{DEFAULT_CONCENTRATION_LEARNING_RATE}); pass `concentration_optimizer=None` "
-            "to train it with `optimizer`, or another optimizer or rate.",
-            flush=True,
-        )
+        _say_default_concentration_optimizer()
         return DEFAULT_CONCENTRATION_LEARNING_RATE
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):

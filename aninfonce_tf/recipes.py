@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from aninfonce_tf import sweep
 from aninfonce_tf.runner import cli
+from aninfonce_tf.tensorflow_notices import RECIPE_SCRIPTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,16 @@ class Recipe:
         examples: two `(flags, what they do)` of the epilog of `--help`.
         command: the command line over the config module (`runner.cli.main`'s
             arguments and result).
+
+    Example:
+
+    >>> recipe = Recipe("photos", "Patches of photos.", (("--smoke", "tiny"), ("--seeds 0,1", "two")))
+    >>> recipe.summary()
+    'Patches of photos.'
+    >>> print(recipe.epilog())
+    examples:
+      %(prog)s --smoke       # tiny
+      %(prog)s --seeds 0,1   # two
     """
 
     config: str
@@ -120,7 +132,9 @@ scored by class accuracy and augmentation readout.""",
 CIFAR10: AnInfoNCE vs InfoNCE with ResNet-18 in SimSiam's setting.
 
 The setting the paper's CIFAR10 result follows: SGD with momentum 0.9 at 0.03 x B / 256,
-cosine, PyTorch's L2 weight decay 5e-4, batch 512, 800 epochs, synchronised batch norm.
+cosine, PyTorch's L2 weight decay 5e-4, batch 512, 800 epochs, synchronised batch norm,
+temperature 0.5 (SimCLR's CIFAR10 command). Probes on 10,000 images monitor training; the
+final step adds SimCLR's linear evaluation on all 50,000 training images (--linear-eval-*).
 Needs tfds' cifar10 prepared (--data-dir) and a GPU.""",
         (
             ("--smoke", "end to end on tfds' mock data, < 1 min"),
@@ -130,12 +144,14 @@ Needs tfds' cifar10 prepared (--data-dir) and a GPU.""",
     "imagenet": Recipe(
         "imagenet",
         """\
-ImageNet: AnInfoNCE vs InfoNCE with ResNet-50 v1.5 in SimCLR's setting.
+ImageNet: AnInfoNCE vs InfoNCE with ResNet-50 v1.5 in SimCLR v1's setting.
 
-LARS at 0.3 x B / 256 with a 10-epoch warm-up then cosine, weight decay 1e-6, temperature
-0.1, a projector with batch norm, jitter strength 1.0 and blur, 100 epochs at batch 1024
-(--preset mocov2: MoCo v2's views). Needs tfds' imagenet2012 built (--data-dir) and a TPU
-or several GPUs.""",
+SimCLR v1: LARS at 0.075 x sqrt(B) (SimCLR's square-root scaling below batch 4096) with a
+10-epoch warm-up then cosine, weight decay 1e-6, temperature 0.1, the 2-layer projection
+head with batch norm, jitter strength 1.0 and blur, 100 epochs at batch 1024 (--preset
+mocov2: MoCo v2's views). The final step adds SimCLR's linear evaluation on every training
+image's 0.875 centre crop (--linear-eval-split 10pct: its 10 % subset). Needs tfds'
+imagenet2012 built (--data-dir) and a TPU or several GPUs.""",
         (
             ("--smoke", "end to end on tfds' mock data, < 1 min"),
             ("--strategy tpu --tpu grpc://ADDRESS --data-dir gs://BUCKET/DIR", "a TPU"),
@@ -161,16 +177,20 @@ def run(name: str, argv=None, prog: str | None = None):
 
 
 def script_command(name: str) -> str:
-    """The command that runs the script of recipe `name`: `python` and the script as
-    typed when it is the running one, else as run from the repository's root.
+    """The command that runs recipe `name` as this program was run: `python` and the
+    script as typed (shell-quoted) when the program is `NAME.py` in the repository's
+    `recipes/`, else `python -m aninfonce_tf NAME` (a program of the user's, or the
+    package installed without the repository).
 
     Example:
 
-    >>> script_command("photos")
-    'python recipes/photos.py'
+    >>> script_command("photos")  # here run by pytest, not by recipes/photos.py
+    'python -m aninfonce_tf photos'
     """
-    script = Path(sys.argv[0]) if sys.argv else Path()
-    return f"python {script if script.name == f'{name}.py' else f'recipes/{name}.py'}"
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script and script.name == f"{name}.py" and script.resolve().parent == RECIPE_SCRIPTS:
+        return f"python {shlex.quote(str(script))}"
+    return f"python -m aninfonce_tf {name}"
 
 
 __all__ = ["RECIPES", "Recipe", "run", "script_command"]

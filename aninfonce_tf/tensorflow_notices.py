@@ -7,16 +7,26 @@ copy of TensorFlow's `port.cc`, whose static initialiser logs it through absl be
 descriptor 2 under a "WARNING: All log messages before absl::InitializeLog()" line.
 Only TF_ENABLE_ONEDNN_OPTS=0 turns it off, and that changes the numerics. So the command
 line (`python -m aninfonce_tf`, the `aninfonce-tf` script, `python recipes/NAME.py`)
-imports TensorFlow with descriptor 2 pointed at a temporary file, then writes back every
-captured line that is not one of `NOTICES`: an error while importing is never hidden.
-`TF_CPP_MIN_LOG_LEVEL=0` shows the notices. A program that imports the package keeps
-its stderr as it is.
+imports TensorFlow with descriptor 2 pointed at a pipe, which a small process of its own
+reads (this file run as a script: `pass_on`), passing every line that is not one of
+`NOTICES` on to stderr as it arrives: an error while importing is never hidden, even
+when the import crashes right after writing it (the reader is another process, which
+reads what is left in the pipe after this one dies; a thread of this one could not run
+while TensorFlow's C++ start-up holds the GIL). A missing GPU driver ("Could not find
+cuda drivers") is not a notice: it is shown. `TF_CPP_MIN_LOG_LEVEL=0` shows the
+notices. A program that imports the package keeps its stderr as it is.
 
 Example:
 
->>> print(without_notices("I0000 port.cc:153] oneDNN custom operations are on.\\nan error\\n"))
-an error
-<BLANKLINE>
+>>> import io
+>>> read, write = os.pipe()
+>>> _ = os.write(write, b"I0000 port.cc:153] oneDNN custom operations are on.\\nan error\\n")
+>>> os.close(write)
+>>> out = io.BytesIO()
+>>> pass_on(read, out)
+>>> os.close(read)
+>>> out.getvalue()
+b'an error\\n'
 """
 
 from __future__ import annotations
@@ -24,13 +34,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import signal
+import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-# A part of each start-up notice of TensorFlow's: on a CPU, and from a CUDA build on a
-# machine without the GPU it looks for.
+# A part of each start-up notice of TensorFlow's: on a CPU, and from a CUDA build that
+# registers its libraries twice or finds no TensorRT.
 NOTICES = (
     "All log messages before absl::InitializeLog() is called are written to STDERR",
     "oneDNN custom operations are on",
@@ -41,11 +53,13 @@ NOTICES = (
     "Unable to register cuBLAS factory",
     "computation placer already registered",
     "TF-TRT Warning: Could not find TensorRT",
-    "Could not find cuda drivers on your machine",
 )
 # The module names `python -m` runs the command line by.
 MODULES = ("aninfonce_tf", "aninfonce_tf.__main__")
 RECIPE_SCRIPTS = Path(__file__).resolve().parent.parent / "recipes"
+# Seconds the block's end waits for the reader to pass on the last lines: longer only
+# when a process started inside the block still holds the pipe.
+READER_WAIT = 10.0
 
 
 def is_notice(line: str) -> bool:
@@ -53,9 +67,23 @@ def is_notice(line: str) -> bool:
     return any(notice in line for notice in NOTICES)
 
 
-def without_notices(text: str) -> str:
-    """`text` without the lines that are TensorFlow's start-up notices."""
-    return "".join(line for line in text.splitlines(keepends=True) if not is_notice(line))
+def pass_on(source: int = 0, out: BinaryIO | None = None) -> None:
+    """Writes each line read from the file descriptor `source` to `out` (default:
+    stderr) as soon as it is complete, but TensorFlow's start-up notices (`is_notice`),
+    until `source` ends; a last line without its newline, at the end."""
+    out = sys.stderr.buffer if out is None else out
+    pending = b""
+    while chunk := os.read(source, 1 << 16):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            _write_unless_notice(line + b"\n", out)
+    _write_unless_notice(pending, out)
+
+
+def _write_unless_notice(line: bytes, out: BinaryIO) -> None:
+    if line and not is_notice(line.decode(errors="replace")):
+        out.write(line)
+        out.flush()
 
 
 def command_line() -> bool:
@@ -73,25 +101,45 @@ def command_line() -> bool:
 
 @contextlib.contextmanager
 def notices_held_back() -> Iterator[None]:
-    """Inside the block file descriptor 2 writes to a temporary file; at its end (also
-    when it raises) what was written goes to stderr without the start-up notices."""
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no descriptor 2: nothing to hold back
-        yield
-        return
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
+    """Inside the block file descriptor 2 writes to a pipe, whose reader (`pass_on`, in
+    a process of its own) passes each line that is not a start-up notice on to stderr as
+    it arrives, also when this process crashes inside the block; at its end descriptor
+    2 is restored and the reader's last lines awaited. Without `sys.stderr`, or when
+    the reader or a descriptor cannot be made, the block runs with stderr as it is."""
+    reader = _start_reader()
+    saved = None
+    if reader is not None:
         try:
-            yield
-        finally:
+            saved = os.dup(2)
+            os.dup2(reader.stdin.fileno(), 2)
+        except OSError:  # no descriptor 2, or none left
+            if saved is not None:
+                os.close(saved)
+            saved = None
+        reader.stdin.close()  # descriptor 2 is the pipe's only writer now
+    try:
+        yield
+    finally:
+        if saved is not None:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
-            captured.seek(0)
-            sys.stderr.write(without_notices(captured.read().decode(errors="replace")))
-            sys.stderr.flush()
+        if reader is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                reader.wait(READER_WAIT)
+
+
+def _start_reader() -> subprocess.Popen | None:
+    """The process that reads the pipe on its stdin (this file as a script, which
+    imports nothing but Python's own modules), writing to this process's stderr; None
+    without a `sys.stderr`, or when it cannot start."""
+    if sys.stderr is None or not sys.executable or not Path(__file__).is_file():
+        return None
+    sys.stderr.flush()
+    try:
+        return subprocess.Popen([sys.executable, "-I", "-S", __file__], stdin=subprocess.PIPE)
+    except OSError:
+        return None
 
 
 def import_tensorflow() -> None:
@@ -109,5 +157,10 @@ __all__ = [
     "import_tensorflow",
     "is_notice",
     "notices_held_back",
-    "without_notices",
+    "pass_on",
 ]
+
+
+if __name__ == "__main__":  # the reader of `notices_held_back`; Ctrl-C is the importer's
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pass_on()

@@ -18,7 +18,12 @@ batch 4096 in ~1.5 h on 128 TPU v3 cores, i.e. ~1 day per loss on a v3-8's 8 cor
 (~2 days for the two; an extrapolation, not run here: no accelerator). On the 2-core
 CPU only `--smoke` runs.
 
-Our class probe fits on 10,000 images (10 per class); our readout is defined in
+The preset is SimCLR v1's (its 2-layer projection head, weight decay 1e-6). During
+training, a class probe on 10,000 images (10 per class) monitors it; at the final step,
+SimCLR's linear evaluation trains a linear classifier on frozen backbone features of
+the 0.875 centre crop of every training image (`--linear-eval-split 10pct`: SimCLR's
+10 % subset, tfds' imagenet2012_subset/10pct) for 90 epochs and scores it on the 50,000
+validation images (`backbone/linear_eval_accuracy`). Our readout is defined in
 `aninfonce_tf.evaluation.probes`. The paper's numbers (its ImageNet protocol is not
 public), and how to compare with them: docs/results.md, "CIFAR10 and ImageNet".
 """

@@ -1,4 +1,4 @@
-"""Helpers the tests share: the repository's root and the loader of a recipe script;
+"""What the tests share: the repository's root and the loader of a recipe script;
 the harness every Keras object of the package goes through (config round trip, saving
 inside a model, mixed precision); an evaluator that declares no score direction; and
 the checks every recipe's `--smoke` test makes of the run's outputs (`results.json`
@@ -97,8 +97,9 @@ def check_run(run_dir: Path, figures=()) -> dict:
 
 
 # The most summary scores a variant writes to TensorBoard by default (two levels of
-# features with four each; the synthetic experiment's five).
-SUMMARY_TAGS = 8
+# features with four each and the final linear evaluation; the synthetic experiment's
+# five).
+SUMMARY_TAGS = 9
 
 
 def event_files(log_dir: Path) -> dict[Path, dict[tuple[str, str], list[int]]]:
@@ -117,7 +118,8 @@ def check_tensorboard(log_dir: Path, variants: dict, figures=(), all_scores: boo
     """Every event file holds summaries; within a run (directory), the files in the
     order written hold each tag at rising steps (a resumed run's files continue its
     killed run's, no point twice); the scalars are against the training step:
-    `scores/<score>` at the evaluations' steps (each score once, none also under
+    `scores/<score>` at the steps of the evaluations that scored it (each score once,
+    a final-only one at the last evaluation; none also under
     `train/`; a few summary scores of the final ones, at most `SUMMARY_TAGS`, or every
     one with `all_scores`), `train/loss` at the loss curve's, `lambda_hat/<i>` per
     dimension of Lambda_hat; the figures are images."""
@@ -135,12 +137,12 @@ def check_tensorboard(log_dir: Path, variants: dict, figures=(), all_scores: boo
     for name, result in variants.items():
         tags = runs[log_dir / name]
         scalars = {tag: steps for (tag, plugin), steps in tags.items() if plugin == "scalars"}
-        evaluations = [point["step"] for point in result["curve"]]
         final = scalar_items({k: v for k, v in result.items() if k not in RUN_ENTRIES})
         logged = [score for score in final if f"scores/{score}" in scalars]
         assert logged == list(final) if all_scores else 0 < len(logged) <= SUMMARY_TAGS, logged
         for score in logged:
-            assert scalars.pop(f"scores/{score}") == evaluations, (name, score)
+            scored = [point["step"] for point in result["curve"] if score in scalar_items(point)]
+            assert scalars.pop(f"scores/{score}") == scored, (name, score)
         losses = [point["step"] for point in result["loss_curve"]]
         assert losses and scalars["train/loss"] == losses, name
         assert all(steps == losses for tag, steps in scalars.items() if tag.startswith("train/"))

@@ -3,7 +3,9 @@
 The table lists these cases by name; `test_the_docs_table_lists_every_case`
 keeps the two in step."""
 
+import contextlib
 import dataclasses
+import io
 import json
 import re
 import typing
@@ -24,15 +26,18 @@ from aninfonce_tf import (
     functional,
     runner,
 )
-from aninfonce_tf.checkpoints import Backup, read_json
+from aninfonce_tf.checkpoints import Backup, read_json, write_json
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic
+from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import VAE, digit_images, trained_decoder
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.evaluation.targets import parse_targets
+from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.loss_variants import loss_variant
+from aninfonce_tf.runner.lock import lock_run_directory
 from tests import test_functional, test_models
 from tests.support import ROOT, UndeclaredEvaluator
 
@@ -73,6 +78,41 @@ def _run_recipe(module, tmp_path, **overrides):
 def _other_out(tmp_path):
     _run(tmp_path, steps=20, losses="aninfonce")
     _run(tmp_path, steps=20, losses="aninfonce", seed=1)
+
+
+# The synthetic recipe's command line, as the run directory's cases run it.
+COMMAND = ["--smoke", "--losses", "aninfonce", "--export", "false"]
+
+
+def _command(out) -> None:
+    """Runs the synthetic recipe's command line into `out`, which must end in one line on
+    stderr and exit status 2; raises that line as a `UsageError`."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as stop:
+        runner.main(synthetic, [*COMMAND, "--out", str(out)])
+    assert stop.value.code == 2 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
+    raise UsageError(stderr.getvalue().strip())
+
+
+def _locked_out(tmp_path):
+    with lock_run_directory(tmp_path):
+        _command(tmp_path)
+
+
+def _out_of_others(tmp_path):
+    (tmp_path / "figure.png").write_bytes(b"\x89PNG")
+    (tmp_path / "results.json").write_text(json.dumps({"accuracy": 0.9}))
+    _command(tmp_path)
+
+
+def _corrupt_json_in_out(tmp_path):
+    config, _ = runner.parse_config(synthetic.PRESETS, COMMAND, smoke=synthetic.SMOKE)
+    (tmp_path / "config.json").write_text('{"run": {,}')
+    with pytest.raises(UsageError, match="config.json does not read as JSON .*: pass a new --out"):
+        _command(tmp_path)
+    write_json(tmp_path / "config.json", dataclasses.asdict(config))
+    (tmp_path / "results.json").write_text('{"run": {,}')
+    _command(tmp_path)
 
 
 def _damaged_vae_cache(tmp_path):
@@ -275,9 +315,11 @@ CASES = {
     "a --stop-at `=` target of the augmentation readout": (
         lambda p: _run_recipe(photos, p, stop_at="backbone/augmentation_readout=0.6"),
         ValueError,
-        "`stop_at` target backbone/augmentation_readout=0.6 has no direction: neither higher "
-        "nor lower is better.*write backbone/augmentation_readout>=0.6 or "
-        "backbone/augmentation_readout<=0.6",
+        re.escape(
+            "`stop_at` target backbone/augmentation_readout=0.6 has no direction: neither "
+            "higher nor lower is better for it (its evaluator's `undirected_scores`); write "
+            "backbone/augmentation_readout>=0.6 or backbone/augmentation_readout<=0.6."
+        ),
     ),
     "--vae-steps 0 or negative": (
         lambda _: _smoke(mnist_vae, vae_steps=0).validate(),
@@ -309,7 +351,33 @@ CASES = {
         ValueError,
         "`patches_per_photo` must be at least 1",
     ),
+    "--linear-eval-split 10pct off ImageNet (cifar10)": (
+        lambda p: _run_recipe(cifar10, p, linear_eval_split="10pct"),
+        ValueError,
+        "`linear_eval_split` 10pct is SimCLR's subset of ImageNet's training images, which "
+        "cifar10 lacks: pass --linear-eval-split train",
+    ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
+    "an --out in use by another run (locked)": (
+        _locked_out,
+        UsageError,
+        "is in use by another run \\(pid \\d+ on .+, started .+\\): wait for it to end, or "
+        "pass another --out\\.$",
+    ),
+    "an --out holding other files": (
+        _out_of_others,
+        UsageError,
+        re.escape(
+            "holds files that are not a run of aninfonce_tf (figure.png, results.json; no "
+            "config.json): pass a new --out, or an empty one."
+        ),
+    ),
+    "a corrupt config.json or results.json in --out": (
+        _corrupt_json_in_out,
+        UsageError,
+        "results.json does not read as JSON \\(Expecting property name .*\\): delete it, or pass "
+        "a new --out\\.$",
+    ),
     "a --batch-size over TensorFlow's int32 limit": (
         lambda p: _run(p, batch_size=2**31),
         ValueError,
@@ -410,7 +478,7 @@ def _refused_then_corrected(tmp_path, capsys):
     # Fields of every run's config, and of the experiment's own; some failed after the
     # first evaluation.
     for refused in (
-        dict(initial_concentration=0.0),
+        dict(initial_concentration=-1.0),
         dict(seed=2**32),
         dict(embedding_dim=3),
         dict(eval_size=1),
@@ -452,6 +520,7 @@ ZERO_IS_A_SETTING = {
     "epochs",
     "warmup_epochs",
     "eval_epochs",
+    "linear_eval_epochs",
 }
 
 

@@ -1,5 +1,5 @@
 """Backups that workers resume at one step, and files replaced atomically down to the
-directory entry."""
+directory entry, the stale temporaries of killed shared writes deleted."""
 
 import os
 import shutil
@@ -162,6 +162,22 @@ def test_a_replaced_file_and_then_its_directory_reach_the_disk(tmp_path, monkeyp
     path = replace_atomically(tmp_path / "a.json", lambda temporary: temporary.write_text("1"))
     assert path.read_text() == "1"
     assert synced == [("fsync", False), ("replace", None), ("fsync", True)]
+
+
+def test_a_shared_write_deletes_the_stale_temporaries_of_killed_writers_of_its_file(tmp_path):
+    killed = tmp_path / f".partial-{'a' * 32}-decoder.keras"  # SIGKILL: no cleaning up
+    writing = tmp_path / f".partial-{'b' * 32}-decoder.keras"  # another writer, at work
+    other = tmp_path / f".partial-{'c' * 32}-settings.json"  # another file's
+    mine = tmp_path / ".partial-decoder.keras"  # a write of one name per file
+    hours_ago = os.stat(tmp_path).st_mtime - 2 * checkpoints.STALE_TEMPORARY_SECONDS
+    for path in (killed, writing, other, mine):
+        path.write_bytes(b"part of a file")
+        if path is not writing:
+            os.utime(path, (hours_ago, hours_ago))
+    replace_atomically(tmp_path / "decoder.keras", lambda t: t.write_bytes(b"whole"), shared=True)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["decoder.keras", writing.name, other.name, mine.name]
+    )
 
 
 class _Interrupt(keras.callbacks.Callback):

@@ -1,6 +1,7 @@
 """The open set of losses: the registry, the learned isotropic control, and a loss
 defined in this file (not in the package) trained by `fit` and run by a recipe."""
 
+import importlib
 import json
 
 import keras
@@ -20,6 +21,7 @@ from aninfonce_tf import (
     register_loss,
 )
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
+from aninfonce_tf.recipes import RECIPES
 from aninfonce_tf.runner import run_directory
 from tests.support import load_recipe
 
@@ -208,3 +210,34 @@ def test_a_loss_without_a_blockwise_form_refuses_a_block_size(decoupled):
     with pytest.raises(ValueError, match="'decoupled' has no blockwise form"):
         loss_variant(decoupled, block_size=64)
     assert loss_variant("aninfonce", block_size=64)[0].block_size == 64
+
+
+# The presets that start Lambda_hat at a value of their own: tuned to start below every
+# true Lambda of their data (docs/tuning.md, point 1), not where InfoNCE is.
+OWN_START = {
+    ("synthetic", "quick"): 5.0,
+    ("synthetic", "paper-linear"): 2.0,
+    ("synthetic", "paper-two-valued"): 2.0,
+    ("synthetic", "content-style"): 5.0,
+    ("mnist_vae", "digits"): 5.0,
+    ("mnist_vae", "mnist"): 5.0,
+}
+
+
+def test_every_preset_starts_anisotropic_lambda_hat_at_one_over_its_infonce_temperature():
+    seen = set()
+    for recipe in RECIPES.values():
+        module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
+        for preset, config in module.PRESETS.items():
+            _, scaling = loss_variant("aninfonce", **config.resolved().loss_options())
+            expected = OWN_START.get((recipe.config, preset), 1 / config.infonce_temperature)
+            assert scaling.initial_concentration == pytest.approx(expected), (recipe, preset)
+            seen.add((recipe.config, preset))
+    assert set(OWN_START) <= seen
+    # The images' presets, AnInfoNCE and InfoNCE start equal: CIFAR10 at tau 0.5, ImageNet 0.1.
+    assert {("cifar10", "cifar10"), ("imagenet", "imagenet"), ("photos", "photos")} <= seen
+    # A flag still sets it; 0 derives it again.
+    _, scaling = loss_variant("aninfonce", initial_concentration=3.0, infonce_temperature=0.1)
+    assert scaling.initial_concentration == 3.0
+    _, scaling = loss_variant("aninfonce_isotropic", infonce_temperature=0.1)
+    assert scaling.initial_concentration == pytest.approx(10.0)

@@ -18,6 +18,7 @@ from aninfonce_tf import (
     InfoNCE,
     distribute,
     export_encoder,
+    models,
     projection_head,
 )
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback
@@ -223,7 +224,7 @@ def test_bad_model_arguments_raise():
         ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))
     with pytest.raises(TypeError, match="loss"):
         _model().compile(loss="mse")
-    # True was Adam at a rate of 1.0; -0.05 made the loss rise.
+    # A boolean is refused, not read as a rate of 1.0; a rate must be finite, not negative.
     with pytest.raises(TypeError, match="concentration_optimizer"):
         _model().compile(concentration_optimizer=True)
     for rate in (-0.05, float("nan"), float("inf")):
@@ -591,9 +592,12 @@ def test_a_dataset_of_features_and_labels_is_refused_before_tracing():
 
 
 def test_lambda_hat_gets_its_own_optimizer_unless_told_otherwise(capsys):
+    models._say_default_concentration_optimizer.cache_clear()  # said once per process
     defaulted = _model()
     defaulted.compile(keras.optimizers.Adam(1e-4))
     assert "own Adam(learning_rate=0.01)" in capsys.readouterr().out
+    _model().compile(keras.optimizers.Adam(1e-4))
+    assert capsys.readouterr().out == ""  # not again
     optimizer = defaulted.concentration_optimizer
     assert isinstance(optimizer, keras.optimizers.Adam) and optimizer is not defaulted.optimizer
     assert float(optimizer.learning_rate) == pytest.approx(0.01)

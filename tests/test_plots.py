@@ -9,7 +9,7 @@ from aninfonce_tf import plots
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.runner import Experiment, figure_title
-from aninfonce_tf.runner.report import write_plots
+from aninfonce_tf.runner.report import write_plots, write_seeds_figures
 
 
 @pytest.fixture
@@ -72,14 +72,29 @@ def test_scores_over_training_have_fixed_ranges_and_chance_lines(saved_figures, 
     assert [t.get_text() for t in figure.legends[0].get_texts()] == ["AnInfoNCE", "chance"]
 
 
-def test_a_runs_curves_draw_the_chance_of_its_class_probes(saved_figures, tmp_path):
+def _three_class_experiment() -> Experiment:
     labels = np.arange(12) % 3
     images = np.zeros((12, 4, 4, 3), "float32")
     evaluator = ImageProbeEvaluator(images, labels, images, labels, images, {})
     experiment = Experiment(lambda start: None, lambda: None, [evaluator])
     experiment.curve_keys = ("backbone/class_accuracy", "backbone/augmentation_readout")
+    return experiment
+
+
+def test_a_runs_curves_draw_the_chance_of_its_class_probes(saved_figures, tmp_path):
     points = [{"step": 10, "backbone": {"class_accuracy": 0.5, "augmentation_readout": 0.6}}]
-    write_plots({"aninfonce": {"curve": points}}, experiment, tmp_path)
+    write_plots({"aninfonce": {"curve": points}}, _three_class_experiment(), tmp_path)
+    (figure,) = saved_figures
+    accuracy, readout = figure.axes
+    assert _chance_lines(accuracy) == [pytest.approx(1 / 3)]
+    assert _chance_lines(readout) == [pytest.approx(0.5)]
+
+
+def test_the_seeds_figure_draws_the_chance_of_the_class_probes_too(saved_figures, tmp_path):
+    entry = {"mean": 0.5, "sd": 0.01, "n": 3}
+    scores = {"backbone/class_accuracy": entry, "backbone/augmentation_readout": entry}
+    summary = {"seeds": [0, 1, 2], "variants": {"aninfonce": scores}}
+    write_seeds_figures(summary, _three_class_experiment(), tmp_path, "photos", False)
     (figure,) = saved_figures
     accuracy, readout = figure.axes
     assert _chance_lines(accuracy) == [pytest.approx(1 / 3)]

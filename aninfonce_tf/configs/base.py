@@ -52,7 +52,16 @@ RUN_GROUPS = {
 
 class UsageError(ValueError):
     """A setting that cannot run, found before training: the recipes print it as one
-    line and exit with status 2, as argparse does for a bad flag."""
+    line and exit with status 2, as argparse does for a bad flag.
+
+    Example:
+
+    >>> with as_usage_errors():
+    ...     RunConfig(steps=0).validate()
+    Traceback (most recent call last):
+    ...
+    aninfonce_tf.configs.base.UsageError: `steps` (0) must be a positive multiple of `eval_every` (500).
+    """
 
 
 @contextlib.contextmanager
@@ -176,7 +185,9 @@ class RunConfig:
         "exp", "Lambda_hat as a function of its variable", PARAMETRIZATIONS
     )
     initial_concentration: float = option(
-        5.0, "Lambda_hat's start; start below every true Lambda (docs/tuning.md, point 1)"
+        0.0,
+        "Lambda_hat's start; 0: 1 / infonce_temperature, so that AnInfoNCE starts as the "
+        "InfoNCE baseline; start below every true Lambda (docs/tuning.md, point 1)",
     )
     infonce_temperature: float = option(0.2, "temperature of the InfoNCE baseline")
     hard_negative_beta: float = option(0.5, "beta of the *_hard_negatives loss variants")
@@ -279,7 +290,7 @@ class RunConfig:
             infonce_temperature=self.infonce_temperature,
             hard_negative_beta=self.hard_negative_beta,
             ensemble_temperatures=split_list(self.ensemble_temperatures, float),
-            initial_concentration=self.initial_concentration,
+            initial_concentration=self.initial_concentration or None,
             parametrization=self.parametrization,
             block_size=self.loss_block_size or None,
         )
@@ -299,6 +310,7 @@ class RunConfig:
             "concentration_learning_rate",
             "weight_decay",
             "l2_weight_decay",
+            "initial_concentration",  # 0: 1 / infonce_temperature
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")

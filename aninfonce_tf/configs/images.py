@@ -15,16 +15,22 @@ images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
 (the validation images exactly, the training images about).
 
+These probes monitor training. The CIFAR10 and ImageNet presets end with the
+standard evaluation, SimCLR's linear classifier on frozen backbone features of every
+training image (`configs.linear_evaluation`), at the final step only; `results.json`
+records its protocol (`linear_evaluation`). The training images are read in a new
+order each epoch (`configs.image_data`).
+
 Each recipe's config module holds its `PRESETS` and `SMOKE` over `ImageConfig`.
 The CIFAR10 and ImageNet presets give their length, warm-up, evaluation period and
 learning rate in the papers' terms (`epochs`, `warmup_epochs`, `eval_epochs`,
-`base_learning_rate` per 256 pairs), so that another `--batch-size` keeps the
-schedule: `ImageConfig.resolved` sets the steps and the learning rate from them.
+`base_learning_rate` with its `learning_rate_scaling`), so that another
+`--batch-size` keeps the schedule: `ImageConfig.resolved` sets the steps and the
+learning rate from them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import warnings
@@ -33,16 +39,12 @@ import keras
 import tensorflow as tf
 
 from aninfonce_tf import plots
+from aninfonce_tf.configs import image_data
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
-from aninfonce_tf.data.datasets import (
-    PHOTO_NAMES,
-    pair_batches,
-    photo_patches,
-    tfds_image_decoder,
-    tfds_images,
-)
+from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, tfds_image_decoder
 from aninfonce_tf.data.probe_sets import (
     centre_squares,
     centre_squares_and_views,
@@ -61,6 +63,11 @@ ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
 SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 # Training examples of the tfds datasets (the photos': patches_per_photo per photo).
 TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
+# How `base_learning_rate` sets the learning rate from the batch size B (SimCLR's
+# `learning_rate_scaling`): linear, base x B / 256 (Goyal et al., 2017; SimCLR's
+# default, SimSiam's); sqrt, base x sqrt(B) (SimCLR's choice below B = 4096, where it
+# trains better; the two agree at 4096 for bases 0.3 and 0.075).
+LEARNING_RATE_SCALINGS = ("linear", "sqrt")
 # ImageNet's views are crops of the image at its full resolution, as SimCLR's, on a
 # canvas of this side per 224 pixels of view: ImageNet's photos (typically 500 x 375
 # or 500 x 333) fit in it whole; only larger ones are shrunk to fit.
@@ -70,10 +77,10 @@ CANVAS_PER_224 = 512
 # The fields that `epochs`, `eval_epochs` and `base_learning_rate` set, left to them
 # (see `ImageConfig.resolved`).
 FROM_EPOCHS = dict(steps=0, eval_every=0, learning_rate=0.0)
-# The optimisation (SimSiam's) and probe sizes of the CIFAR10 preset. The class probes
-# fit on 10,000 of CIFAR10's 50,000 training images (1,000 per class; the standard
-# protocol fits on all 50,000: `--probe-size 50000`, for about 5x the probes' fitting
-# time at each evaluation, an estimate) and are scored on its 10,000 test images.
+# The optimisation (SimSiam's) and probe sizes of the CIFAR10 preset. The class probes,
+# which monitor training, fit on 10,000 of CIFAR10's 50,000 training images (1,000 per
+# class) and are scored on its 10,000 test images; the final linear evaluation fits on
+# all 50,000 (`linear_eval_epochs`).
 SGD_COSINE = dict(
     optimizer="sgd",
     momentum=0.9,
@@ -95,21 +102,22 @@ SMOKE = dict(
     epochs=0,
     eval_epochs=0,
     warmup_epochs=0,
+    linear_eval_batch_size=32,
 )
 
 
 @dataclasses.dataclass
-class ImageConfig(RunConfig):
+class ImageConfig(LinearEvaluationConfig):
     """Every hyperparameter of the real-image experiment (see `RunConfig` for the
-    shared ones).
+    shared ones, `LinearEvaluationConfig` for those of the final evaluation).
 
     The schedule may be given in epochs: each of `epochs`, `warmup_epochs` and
     `eval_epochs`, when positive, sets `steps`, `warmup_steps` and `eval_every` to
     itself times `steps_per_epoch()` (training examples // `batch_size`), and
-    `base_learning_rate`, when positive, sets `learning_rate` to itself x
-    `batch_size` / 256, the linear scaling of SimCLR and SimSiam (Goyal et al.,
-    2017). `resolved()` sets them, after the command line's overrides; a field so
-    set must be 0 or that value, else it raises ValueError naming both.
+    `base_learning_rate`, when positive, sets `learning_rate` from the batch size as
+    `learning_rate_scaling` says (`scaled_learning_rate`). `resolved()` sets them,
+    after the command line's overrides; a field so set must be 0 or that value, else
+    it raises ValueError naming both.
 
     Example:
 
@@ -155,8 +163,15 @@ class ImageConfig(RunConfig):
     )
     base_learning_rate: float = option(
         0.0,
-        "learning rate per 256 pairs; when positive, sets learning_rate = base_learning_rate "
-        "x batch_size / 256",
+        "when positive, sets learning_rate from the batch size: base_learning_rate x "
+        "batch_size / 256 (learning_rate_scaling linear) or x sqrt(batch_size) (sqrt)",
+        group="training",
+    )
+    learning_rate_scaling: str = option(
+        "linear",
+        "how base_learning_rate scales with the batch size: linear (SimCLR's default, "
+        "SimSiam's) or sqrt (SimCLR's choice below batch 4096)",
+        LEARNING_RATE_SCALINGS,
         group="training",
     )
 
@@ -187,7 +202,9 @@ class ImageConfig(RunConfig):
             "eval_every": ("eval_epochs", self.eval_epochs * per_epoch),
             "learning_rate": (
                 "base_learning_rate",
-                self.base_learning_rate * self.batch_size / 256,
+                scaled_learning_rate(
+                    self.base_learning_rate, self.batch_size, self.learning_rate_scaling
+                ),
             ),
         }
         values = {}
@@ -224,43 +241,42 @@ class ImageConfig(RunConfig):
             self, "probe_size", FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"
         )
         require_at_least(self, "readout_size", 1)
+        self.validate_linear_evaluation(self.dataset)
 
 
-@contextlib.contextmanager
-def _data_source(config: ImageConfig):
-    if config.mock_data:
-        import tensorflow_datasets as tfds
+def scaled_learning_rate(base: float, batch_size: int, scaling: str) -> float:
+    """The learning rate of `base` at `batch_size` (`LEARNING_RATE_SCALINGS`).
 
-        with tfds.testing.mock_data(num_examples=max(64, config.batch_size)):
-            yield
-    else:
-        yield
+    Example:
 
-
-def _examples(config: ImageConfig, split: str, decode: bool = True) -> tf.data.Dataset:
-    """`{image, label}` examples of the split; tfds' images encoded with `decode=False`
-    (`tfds_images`)."""
-    if config.dataset == "photos":
-        test_per_photo = config.test_size // len(PHOTO_NAMES) + 1
-        per_photo = config.patches_per_photo if split == "train" else test_per_photo
-        images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
-        return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
-    tfds_split = {"train": "train", "test": "test" if config.dataset == "cifar10" else "validation"}
-    return tfds_images(config.dataset, tfds_split[split], config.data_dir or None, decode=decode)
+    >>> scaled_learning_rate(0.075, 1024, "sqrt"), scaled_learning_rate(0.3, 1024, "linear")
+    (2.4, 1.2)
+    """
+    if scaling not in LEARNING_RATE_SCALINGS:
+        raise ValueError(
+            f"Unknown `learning_rate_scaling` {scaling!r}; expected one of "
+            f"{LEARNING_RATE_SCALINGS}."
+        )
+    # A batch below 2 is refused by `RunConfig.validate`, which runs after this rule.
+    return base * (math.sqrt(max(batch_size, 0)) if scaling == "sqrt" else batch_size / 256)
 
 
 def build(config: ImageConfig) -> Experiment:
-    """Pairs of SimCLR views, the encoder and projector, and the probes."""
+    """Pairs of SimCLR views, the encoder and projector, the probes and, with
+    `linear_eval_epochs`, the final linear evaluation."""
     augment: SimCLRAugment = AUGMENTATION_PRESETS[config.augmentation]
     size = augment.image_size
     canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
     readout_seed = tf.constant([config.seed, 123], tf.int64)
     data_dir = config.data_dir or None
-    with _data_source(config):
+    with image_data.data_source(config):
         train_arrays, train_labels, train_pool = stratified_arrays(
-            _examples(config, "train"), config.probe_size, [config.seed, 0], centre_squares(size)
+            image_data.examples(config, "train"),
+            config.probe_size,
+            [config.seed, 0],
+            centre_squares(size),
         )
-        test = _examples(config, "test")
+        test = image_data.examples(config, "test")
         test_arrays, test_labels, test_pool = stratified_arrays(
             test,
             config.test_size,
@@ -276,13 +292,11 @@ def build(config: ImageConfig) -> Experiment:
             )
         # The training images of tfds stay encoded until `pair_batches` has skipped and
         # shuffled them.
-        train = _examples(config, "train", decode=False)
+        train = image_data.training_source(config)
         decode = (
             None if config.dataset == "photos" else tfds_image_decoder(config.dataset, data_dir)
         )
-        if config.mock_data:  # materialise while the mock is active
-            train = train.take(max(64, config.batch_size)).cache()
-            list(train)
+        final = image_data.final_evaluators(config, size, decode)
     readout = slice(config.readout_size)
     probe_test = test_arrays["image"][: config.probe_size], test_labels[: config.probe_size]
     evaluator = ImageProbeEvaluator(
@@ -300,6 +314,8 @@ def build(config: ImageConfig) -> Experiment:
         "probe_test_class_counts": class_counts(probe_test[1], test_pool),
         "readout_class_counts": class_counts(test_labels[readout], test_pool),
     }
+    final_scores = tuple(sorted(set().union(*(e.score_names(True) for e in final))))
+    protocol = {"linear_evaluation": linear_evaluation_record(config, size)} if final else {}
     units = split_list(config.projector_units, int)
     shape = (size, size, 3)
     encoders = {
@@ -312,10 +328,7 @@ def build(config: ImageConfig) -> Experiment:
         # Each worker reads its own shard (tfds: an even part of the split) in
         # per-replica batches, with its own augmentation stream.
         index, count = context.input_pipeline_id, context.num_input_pipelines
-        if config.dataset == "photos" or config.mock_data:
-            shard = train.shard(count, index)
-        else:
-            shard = tfds_images(config.dataset, "train", data_dir, (index, count), decode=False)
+        shard = image_data.worker_shard(config, train, index, count)
         local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
         return pair_batches(
             shard,
@@ -351,11 +364,11 @@ def build(config: ImageConfig) -> Experiment:
                 else "glorot_uniform"
             ),
         ),
-        evaluators=[evaluator],
+        evaluators=[evaluator, *final],
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
-        table_columns=SUMMARY,
-        primary_scores=SUMMARY,
-        metadata={"augmentation": dataclasses.asdict(augment), **counts},
+        table_columns=SUMMARY + final_scores,
+        primary_scores=SUMMARY + final_scores,
+        metadata={"augmentation": dataclasses.asdict(augment), **counts, **protocol},
         plots=plots.plot_lambda_hats,
     )
 
@@ -365,10 +378,12 @@ __all__ = [
     "CANVAS_PER_224",
     "ENCODERS",
     "FROM_EPOCHS",
+    "LEARNING_RATE_SCALINGS",
     "SGD_COSINE",
     "SMOKE",
     "ImageConfig",
     "SUMMARY",
     "TRAIN_EXAMPLES",
     "build",
+    "scaled_learning_rate",
 ]

@@ -153,6 +153,8 @@ def build(config: MnistVaeConfig) -> Experiment:
     )
 
 
+# Lambda_hat starts below every true Lambda (docs/tuning.md, point 1), not at
+# 1 / infonce_temperature.
 TUNED = dict(FAST, initial_concentration=5.0)
 PRESETS = {
     # CPU: a VAE on scikit-learn's digits (no download), 10 latents: content Lambda

@@ -42,6 +42,22 @@ class Experiment:
             of one input pipeline's own shard in per-replica batches. Multi-worker
             runs read it, each worker only its shard, instead of every worker
             building the global batches of `train_data` and keeping its rows.
+
+    Example (what a config module's `build` returns; `runner.run` trains it):
+
+    >>> import numpy as np
+    >>> from aninfonce_tf.encoders import mlp_encoder
+    >>> from aninfonce_tf.evaluation import IdentifiabilityEvaluator
+    >>> z = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")
+    >>> pairs = tf.data.Dataset.from_tensors((z, z + 0.1)).repeat()
+    >>> experiment = Experiment(
+    ...     train_data=lambda start: pairs,
+    ...     encoder=lambda: mlp_encoder(3, 3, [16]),
+    ...     evaluators=[IdentifiabilityEvaluator(z, z)],
+    ...     table_columns=("linear_r2", "mcc"),
+    ... )
+    >>> experiment.encoder().output_shape
+    (None, 3)
     """
 
     train_data: Callable[[int], tf.data.Dataset]

@@ -27,11 +27,13 @@ PRESETS = {
     ),
 }
 SMOKE = dict(images.SMOKE, patches_per_photo=10, probe_size=90)
-# The flags of this recipe: its own data, 32-pixel views and encoders (`parse_config`).
+# The flags of this recipe: its own data, 32-pixel views and encoders, its whole
+# training split for a final evaluation (`parse_config`).
 NOT_FLAGS = ("dataset", "data_dir", "mock_data")
 FLAG_CHOICES = {
     "encoder": ("small_cnn", "resnet18_cifar"),
     "augmentation": ("simclr_cifar10", "simsiam_cifar10"),
+    "linear_eval_split": ("train",),
 }
 
 __all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "build"]

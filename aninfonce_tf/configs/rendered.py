@@ -46,7 +46,14 @@ AUGMENT_CROP_SCALE = 0.4
 @dataclasses.dataclass
 class RenderedConfig(RunConfig):
     """Every hyperparameter of the rendered-images experiment (see `RunConfig` for the
-    shared ones)."""
+    shared ones).
+
+    Example:
+
+    >>> config = dataclasses.replace(PRESETS["latent"], **SMOKE)
+    >>> config.mode, pairs(config).mode
+    ('latent', 'latent')
+    """
 
     mode: str = option("augment", "how a positive pair is made (RenderedPairs)", PAIR_MODES)
     size: int = option(32, "side of the renders and of the views, in pixels (at least 19)")

@@ -85,7 +85,9 @@ class SyntheticConfig(RunConfig):
         "softplus", "Lambda_hat as a function of its variable", ("softplus", "exp")
     )
     initial_concentration: float = option(
-        1.0, "Lambda_hat's start; start below every true Lambda (docs/tuning.md, 1)"
+        1.0,
+        "Lambda_hat's start (0: 1 / infonce_temperature); start below every true Lambda "
+        "(docs/tuning.md, 1)",
     )
 
     def true_concentration(self) -> np.ndarray:
@@ -164,6 +166,8 @@ PAPER_LINEAR = dict(
     steps=5000,
     eval_every=250,
 )
+# Each preset starts Lambda_hat below every true Lambda (docs/tuning.md, point 1), not
+# at 1 / infonce_temperature.
 PRESETS = {
     # 3 content latents (Lambda 200..400) and 3 style latents (Lambda 10..20) on S^5.
     "quick": SyntheticConfig(

@@ -2,7 +2,8 @@
 dataset cut from the photos that ship inside scikit-learn and scikit-image.
 
 Each yields batches of `{view1, view2, params1, params2, label}` with static
-shapes (`drop_remainder=True`), the two views drawn by a `SimCLRAugment`.
+shapes (`drop_remainder=True`), the two views drawn by a `SimCLRAugment`, each epoch
+in its own seeded order (`epochs.epoch_examples`).
 
 Example:
 
@@ -13,15 +14,23 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+from aninfonce_tf.data.epochs import FilePieces, epoch_examples, held_in_memory
 from aninfonce_tf.data.options import without_autotune
 
-TFDS_DATASETS = ("cifar10", "imagenet2012")
+# The tfds datasets read: CIFAR10, ImageNet and SimCLR's 10 % subset of ImageNet's
+# training images (its linear evaluation's option; the validation split is ImageNet's).
+IMAGENET_10PCT = "imagenet2012_subset/10pct"
+TFDS_DATASETS = ("cifar10", "imagenet2012", IMAGENET_10PCT)
+# The shuffle buffer of examples read from files, in batches: SimCLR's for images
+# above 32 pixels (its CIFAR10 buffer, 50 batches, is moot here: CIFAR10 is held in
+# memory and permuted whole each epoch).
+SHUFFLE_BATCHES = 10
 # Colour photos shipped inside the wheels (no download): scikit-learn's two sample
 # images and seven of scikit-image's.
 PHOTO_NAMES = (
@@ -100,11 +109,9 @@ def tfds_images(
         ValueError: for an unknown name, or a dataset that is not prepared in
             `data_dir` (saying how to prepare it), within seconds.
     """
-    if name not in TFDS_DATASETS:
-        raise ValueError(f"Unknown dataset {name!r}; expected one of {TFDS_DATASETS}.")
+    builder = _tfds_builder(name, data_dir)
     import tensorflow_datasets as tfds
 
-    builder = tfds.builder(name, data_dir=data_dir)
     try:
         # Reads prepared files only (tfds' mock_data patches this in tests).
         if shard is not None:
@@ -112,25 +119,73 @@ def tfds_images(
         decoders = None if decode else {"image": tfds.decode.SkipDecoding()}
         dataset = builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except AssertionError as missing:  # tfds' "could not find data in ..."
-        root = builder.data_dir_root
-        if name == "imagenet2012":
-            manual = f"{root}/downloads/manual"
-            how = (
-                "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
-                f"image-net.org into {manual}, then run `tfds build {name} --data_dir {root} "
-                f"--manual_dir {manual}`"
-            )
-        else:
-            how = (
-                f"run `tfds build {name} --data_dir {root}` (on a machine with internet, then "
-                f"copy {root} here)"
-            )
-        raise ValueError(
-            f"The tfds dataset {name!r} is not prepared in {builder.data_dir!r}: {how}, and "
-            f"pass --data-dir {root}. Without data, `recipes/photos.py` runs the same "
-            "experiment on photos shipped inside scikit-learn and scikit-image."
-        ) from missing
-    return dataset.map(lambda example: {"image": example["image"], "label": example["label"]})
+        raise _not_prepared(builder, name) from missing
+    return dataset.map(_image_and_label)
+
+
+def tfds_file_pieces(
+    name: str, split: str, data_dir: str | None = None, shard: tuple[int, int] | None = None
+) -> FilePieces:
+    """The files of a prepared tfds split as `FilePieces` (tfds' file instructions),
+    each record an example `{image, label}` with its image encoded, as
+    `tfds_images(..., decode=False)` gives them: for `pair_batches` to read in a new
+    order each epoch. With `shard=(index, count)`, that even part of the split.
+
+    Raises:
+        ValueError: as `tfds_images`.
+    """
+    builder = _tfds_builder(name, data_dir)
+    import tensorflow_datasets as tfds
+
+    if not builder.is_prepared():
+        raise _not_prepared(builder, name)
+    if shard is not None:
+        split = tfds.even_splits(split, n=shard[1])[shard[0]]
+    instructions = builder.info.splits[split].file_instructions
+    features = builder.info.features
+    decoders = {"image": tfds.decode.SkipDecoding()}
+    return FilePieces(
+        paths=tuple(str(piece.filename) for piece in instructions),
+        skips=tuple(piece.skip for piece in instructions),
+        takes=tuple(piece.take for piece in instructions),
+        parse=lambda record: _image_and_label(
+            features.deserialize_example(record, decoders=decoders)
+        ),
+    )
+
+
+def _image_and_label(example: dict) -> dict:
+    return {"image": example["image"], "label": example["label"]}
+
+
+def _tfds_builder(name: str, data_dir: str | None):
+    if name not in TFDS_DATASETS:
+        raise ValueError(f"Unknown dataset {name!r}; expected one of {TFDS_DATASETS}.")
+    import tensorflow_datasets as tfds
+
+    return tfds.builder(name, data_dir=data_dir)
+
+
+def _not_prepared(builder, name: str) -> ValueError:
+    """The error of a tfds dataset missing from its data directory: how to prepare it."""
+    root = builder.data_dir_root
+    if name.startswith("imagenet2012"):
+        manual = f"{root}/downloads/manual"
+        how = (
+            "download ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from "
+            f"image-net.org into {manual}, then run `tfds build {name} --data_dir {root} "
+            f"--manual_dir {manual}`"
+        )
+    else:
+        how = (
+            f"run `tfds build {name} --data_dir {root}` (on a machine with internet, then "
+            f"copy {root} here)"
+        )
+    return ValueError(
+        f"The tfds dataset {name!r} is not prepared in {builder.data_dir!r}: {how}, and "
+        f"pass --data-dir {root}. Without data, `recipes/photos.py` runs the same "
+        "experiment on photos shipped inside scikit-learn and scikit-image."
+    )
 
 
 def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict], dict]:
@@ -190,45 +245,52 @@ def on_canvas(example: dict, canvas: int) -> dict:
 
 
 def pair_batches(
-    examples: tf.data.Dataset,
+    examples: tf.data.Dataset | Mapping[str, np.ndarray] | FilePieces,
     augment: SimCLRAugment,
     batch_size: int,
     seed: int = 0,
-    shuffle: int = 10_000,
+    shuffle: int | None = None,
     canvas: int | None = None,
     start: int = 0,
     stream: int = 0,
     decode: Callable[[dict], dict] | None = None,
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
-    label}` examples, shuffled with `seed` (reshuffled each pass).
+    label}` examples, each epoch in its own order seeded by `seed` and the epoch
+    (`epochs.epoch_examples`).
 
     `start` skips the first batches: a run resumed at step k sees the batches it
-    would have seen had it never stopped. Skipped batches are read and shuffled,
-    never decoded (with `decode`) nor augmented. `stream` picks one of independent augmentation streams (one
-    per worker reading its own shard).
+    would have seen had it never stopped, and reads nothing of the epochs before the
+    one step k falls in. Skipped examples of that epoch are read, never decoded (with
+    `decode`) nor augmented. `stream` picks one of independent augmentation streams
+    (one per worker reading its own shard).
 
     Args:
-        examples: images of one size (or give `canvas`).
+        examples: one pass over the images (of one size, or give `canvas`): held in
+            memory (one array per key, or a finite `tf.data.Dataset`, read into
+            memory once: `epochs.held_in_memory`) and permuted whole each epoch; or
+            `FilePieces` of a split too large to hold (`tfds_file_pieces`), the pieces
+            read in a new order each epoch and shuffled in a buffer.
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
-        seed: seeds the shuffle and the augmentations.
-        shuffle: shuffle buffer (0: none), of the examples as they come.
+        seed: seeds the order of each epoch and the augmentations.
+        shuffle: the buffer of `FilePieces`' examples (None: `SHUFFLE_BATCHES` x
+            `batch_size`, SimCLR's; 0: none).
         canvas: put each image on a `canvas x canvas` one (`on_canvas`: at full
             resolution, shrunk only if larger), so that images of any shape batch
             together and every view is a crop of the image alone, as SimCLR's crop
             of the full-resolution image (ImageNet).
         decode: applied to each example after the shuffle and the skip, e.g.
             `tfds_image_decoder` to the examples of `tfds_images(..., decode=False)`:
-            the shuffle buffer then holds encoded images (ImageNet's 10,000: ~1 GB
-            instead of ~6 GB) and a resumed run decodes none of those it skips.
+            memory and the shuffle buffer then hold encoded images (ImageNet's 10,240:
+            ~1 GB instead of ~6 GB) and a resumed run decodes none of those it skips.
     """
-    examples = examples.repeat()
-    if shuffle:
-        examples = examples.shuffle(shuffle, seed=seed)
+    if isinstance(examples, tf.data.Dataset):
+        examples = held_in_memory(examples)
+    buffer = SHUFFLE_BATCHES * batch_size if shuffle is None else shuffle
     # Skipping examples, not batches, skips them before they are decoded and put on
     # the canvas.
-    examples = examples.skip(start * batch_size)
+    examples = epoch_examples(examples, seed, start * batch_size, buffer)
 
     def prepare(example):
         example = decode(example) if decode else example
@@ -242,12 +304,15 @@ def pair_batches(
 
 
 __all__ = [
+    "IMAGENET_10PCT",
     "PHOTO_NAMES",
+    "SHUFFLE_BATCHES",
     "TFDS_DATASETS",
     "on_canvas",
     "packaged_photos",
     "pair_batches",
     "photo_patches",
+    "tfds_file_pieces",
     "tfds_image_decoder",
     "tfds_images",
 ]

@@ -37,11 +37,6 @@ MAX_EFFECTIVE_CONCENTRATION = 1e4
 HUES = tuple(name for name in CONTINUOUS if name.endswith("_hue"))
 
 
-def part_latent(part: str) -> str:
-    """The latent a part belongs to (`"rotation_cos"` -> `"rotation"`)."""
-    return part.rsplit("_", 1)[0] if part not in CONTINUOUS else part
-
-
 def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
     """`{part: [N]}` of the continuous `latents` (`{name: [N]}`) in units where each
     latent's range is 2 wide; the hues' parts of rows where `erased` (`[N]` bool) are 0.
@@ -113,10 +108,7 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
     change = {part: float(np.mean((parts1[part] - parts2[part]) ** 2)) for part in PARTS}
     return {
         "parts": {
-            part: min(MAX_EFFECTIVE_CONCENTRATION, 1 / value)
-            if value > 0
-            else MAX_EFFECTIVE_CONCENTRATION
-            for part, value in change.items()
+            part: 1 / max(value, 1 / MAX_EFFECTIVE_CONCENTRATION) for part, value in change.items()
         },
         "mean_squared_change": change,
         "sample_size": int(count),
@@ -147,6 +139,5 @@ __all__ = [
     "effective_blocks",
     "effective_concentration",
     "latent_parts",
-    "part_latent",
     "view_latents",
 ]

@@ -105,11 +105,22 @@ def stratified_arrays(
     return arrays, labels, pool_labels
 
 
-def centre_square(image: tf.Tensor, size: int) -> tf.Tensor:
-    """The centre square of a uint8 image, resized to `size` (antialiased), as uint8:
-    a quarter of float32's memory (ImageNet's 2 x 10,000 probe squares at 224 px take
-    3 GB, not 12); the probes' features read it as the augmentations do, / 255."""
+def centre_square(image: tf.Tensor, size: int, proportion: float = 1.0) -> tf.Tensor:
+    """The centre square of a uint8 image, its side `proportion` of the image's
+    shorter side (SimCLR's test crop: 0.875), resized to `size` (antialiased), as
+    uint8: a quarter of float32's memory (ImageNet's 2 x 10,000 probe squares at 224
+    px take 3 GB, not 12); the probes' features read it as the augmentations do, / 255.
+
+    Example:
+
+    >>> image = np.arange(64 * 48 * 3).reshape(64, 48, 3) % 256
+    >>> centre_square(image.astype("uint8"), 24, proportion=0.875).shape
+    TensorShape([24, 24, 3])
+    """
     shorter = tf.reduce_min(tf.shape(image)[:2])
+    if proportion != 1.0:
+        side = tf.math.rint(proportion * tf.cast(shorter, tf.float32))
+        shorter = tf.maximum(1, tf.cast(side, tf.int32))
     image = tf.image.resize_with_crop_or_pad(image, shorter, shorter)
     resized = tf.image.resize(image, [size, size], antialias=True)
     return tf.cast(tf.round(tf.clip_by_value(resized, 0.0, 255.0)), tf.uint8)

@@ -23,7 +23,14 @@ import tensorflow as tf
 @dataclasses.dataclass(frozen=True)
 class Latent:
     """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`
-    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`."""
+    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`.
+
+    Example:
+
+    >>> rotation = Latent(0.0, 2 * math.pi, circular=True)
+    >>> round(rotation.width, 4), LATENTS["shape"].classes
+    (6.2832, 5)
+    """
 
     low: float
     high: float

@@ -184,6 +184,12 @@ class InvertibleMLP:
         negative_slope: LeakyReLU slope (0.2).
         draws: candidate matrices per layer; the best-conditioned is kept.
         seed: numpy seed of the weights.
+
+    Example:
+
+    >>> g = InvertibleMLP(dim=3, draws=10)
+    >>> g(np.ones((2, 3))).shape, len(g.condition_numbers)
+    (TensorShape([2, 3]), 3)
     """
 
     dim: int = 10
@@ -222,6 +228,13 @@ class SyntheticSetup:
         generator_seed: seed of the invertible MLP g.
         generator_layers: depth of g.
         generator_draws: candidate matrices per layer of g.
+
+    Example:
+
+    >>> setup = SyntheticSetup(concentration_preset("linear", 4), generator_draws=10)
+    >>> batch = setup.sample_pairs(8, seed=[0, 1])
+    >>> sorted(batch), batch["view1"].shape
+    (['view1', 'view2', 'z1', 'z2'], TensorShape([8, 4]))
     """
 
     concentration: np.ndarray

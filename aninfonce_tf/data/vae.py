@@ -242,10 +242,10 @@ def _cached_decoder(path: Path) -> keras.Model:
     """
     try:
         return keras.saving.load_model(path)
-    except (ValueError, OSError, KeyError, zipfile.BadZipFile) as error:
+    except Exception as error:  # whatever a damaged file raises; Ctrl-C is not one
         # Keras says "File not found" of a file that is there but not a whole zip.
         reason = (
-            f"{type(error).__name__}: {error}"
+            f"{type(error).__name__}: {' '.join(str(error).split())}"
             if zipfile.is_zipfile(path)
             else "not a whole .keras zip file"
         )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from aninfonce_tf.evaluation.probes import (
     augmentation_readout,
     linear_probe_accuracy,
 )
+from aninfonce_tf.evaluation.protocol import level_stages
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
 # score.
@@ -111,6 +112,7 @@ def latent_scores(
     seed: int = 0,
     specs: Mapping[str, Latent] = LATENTS,
     max_kernel_fit: int = 1000,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Every latent's score from one set of features.
 
@@ -123,6 +125,8 @@ def latent_scores(
         seed: of the three-way split.
         specs: each latent's range (`renderer.LATENTS`).
         max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
+        progress: called with the name of each stage as it begins: "linear probes",
+            "kernel ridge", "class probes".
 
     Returns:
         `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `part_linear_r2`
@@ -157,9 +161,12 @@ def latent_scores(
             for i, name in enumerate(names)
         }
 
+    stage = progress or (lambda text: None)
     fitted = np.concatenate([fit_rows, validation_rows])
+    stage("linear probes")
     per_columns = {"linear": ridge_r2(features, matrix, fitted, test_rows)}
     if nonlinear:
+        stage("kernel ridge")
         kernel_rows = fit_rows[:max_kernel_fit]
         per_columns["nonlinear"] = kernel_ridge_r2(
             features, matrix, kernel_rows, validation_rows, test_rows
@@ -179,6 +186,7 @@ def latent_scores(
             }
     for name, spec in specs.items():
         if spec.classes and name in latents:
+            stage("class probes")
             labels = np.asarray(latents[name])
             scores[f"{name}_accuracy"] = linear_probe_accuracy(
                 features[fitted], labels[fitted], features[test_rows], labels[test_rows]
@@ -215,7 +223,7 @@ class LatentEvaluator:
     ...         return self(x)
     >>> scores = LatentEvaluator(images, latents, nonlinear=False).evaluate(Flat())
     >>> sorted(scores), sorted(scores["backbone"])
-    (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'shape_accuracy'])
+    (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'part_linear_r2', 'shape_accuracy'])
     """
 
     # Every score but the readout is higher-is-better (`--stop-at`'s direction).
@@ -275,20 +283,30 @@ class LatentEvaluator:
         summary = re.compile(r"[^/]+/(block_linear_r2/.+|[^/]+_accuracy|augmentation_readout)")
         return frozenset(filter(summary.fullmatch, self.score_names(anisotropic=True)))
 
-    def evaluate(self, model) -> dict[str, Any]:
+    def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         """`{level: latent_scores (and the readout)}` for each of `LEVELS`, and
-        `lambda_hat` of a model with one."""
+        `lambda_hat` of a model with one; `progress`, if given, is called as each stage
+        begins: `"backbone: features"`, then the stages of `latent_scores` and
+        `"backbone: readout"`, and the same for each level."""
         scores = {}
         for level in LEVELS:
+            stage = level_stages(progress, level)
+            stage("features")
             features = level_features(model, self.images, level, self.batch_size)
             view_features = None
             if self.views is not None:
                 view_features = level_features(model, self.views, level, self.batch_size)
             with threadpool_limits(self.blas_threads, user_api="blas"):
                 scores[level] = latent_scores(
-                    features, self.latents, self.blocks, self.nonlinear, specs=self.specs
+                    features,
+                    self.latents,
+                    self.blocks,
+                    self.nonlinear,
+                    specs=self.specs,
+                    progress=stage,
                 )
                 if view_features is not None:
+                    stage("readout")
                     readout = augmentation_readout(
                         view_features, self.view_params, channels=self.views.shape[-1]
                     )

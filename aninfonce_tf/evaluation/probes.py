@@ -71,6 +71,7 @@ from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.image_ops import JITTER_OPS
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
+from aninfonce_tf.evaluation.protocol import level_stages
 
 # The logistic probes' inverse L2 penalties, chosen by FOLDS-fold cross-validation.
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -342,21 +343,30 @@ class ImageProbeEvaluator:
         `classes`)."""
         return len(np.union1d(self.train_labels, self.test_labels))
 
-    def evaluate(self, model) -> dict[str, Any]:
+    def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
-        with one."""
+        with one; `progress`, if given, is called as each stage begins: `"backbone:
+        features"`, `"backbone: linear probe"`, `"backbone: kNN"`, `"backbone:
+        readout"`, and the same for each level."""
         scores = {}
         for level in LEVELS:
+            stage = level_stages(progress, level)
+            stage("features")
             train = level_features(model, self.train_images, level, self.batch_size)
             test = level_features(model, self.test_images, level, self.batch_size)
             views = level_features(model, self.views, level, self.batch_size)
             labelled = (train, self.train_labels, test, self.test_labels)
             with threadpool_limits(self.blas_threads, user_api="blas"):
-                scores[level] = {
-                    "class_accuracy": linear_probe_accuracy(*labelled),
-                    **{f"knn_k{k}_accuracy": knn_accuracy(*labelled, k=k) for k in KNN_K},
-                    **augmentation_readout(views, self.view_params, channels=self.views.shape[-1]),
-                }
+                stage("linear probe")
+                scores[level] = {"class_accuracy": linear_probe_accuracy(*labelled)}
+                stage("kNN")
+                for k in KNN_K:
+                    scores[level][f"knn_k{k}_accuracy"] = knn_accuracy(*labelled, k=k)
+                stage("readout")
+                channels = self.views.shape[-1]
+                scores[level].update(
+                    augmentation_readout(views, self.view_params, channels=channels)
+                )
         if getattr(model, "scaling", None) is not None:
             scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
         return scores

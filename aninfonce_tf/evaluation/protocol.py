@@ -15,6 +15,8 @@ True
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -34,7 +36,25 @@ class Evaluator(Protocol):
     `summary_scores`, the few score names TensorBoard shows by default
     (`callbacks.EvaluationCallback`); without it, TensorBoard shows every score. And
     `classes`, the number of classes its class probes tell apart: the figures draw
-    their chance line at 1 / `classes`.
+    their chance line at 1 / `classes`. And `final_only`, True for an evaluator too
+    long to run at every evaluation (the standard linear evaluation,
+    `linear_evaluation.LinearEvaluator`): `EvaluationCallback` runs it at the last
+    evaluation of `fit` only, and `--stop-at` may not name its scores.
+
+    Its `evaluate` may also take `progress`, a callable of one string that it calls
+    as each long stage of its work begins (`"backbone: kernel ridge"`): on a terminal,
+    `EvaluationCallback` shows it (`takes_progress`, `level_stages`).
+
+    Example:
+
+    >>> class Alignment:
+    ...     lower_is_better = frozenset({"alignment"})
+    ...     def evaluate(self, model, progress=None):
+    ...         return {"alignment": 0.25}
+    ...     def score_names(self, anisotropic):
+    ...         return {"alignment"}
+    >>> isinstance(Alignment(), Evaluator), takes_progress(Alignment())
+    (True, True)
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:
@@ -63,4 +83,41 @@ class Evaluator(Protocol):
         ...
 
 
-__all__ = ["Evaluator"]
+def takes_progress(evaluator: Evaluator) -> bool:
+    """Whether `evaluator.evaluate` takes `progress` (by name, or in `**kwargs`).
+
+    Example:
+
+    >>> class Quiet:
+    ...     def evaluate(self, model):
+    ...         return {}
+    >>> takes_progress(Quiet())
+    False
+    """
+    try:
+        parameters = inspect.signature(evaluator.evaluate).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return False
+    return any(p.name == "progress" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable[[str], None]:
+    """The `progress` of one level of the features: `stage` -> `progress("level:
+    stage")`; without `progress`, a callable that does nothing.
+
+    Example:
+
+    >>> stages = []
+    >>> level_stages(stages.append, "backbone")("features")
+    >>> stages
+    ['backbone: features']
+    """
+
+    def stage(text: str) -> None:
+        if progress is not None:
+            progress(f"{level}: {text}")
+
+    return stage
+
+
+__all__ = ["Evaluator", "level_stages", "takes_progress"]

@@ -21,7 +21,13 @@ class Target:
     `">="`), at most `value` (`"<="`) or, for `"="`, at `value` or beyond it in the
     score's natural direction (`natural_direction`): down for the scores an evaluator
     declares lower-is-better (`lambda_relative_error`), up for its others but those it
-    declares undirected (`augmentation_readout`), which take `>=` or `<=` only."""
+    declares undirected (`augmentation_readout`), which take `>=` or `<=` only.
+
+    Example:
+
+    >>> Target(0.05, "<="), parse_targets("mcc=0.9")["mcc"]
+    (Target(value=0.05, direction='<='), Target(value=0.9, direction='='))
+    """
 
     value: float
     direction: str = "="
@@ -181,8 +187,8 @@ def check_targets(
     variants: dict[str, bool],
 ) -> None:
     """Raises `ValueError`, before any training, when a `stop_at` target names a score
-    that an evaluator does not produce for one of the variants, or has no direction
-    (`resolve_targets`).
+    that an evaluator does not produce for one of the variants, or produces at the
+    final evaluation only (its `final_only`), or has no direction (`resolve_targets`).
 
     Args:
         stop_at: `{score name: target}`, as `parse_targets` returns it.
@@ -191,6 +197,15 @@ def check_targets(
             Lambda_hat have one to compare with the true concentrations.
     """
     for name, anisotropic in variants.items():
+        final = set().union(
+            *(e.score_names(anisotropic) for e in evaluators if getattr(e, "final_only", False))
+        )
+        if set(stop_at) & final:
+            raise ValueError(
+                f"`stop_at` names {sorted(set(stop_at) & final)}, which are scored at the "
+                "final step only, after training: stop at the scores of every evaluation "
+                "instead."
+            )
         known = set().union(*(e.score_names(anisotropic) for e in evaluators))
         unknown = sorted(set(stop_at) - known)
         if unknown:

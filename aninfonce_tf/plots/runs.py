@@ -109,7 +109,7 @@ def plot_curves(
             values = [(s, v) for s, v in values if v is not None and np.isfinite(v)]
             if values:
                 axis.plot(*zip(*values, strict=True), marker=".", label=variant_label(name))
-        _fix_range(axis, key, classes)
+        style.fix_range(axis, key, classes)
         axis.set(xlabel="training step", ylabel=score_label(key))
         axis.yaxis.label.set_wrap(True)
         axis.grid(alpha=0.3)
@@ -121,16 +121,6 @@ def plot_curves(
     if title:
         figure.suptitle(title)
     return style.save(figure, path)
-
-
-def _fix_range(axis, key: str, classes: int | None = None) -> None:
-    """The score's fixed range (`style.score_limits`) and chance line, if it has them."""
-    limits = style.score_limits(key)
-    if limits:
-        axis.set_ylim(*limits)
-    chance = style.chance_level(key, classes)
-    if chance is not None:
-        style.chance_line(axis, chance)
 
 
 def _lookup(scores: dict, key: str):

@@ -1,5 +1,6 @@
 """What every figure shares: scores and loss variants in words, each score's fixed
-axis range and chance level, titles, and saving to PNG (no display needed)."""
+axis range and chance level (`fix_range` draws both), titles, and saving to PNG (no
+display needed)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ LABELS = {
     "lambda_spearman": "rank correlation of learned and true Λ",
     "lambda_relative_error": "mean relative error of the learned Λ",
     "class_accuracy": "class accuracy (linear probe)",
+    "linear_eval_accuracy": "class accuracy (linear evaluation, every training image)",
     "augmentation_readout": "augmentation readout",
     "block_linear_r2/style": "linear R², style latents",
     "block_linear_r2/content": "linear R², content latents",
@@ -39,7 +41,7 @@ CHANCE = {
     "augmentation_readout": 0.5,
 }
 # Scores whose chance level is one over the number of classes.
-CLASS_SCORES = re.compile(r"class_accuracy|knn_k\d+_accuracy")
+CLASS_SCORES = re.compile(r"class_accuracy|knn_k\d+_accuracy|linear_eval_accuracy")
 
 
 def score_label(key: str) -> str:
@@ -113,6 +115,27 @@ def chance_line(axis, level: float, vertical: bool = False) -> None:
     """A dotted grey line at `level`, labelled "chance", across `axis`."""
     line = axis.axvline if vertical else axis.axhline
     line(level, color="0.4", ls=":", lw=1.2, label="chance", zorder=1)
+
+
+def fix_range(axis, key: str, classes: int | None = None, vertical: bool = False) -> None:
+    """The score `key`'s fixed range (`score_limits`) and chance line (`chance_level`,
+    with `classes` for a class probe), if it has them, on the y axis of `axis` (or x,
+    `vertical`).
+
+    Example:
+
+    >>> figure, axis = plt.subplots()
+    >>> fix_range(axis, "backbone/class_accuracy", classes=10)
+    >>> [float(limit) for limit in axis.get_ylim()], [line.get_ydata()[0] for line in axis.lines]
+    ([0.0, 1.0], [0.1])
+    >>> plt.close(figure)
+    """
+    limits = score_limits(key)
+    if limits:
+        (axis.set_xlim if vertical else axis.set_ylim)(*limits)
+    chance = chance_level(key, classes)
+    if chance is not None:
+        chance_line(axis, chance, vertical)
 
 
 def title(what: str, run: str) -> str:

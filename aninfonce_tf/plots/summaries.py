@@ -37,16 +37,6 @@ def cell_label(values: dict) -> str:
     )
 
 
-def _fix_range(axis, key: str, vertical: bool = False) -> None:
-    """The score's fixed range and chance line on the y axis (or x, `vertical`)."""
-    limits = style.score_limits(key)
-    if limits:
-        (axis.set_xlim if vertical else axis.set_ylim)(*limits)
-    chance = style.chance_level(key)
-    if chance is not None:
-        style.chance_line(axis, chance, vertical)
-
-
 def plot_tradeoff(
     cells: Sequence[dict],
     panels: Sequence[tuple[str, str]],
@@ -96,8 +86,8 @@ def plot_tradeoff(
                     xytext=(3, 3),
                     textcoords="offset points",
                 )
-        _fix_range(axis, x_score, vertical=True)
-        _fix_range(axis, y_score)
+        style.fix_range(axis, x_score, vertical=True)
+        style.fix_range(axis, y_score)
         axis.set(xlabel=score_label(x_score), ylabel=score_label(y_score))
         axis.grid(alpha=0.3)
     handles = [
@@ -122,7 +112,13 @@ def plot_tradeoff(
     return style.save(figure, path)
 
 
-def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title: str = "") -> Path:
+def plot_seeds(
+    summary: dict,
+    path: str | Path,
+    keys: Sequence[str] = (),
+    title: str = "",
+    classes: int | None = None,
+) -> Path:
     """Scores over seeds (`run_seeds`' `summary.json`): a panel per score, a point
     per loss variant at its mean with +- 1 sd bars and its number of seeds, on the
     score's fixed range with its chance level.
@@ -132,6 +128,8 @@ def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title:
         path: the PNG to write.
         keys: the scores shown (default: every score of the summary).
         title: what the runs are (preset).
+        classes: the number of classes of the class probes (their chance: 1 /
+            `classes`).
 
     Example:
 
@@ -168,7 +166,7 @@ def plot_seeds(summary: dict, path: str | Path, keys: Sequence[str] = (), title:
                 fontsize=7,
                 va="center",
             )
-        _fix_range(axis, key)
+        style.fix_range(axis, key, classes)
         axis.set_xlim(-0.5, len(variants) - 0.5)
         axis.set_xticks(range(len(variants)), [variant_label(v) for v in variants], fontsize=8)
         axis.set_ylabel(score_label(key), fontsize=8, wrap=True)

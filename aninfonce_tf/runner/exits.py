@@ -25,7 +25,13 @@ USAGE, FAILURE, INTERRUPTED, TERMINATED = 2, 1, 128 + signal.SIGINT, 128 + signa
 
 class Terminated(KeyboardInterrupt):
     """A SIGTERM, raised where the run is (`sigterm_as_interrupt`) so that it unwinds
-    as Ctrl-C does: its lock released, every file written atomically kept."""
+    as Ctrl-C does: its lock released, every file written atomically kept.
+
+    Example:
+
+    >>> one_line_exit(Terminated(), Path("runs/quick"))
+    (143, 'terminated (SIGTERM): rerun the same command to resume the run in runs/quick.')
+    """
 
 
 @contextlib.contextmanager

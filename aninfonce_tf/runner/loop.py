@@ -20,7 +20,6 @@ Example (the synthetic experiment, tiny):
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from aninfonce_tf.checkpoints import Backup, remove_backup, write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
+from aninfonce_tf.evaluation.console import on_terminal
 from aninfonce_tf.evaluation.targets import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
@@ -102,7 +102,7 @@ def _run(
     """`run`, returning the experiment too; `context` is made from the config once
     when not given."""
     if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2
+        verbose = 1 if on_terminal() else 2
     with as_usage_errors():
         config = config.resolved()
         config.validate()
@@ -205,8 +205,9 @@ def run_seeds(
     context = context or RunContext.create(config.strategy, config.tpu)
     runs = {}
     with lock_run_directory(context.work_dir(run_dir)):
-        with as_usage_errors():
+        with as_usage_errors():  # a damaged earlier seed is named before any training
             run_directory.check_seeds_directory(run_dir)
+            earlier = run_directory.finished_seeds(run_dir, config.resolved(), seeds)
         for seed in seeds:
             seed_dir = run_dir / f"seed_{seed}"
             print(f"=== seed {seed}: {seed_dir}", flush=True)
@@ -221,7 +222,6 @@ def run_seeds(
                 allow_code_change,
                 context,
             )
-        earlier = run_directory.finished_seeds(run_dir, config.resolved(), seeds)
         if earlier:
             print(f"=== seeds {sorted(earlier)}: finished in {run_dir} before, summarised too")
         summary = summarize(

@@ -19,10 +19,11 @@ from aninfonce_tf import plots
 from aninfonce_tf.checkpoints import replace_directory_atomically
 from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.configs.parts import Experiment
-from aninfonce_tf.evaluation.callbacks import format_score, scalar_items
+from aninfonce_tf.evaluation.callbacks import scalar_items
+from aninfonce_tf.evaluation.console import CONSOLE_WIDTH, format_score
 
-# The width of the console that the printed tables keep to.
-TABLE_WIDTH = 100
+# The width the printed tables keep to: the console's.
+TABLE_WIDTH = CONSOLE_WIDTH
 # Entries of a variant's result that describe the run rather than score it.
 RUN_ENTRIES = (
     "steps",
@@ -81,11 +82,14 @@ def preset_label(preset: str | None, smoke: bool = False) -> str:
 def write_seeds_figures(
     summary: dict, experiment: Experiment, run_dir: Path, preset: str | None, smoke: bool
 ) -> list[Path]:
-    """`seeds.png`: each table score's mean +- sd over the seeds, per variant; and the
-    experiment's own figures over seeds (`Experiment.seeds_plots`)."""
+    """`seeds.png`: each table score's mean +- sd over the seeds, per variant (class
+    accuracies with their chance, as `write_plots`); and the experiment's own figures
+    over seeds (`Experiment.seeds_plots`)."""
     keys = list(experiment.table_columns or experiment.curve_keys)
     title = preset_label(preset, smoke)
-    paths = [plots.plot_seeds(summary, run_dir / "seeds.png", keys, title)]
+    paths = [
+        plots.plot_seeds(summary, run_dir / "seeds.png", keys, title, probe_classes(experiment))
+    ]
     if experiment.seeds_plots:
         paths += experiment.seeds_plots(summary, run_dir, title=title)
     return paths
@@ -100,13 +104,19 @@ def write_plots(
     curves = {name: r["curve"] for name, r in results.items()}
     losses = {name: r.get("loss_curve", []) for name, r in results.items()}
     keys = list(experiment.curve_keys) or scalar_columns(results)
-    classes = next((e.classes for e in experiment.evaluators if getattr(e, "classes", 0)), None)
+    classes = probe_classes(experiment)
     paths = [
         plots.plot_curves(curves, run_dir / "curves.png", keys, losses, title, classes=classes)
     ]
     if experiment.plots:
         paths += experiment.plots(results, run_dir, title=title)
     return paths
+
+
+def probe_classes(experiment: Experiment) -> int | None:
+    """The number of classes the experiment's class probes tell apart (the first
+    evaluator that declares `classes`), None without class probes."""
+    return next((e.classes for e in experiment.evaluators if getattr(e, "classes", 0)), None)
 
 
 def log_figures(paths: Sequence[Path], log_dir: Path, step: int) -> None:
@@ -230,6 +240,7 @@ __all__ = [
     "TABLE_WIDTH",
     "figure_title",
     "preset_label",
+    "probe_classes",
     "fit_table",
     "log_figures",
     "results_table",

@@ -51,6 +51,17 @@ UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": No
 _CONFIG_ENTRIES = {"losses", "steps", "seed"}
 
 
+class AnotherConfig(ValueError):
+    """The refusal of a run directory that holds a run of another config
+    (`claim_run_directory`); a `--seeds` summary leaves such a seed out.
+
+    Example:
+
+    >>> isinstance(AnotherConfig("runs/quick holds a run of another config"), ValueError)
+    True
+    """
+
+
 def run_directory(out: str | None, name: str) -> Path:
     """`out`, or `runs/<name>-<time>` when unset."""
     path = Path(out) if out else Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -65,10 +76,11 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     starts (`run`), so that a run refused before it leaves none to refuse its rerun.
 
     Raises:
-        ValueError: when `run_dir` holds a run of another config (a stale backup is
-            never resumed silently), files that are not a run's (no `config.json`),
-            or a `config.json` or `results.json` that is not a run's or not JSON;
-            each names the file and the fix.
+        AnotherConfig: (a `ValueError`) when `run_dir` holds a run of another config
+            (a stale backup is never resumed silently).
+        ValueError: when it holds files that are not a run's (no `config.json`), or a
+            `config.json` or `results.json` that is not a run's or not JSON; each
+            names the file and the fix.
     """
     saved = _saved_config(run_dir)
     if saved is None:
@@ -79,7 +91,7 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
-            raise ValueError(
+            raise AnotherConfig(
                 f"{run_dir} holds a run of another config ({changes}); it would resume from "
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
             )
@@ -129,7 +141,8 @@ def check_seeds_directory(run_dir: Path) -> None:
 def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dict[int, dict]:
     """`{seed: results}` of the runs in `run_dir/seed_<k>/` (a `--seeds` run), but for
     the seeds `skip`, that finished every variant of `config` (at seed k): the seeds
-    of earlier `--seeds` runs, which its `summary.json` keeps."""
+    of earlier `--seeds` runs, which its `summary.json` keeps. A seed's run of another
+    config is left out; a damaged one's `ValueError` (`claim_run_directory`) is raised."""
     found = {}
     for path in sorted(run_dir.glob("seed_*")):
         match = re.fullmatch(r"seed_(\d+)", path.name)
@@ -139,7 +152,7 @@ def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dic
         seed_config = dataclasses.replace(config, seed=seed)
         try:
             saved = claim_run_directory(path, seed_config)
-        except ValueError:  # another config's, or damaged: not this summary's
+        except AnotherConfig:  # not this summary's
             continue
         results, _ = finished_variants(path, saved, seed_config.loss_names())
         if len(results) == len(seed_config.loss_names()):
@@ -368,6 +381,7 @@ def write_results(run_dir: Path, record: dict, results: dict) -> None:
 
 __all__ = [
     "CODE",
+    "AnotherConfig",
     "FILES",
     "check_seeds_directory",
     "claim_run_directory",

@@ -15,13 +15,10 @@ from aninfonce_tf.checkpoints import Backup
 from aninfonce_tf.configs.base import RunConfig, UsageError
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import training_views
-from aninfonce_tf.evaluation.callbacks import (
-    EvaluationCallback,
-    StopOnNonFiniteLoss,
-    TrainingLogger,
-    scalar_items,
-)
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
+from aninfonce_tf.evaluation.console import EpochLine
 from aninfonce_tf.evaluation.targets import Target, targets_reached
+from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
@@ -76,8 +73,10 @@ def train_variant(
     keeps a checkpoint (`checkpoints.Backup`), and every `eval_every` steps the
     evaluators score the model. TensorBoard (`run_dir/tensorboard/<variant>`, on the
     chief) gets the scores of each evaluation and, every `config.log_steps()` steps,
-    the training metrics and Lambda_hat; the console a line per evaluation with the
-    experiment's `table_columns` (with `verbose`)."""
+    the training metrics and Lambda_hat; the console (with `verbose`) Keras' line per
+    epoch with the loss and the accuracy (`console.EpochLine`, unless `callbacks` hold a
+    progress bar of their own) and a line per evaluation with the experiment's
+    `table_columns`, each within 100 columns."""
     strategy = context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
@@ -133,8 +132,11 @@ def train_variant(
     )
     non_finite = StopOnNonFiniteLoss()
     # The backup after the evaluation and the loss curve: a checkpoint never runs ahead
-    # of history.json and loss_curve.json.
+    # of history.json and loss_curve.json. The epoch's line last: an evaluation's line
+    # comes before the next epoch's.
     fit_callbacks = [non_finite, training, evaluation, backup, *callbacks]
+    if not any(isinstance(callback, keras.callbacks.ProgbarLogger) for callback in callbacks):
+        fit_callbacks.append(EpochLine())
     sharded = context.multi_worker and experiment.worker_train_data
     if sharded:
         data = strategy.distribute_datasets_from_function(

@@ -82,13 +82,17 @@ def test_imagenet_images_of_any_size_batch_on_a_canvas_with_static_shapes():
         examples = tfds_images("imagenet2012", "validation")
         assert examples.element_spec["image"].shape.as_list() == [None, None, 3]
         augment = SimCLRAugment(image_size=64, blur_probability=0.5)
-        batches = pair_batches(examples, augment, 4, canvas=72)
-        batch = next(iter(batches))
         # JPEGs kept encoded decode to images of the same spec.
         encoded = tfds_images("imagenet2012", "validation", decode=False)
-        from_jpeg = encoded.map(tfds_image_decoder("imagenet2012"))
+        decode = tfds_image_decoder("imagenet2012")
+        from_jpeg = encoded.map(decode)
         assert from_jpeg.element_spec == examples.element_spec
         assert next(iter(from_jpeg))["image"].shape[2] == 3
+        batches = pair_batches(encoded, augment, 4, canvas=72, decode=decode)
+        batch = next(iter(batches))
+        # Decoded images of different shapes cannot be held in memory: the error says so.
+        with pytest.raises(ValueError, match="keep them encoded"):
+            pair_batches(examples, augment, 4, canvas=72)
     assert batches.element_spec["view1"].shape == (4, 64, 64, 3)
     assert batch["view1"].shape == (4, 64, 64, 3)
 

@@ -2,8 +2,10 @@
 runs sharing the cache), the offline error, and the whole image experiment at tiny size."""
 
 import dataclasses
+import io
 import json
 import time
+import zipfile
 from pathlib import Path
 
 import keras
@@ -73,11 +75,24 @@ def test_a_decoder_save_cut_short_leaves_no_cache_to_load(tmp_path, monkeypatch)
     assert json.loads(next(tmp_path.glob("*/settings.json")).read_text())["steps"] == 1
 
 
+def _wrong_config(whole: bytes) -> bytes:
+    """The whole .keras zip with a `config.json` that is JSON but not a model's."""
+    source, damaged = zipfile.ZipFile(io.BytesIO(whole)), io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as target:
+        for member in source.infolist():
+            wrong = b'{"module": 3, "class_name": "Functional", "config": 7}'
+            target.writestr(
+                member, wrong if member.filename == "config.json" else source.read(member)
+            )
+    return damaged.getvalue()
+
+
 # What a cached decoder.keras may become: `bytes -> bytes`.
 DAMAGES = {
     "truncated": lambda whole: whole[: len(whole) // 2],
     "garbage": lambda whole: b"x" * 100,
     "empty": lambda whole: b"",
+    "wrong config.json": _wrong_config,
 }
 
 

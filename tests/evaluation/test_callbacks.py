@@ -14,13 +14,8 @@ from aninfonce_tf.configs.images import SUMMARY
 from aninfonce_tf.configs.rendered import table_columns
 from aninfonce_tf.data.rendered import RenderedPairs
 from aninfonce_tf.data.renderer import LATENT_NAMES
-from aninfonce_tf.evaluation import callbacks
-from aninfonce_tf.evaluation.callbacks import (
-    EvaluationCallback,
-    StopOnNonFiniteLoss,
-    TrainingLogger,
-    scalar_items,
-)
+from aninfonce_tf.evaluation import console
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
@@ -32,6 +27,7 @@ from aninfonce_tf.evaluation.targets import (
     parse_targets,
     resolve_targets,
 )
+from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from tests.support import UndeclaredEvaluator, event_files
 
 
@@ -283,7 +279,7 @@ def test_a_terminal_sees_which_evaluator_is_at_work_in_verbose_mode(
     verbose, terminal, capsys, monkeypatch
 ):
     monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
-    monkeypatch.setattr(callbacks, "LONG_EVALUATION", 0.0)  # every evaluation is long
+    monkeypatch.setattr(console, "LONG_EVALUATION", 0.0)  # every evaluation is long
     evaluators = [RisingScores(), UndeclaredEvaluator()]
     _fit(EvaluationCallback(evaluators, verbose=verbose, columns=("mcc",)), epochs=1)
     out = capsys.readouterr().out
@@ -301,6 +297,60 @@ def test_a_terminal_sees_which_evaluator_is_at_work_in_verbose_mode(
     if verbose:
         assert out.split("\x1b[K")[-1] == "step 1 evaluation: mcc 0.100 (evaluated in 0 s)\n"
     assert max(map(len, re.split(r"[\r\n]", out))) <= 100
+
+
+class StagedScores:
+    """An evaluator that reports the stages of its evaluation (`progress`)."""
+
+    lower_is_better = frozenset()
+
+    def evaluate(self, model, progress=None):
+        for stage in ("backbone: features", "backbone: kernel ridge"):
+            progress(stage)
+        return {"knn": 0.5}
+
+
+def test_a_terminal_sees_the_stage_an_evaluator_reports(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    _fit(EvaluationCallback([StagedScores(), RisingScores()], verbose=1, columns=("mcc",)), 1)
+    notes = re.findall(r"\r([^\r\n]*?)\x1b\[K", capsys.readouterr().out)
+    assert notes == [
+        "evaluating step 1: StagedScores (1 of 2) ...",
+        "evaluating step 1: StagedScores (1 of 2), backbone: features ...",
+        "evaluating step 1: StagedScores (1 of 2), backbone: kernel ridge ...",
+        "evaluating step 1: RisingScores (2 of 2) ...",
+        "",
+    ]
+
+
+def test_the_line_of_an_evaluation_with_many_scores_keeps_to_100_columns(capsys):
+    class ManyScores:
+        lower_is_better = frozenset()
+
+        def evaluate(self, model):
+            return {"projector": {f"block_linear_r2/latent_{i}": 0.5 for i in range(30)}}
+
+    _fit(EvaluationCallback(ManyScores(), verbose=1), epochs=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 3 and max(map(len, lines)) <= 100
+    assert lines[0].startswith("step 1 evaluation: projector/block_linear_r2/latent_0 0.500,")
+    assert all(line.startswith("  projector/") for line in lines[1:])
+    assert " ".join(lines).count("0.500") == 30
+
+
+def test_a_stdout_that_cannot_say_whether_it_is_a_terminal_gets_the_plain_lines(monkeypatch):
+    class Writer:  # a wrapper with `write` and `flush` alone
+        text = ""
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Writer())
+    _fit(EvaluationCallback(RisingScores(), verbose=1, columns=("mcc",)), epochs=1)
+    assert sys.stdout.text == "step 1 evaluation: mcc 0.100\n"
 
 
 def test_an_evaluation_callback_that_never_evaluates_writes_no_event_file(tmp_path):

@@ -66,7 +66,9 @@ def test_splits_are_disjoint_and_cover_every_row():
 
 def test_exact_features_score_one_and_noise_scores_nothing():
     latents = _latents(1200)
-    exact = latent_scores(_exact_features(latents), latents, nonlinear=True)
+    stages = []
+    exact = latent_scores(_exact_features(latents), latents, nonlinear=True, progress=stages.append)
+    assert stages == ["linear probes", "kernel ridge", "class probes"]
     for kind in ("linear_r2", "nonlinear_r2"):
         assert min(exact[kind].values()) > 0.98, exact[kind]
     assert exact["shape_accuracy"] == 1.0
@@ -192,8 +194,14 @@ def test_the_evaluator_on_a_contrastive_model_with_the_readout():
     )
     model.build((None, 16, 16, 3))
     evaluator = LatentEvaluator(images, latents, pairs.blocks(), views, params, nonlinear=False)
-    scores = evaluator.evaluate(model)
+    stages = []
+    scores = evaluator.evaluate(model, progress=stages.append)
     assert set(scalar_items(scores)) >= evaluator.score_names(anisotropic=True)
+    assert stages == [
+        f"{level}: {stage}"
+        for level in ("backbone", "projector")
+        for stage in ("features", "linear probes", "class probes", "readout")
+    ]
     assert 0.0 <= scores["projector"]["augmentation_readout"] <= 1.0
     assert scores["lambda_hat"] == pytest.approx([2.0] * 4)
     # Mean colours of 4x4 patches carry the background hue; 4 random projections less.

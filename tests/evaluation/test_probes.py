@@ -281,8 +281,14 @@ def test_the_image_evaluator_scores_backbone_and_projector(monkeypatch):
         return linear_probe_accuracy(*args)
 
     monkeypatch.setattr(probes, "linear_probe_accuracy", recording)
-    scores = evaluator.evaluate(model)
+    stages = []
+    scores = evaluator.evaluate(model, progress=stages.append)
     assert threads and set(threads) == {1}
+    assert stages == [
+        f"{level}: {stage}"
+        for level in ("backbone", "projector")
+        for stage in ("features", "linear probe", "kNN", "readout")
+    ]
     assert set(scores) == {"backbone", "projector", "lambda_hat"} and len(scores["lambda_hat"]) == 4
     assert set(scores["backbone"]) == {
         "class_accuracy",

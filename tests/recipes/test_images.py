@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import optimizers, runner
-from aninfonce_tf.configs import cifar10, imagenet, images, photos
+from aninfonce_tf import ContrastiveModel, optimizers, recipes, runner
+from aninfonce_tf.configs import cifar10, image_data, imagenet, images, linear_evaluation, photos
 from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
@@ -47,6 +47,17 @@ def _check_run_directory(run_dir: Path, module) -> dict:
     assert 0 < sum(saved["run"]["probe_train_class_counts"].values()) <= smoke
     assert sum(saved["run"]["probe_test_class_counts"].values()) == smoke
     assert (run_dir / "curves.png").exists() and (run_dir / "infonce" / "model.keras").exists()
+    if module.SMOKE.get("linear_eval_epochs"):
+        # The final evaluation: its protocol recorded, part of the endpoint, scored at the
+        # final step only, on every example of tfds' mock splits (64 each).
+        protocol = saved["run"]["linear_evaluation"]
+        assert protocol["score"] in saved["run"]["endpoint"]["scores"]
+        assert protocol["train_split"] == "train" and "centre crop" in protocol["protocol"]
+        for result in saved["variants"].values():
+            assert result["linear_eval"] == {"train_examples": 64, "test_examples": 64}
+            assert 0 <= result["backbone"]["linear_eval_accuracy"] <= 1
+            final_only = [point for point in result["curve"] if "linear_eval" in point]
+            assert final_only == result["curve"][-1:]
     return saved["variants"]
 
 
@@ -148,7 +159,7 @@ def test_each_worker_reads_its_own_shard_in_per_replica_batches_with_its_own_vie
     shards = []
 
     def recording(examples, *args, **kwargs):
-        shards.append({example["image"].numpy().tobytes() for example in examples})
+        shards.append({image.tobytes() for image in examples["image"]})
         return datasets.pair_batches(examples, *args, **kwargs)
 
     monkeypatch.setattr(images, "pair_batches", recording)
@@ -206,9 +217,10 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
         0.001,
         1e-6,
     )
-    # 0.3 x B / 256, reached linearly after 10 epochs, then a cosine to 0.
+    # 0.075 x sqrt(B) (SimCLR's square-root scaling), reached linearly after 10 epochs,
+    # then a cosine to 0.
     epoch = 1_281_167 // preset.batch_size
-    peak = 0.3 * preset.batch_size / 256
+    peak = 0.075 * np.sqrt(preset.batch_size)
     schedule = optimizer._learning_rate
     rates = [float(schedule(step)) for step in (0, 5 * epoch, 10 * epoch, 55 * epoch, 100 * epoch)]
     np.testing.assert_allclose(rates, [0.0, peak / 2, peak, peak / 2, 0.0], atol=1e-6)
@@ -221,7 +233,7 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
 
 @pytest.mark.parametrize("batch_size", [512, 1024, 4096])
 def test_the_presets_schedule_follows_the_batch_size_used(batch_size):
-    # ImageNet (SimCLR): 100 epochs, 10 of warm-up, evaluations every 10, 0.3 x B / 256.
+    # ImageNet (SimCLR): 100 epochs, 10 of warm-up, evaluations every 10, 0.075 x sqrt(B).
     epoch = 1_281_167 // batch_size
     argv = ["--batch-size", str(batch_size)]
     config, _ = parse_config(imagenet.PRESETS, argv)
@@ -230,7 +242,7 @@ def test_the_presets_schedule_follows_the_batch_size_used(batch_size):
         10 * epoch,
         10 * epoch,
     )
-    assert config.learning_rate == pytest.approx(0.3 * batch_size / 256)
+    assert config.learning_rate == pytest.approx(0.075 * np.sqrt(batch_size))
     resolved = dataclasses.replace(imagenet.PRESETS["imagenet"], batch_size=batch_size).resolved()
     assert resolved == config
     # CIFAR10 (SimSiam): 800 epochs, evaluations every 100, 0.03 x B / 256.
@@ -261,7 +273,12 @@ def test_a_preset_schedule_refuses_a_contradicting_step_count_and_help_shows_it(
     with pytest.raises(SystemExit):
         parse_config(imagenet.PRESETS, ["--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    for flag, value in [("epochs", 100), ("warmup-epochs", 10), ("base-learning-rate", 0.3)]:
+    for flag, value in [
+        ("epochs", 100),
+        ("warmup-epochs", 10),
+        ("base-learning-rate", 0.075),
+        ("learning-rate-scaling", "sqrt"),
+    ]:
         assert re.search(rf"--{flag} \S+ (?:(?!--).)*\(default: {value}\)", shown)
 
 
@@ -275,7 +292,8 @@ def test_imagenet_readout_views_are_drawn_as_its_training_views(monkeypatch):
     examples = examples.map(
         lambda i, image: {"image": tf.ensure_shape(image, [None, None, 3]), "label": i % 4}
     )
-    monkeypatch.setattr(images, "_examples", lambda config, split, decode=True: examples)
+    monkeypatch.setattr(image_data, "examples", lambda config, split, decode=True: examples)
+    monkeypatch.setattr(image_data, "READ_FROM_FILES", ())  # the training images too
     crops_only = SimCLRAugment(
         image_size=8,
         crop_scale=(0.02, 0.05),
@@ -333,3 +351,77 @@ def test_the_projector_with_batch_norm_is_simclrs():
     assert [layer.use_bias for layer in dense] == [False, False]
     # The output's batch norm scales but does not shift.
     assert [(bn.center, bn.synchronized) for bn in norms] == [(True, True), (False, True)]
+
+
+def test_the_cifar10_preset_runs_infonce_at_the_temperature_of_simclrs_cifar10_command():
+    assert cifar10.PRESETS["cifar10"].infonce_temperature == 0.5
+    config, _ = parse_config(cifar10.PRESETS, ["--infonce-temperature", "0.2"])
+    assert config.infonce_temperature == 0.2  # solo-learn's, by flag
+
+
+def test_square_root_scaling_gives_simclrs_learning_rate_at_batch_1024():
+    assert images.scaled_learning_rate(0.075, 1024, "sqrt") == pytest.approx(2.4)
+    assert images.scaled_learning_rate(0.3, 1024, "linear") == pytest.approx(1.2)
+    # The two agree at batch 4096 (SimCLR's README).
+    assert images.scaled_learning_rate(0.075, 4096, "sqrt") == pytest.approx(
+        images.scaled_learning_rate(0.3, 4096, "linear")
+    )
+    preset = imagenet.PRESETS["imagenet"]
+    assert preset.learning_rate_scaling == "sqrt"
+    assert preset.resolved().learning_rate == pytest.approx(2.4)
+    linear = ["--learning-rate-scaling", "linear", "--base-learning-rate", "0.3"]
+    assert parse_config(imagenet.PRESETS, linear)[0].learning_rate == pytest.approx(1.2)
+    assert cifar10.PRESETS["cifar10"].learning_rate_scaling == "linear"  # SimSiam's
+    with pytest.raises(ValueError, match="`learning_rate_scaling`"):
+        dataclasses.replace(preset, learning_rate_scaling="cube").validate()
+
+
+@pytest.mark.parametrize("name", ["cifar10", "imagenet"])
+def test_the_recipes_help_shows_the_final_evaluation_and_the_learning_rate_scaling(name, capsys):
+    with pytest.raises(SystemExit):
+        recipes.run(name, ["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag in ("learning-rate-scaling", "linear-eval-epochs", "linear-eval-split"):
+        assert f"--{flag}" in shown
+    assert "option_strings" not in shown  # no help text that argparse's % formatting breaks
+    if name == "imagenet":
+        assert "SimCLR v1's setting" in shown and "2-layer projection head" in shown
+
+
+def test_the_imagenet_preset_is_simclr_v1_and_says_so():
+    preset = imagenet.PRESETS["imagenet"]
+    # v1's 2-layer head (one hidden layer) and weight decay 1e-6; v2 has 3 layers, 1e-4.
+    assert (preset.projector_units, preset.l2_weight_decay) == ("2048,128", 1e-6)
+    assert "SimCLR v1" in imagenet.__doc__ and "SimCLR v1" in recipes.RECIPES["imagenet"].summary()
+
+
+def test_the_final_linear_evaluation_of_the_cifar10_preset_fits_on_every_training_example():
+    preset = cifar10.PRESETS["cifar10"]
+    # SimCLR's CIFAR10 linear head: 100 epochs at batch 512, 0.1 x 512 / 256, whole images.
+    record = linear_evaluation.linear_evaluation_record(preset, 32)
+    assert (record["epochs"], record["batch_size"], record["learning_rate"]) == (100, 512, 0.2)
+    assert (record["weight_decay"], record["crop_proportion"]) == (0.0, 1.0)
+    config = dataclasses.replace(preset, **cifar10.SMOKE).resolved()
+    experiment = cifar10.build(config)
+    monitor, final = experiment.evaluators
+    assert final.final_only and not getattr(monitor, "final_only", False)
+    assert experiment.primary_scores == (*images.SUMMARY, "backbone/linear_eval_accuracy")
+    assert experiment.metadata["linear_evaluation"]["train_split"] == "train"
+    scores = final.evaluate(ContrastiveModel(experiment.encoder()))
+    # Every example of tfds' mock splits (64), not a probe's sample of them.
+    assert scores["linear_eval"] == {"train_examples": 64, "test_examples": 64}
+    assert 0 <= scores["backbone"]["linear_eval_accuracy"] <= 1
+
+
+def test_the_imagenet_final_evaluation_is_simclrs_and_may_fit_on_its_10_percent_subset():
+    preset = imagenet.PRESETS["imagenet"]
+    record = linear_evaluation.linear_evaluation_record(preset, 224)
+    assert (record["epochs"], record["batch_size"], record["learning_rate"]) == (90, 4096, 1.6)
+    assert (record["weight_decay"], record["crop_proportion"]) == (1e-6, 0.875)
+    smoke = dataclasses.replace(preset, **imagenet.SMOKE, linear_eval_split="10pct")
+    built = imagenet.build(smoke.resolved())
+    assert built.metadata["linear_evaluation"]["train_split"] == "10pct"
+    scores = built.evaluators[-1].evaluate(ContrastiveModel(built.encoder()))
+    assert scores["linear_eval"]["train_examples"] == 64  # tfds' mock of the subset
+    with pytest.raises(ValueError, match="`linear_eval_split` 10pct.*--linear-eval-split train"):
+        dataclasses.replace(cifar10.PRESETS["cifar10"], linear_eval_split="10pct").validate()

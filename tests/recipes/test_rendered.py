@@ -130,7 +130,10 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     assert ("change_probability" in run) == (mode == "spike-slab")
     for figure in FIGURES:
         assert (tmp_path / f"{figure}.png").stat().st_size > 1000
-    printed = printed_table_columns(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    # Every line of the console within 100 columns, not only the tables (the path: the user's).
+    assert max(map(len, out.replace(str(tmp_path), "TMP").splitlines())) <= 100
+    printed = printed_table_columns(out)
     columns = rendered.table_columns(rendered.pairs(rendered.RenderedConfig(mode=mode)))
     assert printed == ["variant", *columns, "steps", "seconds"]
 

@@ -131,7 +131,7 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
         ),
         (dict(losses="aninfonce_ensemble", ensemble_temperatures="0.1,x"), "ensemble_temperatures"),
         (dict(losses="aninfonce,infonce_hard_negatives", loss_block_size=64), "loss_block_size"),
-        (dict(initial_concentration=0.0), "initial_concentration"),
+        (dict(initial_concentration=-1.0), "initial_concentration"),
         (dict(generator_draws=0), "generator_draws"),
     ],
 )

@@ -1,5 +1,5 @@
 """Ctrl-C and SIGTERM end a recipe in one line that says how to resume; a rerun keeps
-the summary of every seed, exports a finished variant that `--export false` left
+the summary of every seed (of its config; a damaged one named), exports a finished variant that `--export false` left
 unexported, and keeps an unreadable TensorBoard event file aside."""
 
 import dataclasses
@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import runner
+from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs import synthetic
+from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.runner import event_files, loop, run_directory
 
 ARGV = ["--smoke", "--losses", "aninfonce", "--export", "false"]
@@ -56,9 +58,21 @@ def test_ctrl_c_and_sigterm_end_in_one_line_saying_how_to_resume(
 
 def test_a_seeds_run_after_one_of_more_seeds_summarises_every_seed(tmp_path):
     runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
+    # A seed's run of another config is not this summary's.
+    run_directory.write_config(tmp_path / "seed_2", dataclasses.replace(CONFIG, steps=40), [])
+    write_json(tmp_path / "seed_2" / "results.json", {"run": {}, "variants": {}})
     summary = runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
     assert summary["seeds"] == [0, 1]
     assert summary["variants"]["aninfonce"]["mcc"]["n"] == 2
+
+
+@pytest.mark.parametrize("name", ["results.json", "config.json"])
+def test_a_damaged_earlier_seed_is_named_not_left_out_of_the_summary(tmp_path, name):
+    runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
+    (tmp_path / "seed_1" / name).write_text('{"variants": ')
+    with pytest.raises(UsageError, match=f"seed_1/{name} does not read as JSON .*new --out"):
+        runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
+    assert read_json(tmp_path / "summary.json")["seeds"] == [0, 1]  # kept as it was
 
 
 def test_export_true_on_the_rerun_of_an_unexported_run_exports_it(tmp_path, capsys):

@@ -62,7 +62,7 @@ def _contents(directory) -> dict:
     return {path: path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()}
 
 
-# Item 3: one run at a time.
+# One run at a time: the run directory's lock, taken over from a killed holder.
 
 
 def test_a_second_run_on_a_locked_out_exits_with_one_line_naming_the_holder(tmp_path):
@@ -170,7 +170,7 @@ def test_of_two_runs_started_together_on_one_out_one_trains_and_the_other_names_
     assert_same_result(shared, read_json(tmp_path / "whole" / "results.json")["variants"])
 
 
-# Item 4: finished only with every final file complete.
+# A variant is finished only with every final file as it was written.
 
 
 def test_a_truncated_model_is_trained_again_rather_than_counted_as_finished(tmp_path, capsys):
@@ -210,7 +210,7 @@ def test_a_truncated_export_whose_backup_is_left_is_saved_again_from_it(
     assert loaded.serve(np.ones((2, CONFIG.dim), "float32")).shape[0] == 2
 
 
-# Item 5: the code a run was trained by.
+# A run resumes only with the code it was trained by, unless a change is allowed.
 
 
 def test_resuming_across_a_code_change_is_refused_unless_allowed_and_then_recorded(
@@ -251,7 +251,7 @@ def test_a_change_of_layer_shapes_on_resume_ends_in_one_line(tmp_path):
     assert f"Delete {backup} to train this variant from the start" in message
 
 
-# Item 6: files that are not a run's.
+# An --out holding files that are not a run's is refused and left as it was.
 
 
 @pytest.mark.parametrize("case", ["others-files", "others-results", "seeds"], ids=lambda case: case)
@@ -278,7 +278,7 @@ def test_an_out_that_is_not_a_run_is_refused_and_left_as_it_was(tmp_path, capsys
     assert _contents(tmp_path) == before and (case != "seeds" or (tmp_path / "seed_0").is_dir())
 
 
-# Item 11: an export replaces an earlier one whole.
+# An export replaces an earlier one whole.
 
 
 def test_an_export_over_an_earlier_one_replaces_it_whole(tmp_path):
@@ -296,7 +296,7 @@ def test_an_export_over_an_earlier_one_replaces_it_whole(tmp_path):
     assert [path.name for path in (tmp_path / "mine").iterdir()] == ["notes.txt"]
 
 
-# Item 12: a corrupt file named, with its fix.
+# A corrupt file is named, with its fix.
 
 
 @pytest.mark.parametrize("name", ["config.json", "results.json"])

@@ -1,0 +1,133 @@
+"""Where the image experiment's examples come from: the photos shipped with
+scikit-learn and scikit-image, or tfds' CIFAR10 and ImageNet (random examples with
+`mock_data`), for training, for the probes and for the final linear evaluation.
+
+The training examples are held in memory where they fit (the photos, CIFAR10's
+50,000 encoded images, ~130 MB, and tfds' mock data) and permuted whole each epoch;
+ImageNet's are read from its files, in a new order each epoch
+(`data.epochs.epoch_examples`).
+
+Example:
+
+>>> from aninfonce_tf.configs.images import ImageConfig
+>>> source = training_source(ImageConfig(dataset="photos", patches_per_photo=2))
+>>> source["image"].shape, worker_shard(ImageConfig(), source, 1, 2)["label"].shape
+((18, 48, 48, 3), (9,))
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.configs.linear_evaluation import linear_evaluator
+from aninfonce_tf.data.datasets import (
+    IMAGENET_10PCT,
+    PHOTO_NAMES,
+    photo_patches,
+    tfds_file_pieces,
+    tfds_images,
+)
+from aninfonce_tf.data.epochs import FilePieces, held_in_memory
+from aninfonce_tf.evaluation.linear_evaluation import LinearEvaluator
+
+if TYPE_CHECKING:
+    from aninfonce_tf.configs.images import ImageConfig
+
+# The classes of each dataset (the final linear evaluation's classifier's outputs).
+CLASSES = {"photos": len(PHOTO_NAMES), "cifar10": 10, "imagenet2012": 1000}
+# The datasets whose training images are read from their files, too many to hold.
+READ_FROM_FILES = ("imagenet2012",)
+# The split each tfds dataset's probes and final evaluation score on.
+TEST_SPLITS = {"cifar10": "test", "imagenet2012": "validation"}
+
+
+@contextlib.contextmanager
+def data_source(config: ImageConfig):
+    """Within it, tfds gives random examples when `config.mock_data` (tfds' mock)."""
+    if config.mock_data:
+        import tensorflow_datasets as tfds
+
+        with tfds.testing.mock_data(num_examples=max(64, config.batch_size)):
+            yield
+    else:
+        yield
+
+
+def examples(config: ImageConfig, split: str, decode: bool = True) -> tf.data.Dataset:
+    """`{image, label}` examples of the split ("train" or "test"); tfds' images
+    encoded with `decode=False` (`tfds_images`)."""
+    if config.dataset == "photos":
+        test_per_photo = config.test_size // len(PHOTO_NAMES) + 1
+        per_photo = config.patches_per_photo if split == "train" else test_per_photo
+        images, labels = photo_patches(per_photo, 48, split, seed=config.seed)
+        return tf.data.Dataset.from_tensor_slices({"image": images, "label": labels})
+    tfds_split = "train" if split == "train" else TEST_SPLITS[config.dataset]
+    return tfds_images(config.dataset, tfds_split, config.data_dir or None, decode=decode)
+
+
+def training_source(config: ImageConfig) -> Mapping[str, np.ndarray] | FilePieces:
+    """One pass over the training examples, as `datasets.pair_batches` reads it: held
+    in memory (tfds' images encoded), or ImageNet's files (call it within
+    `data_source`)."""
+    if config.dataset in READ_FROM_FILES and not config.mock_data:
+        return tfds_file_pieces(config.dataset, "train", config.data_dir or None)
+    return held_in_memory(examples(config, "train", decode=False))
+
+
+def worker_shard(
+    config: ImageConfig, source: Mapping[str, np.ndarray] | FilePieces, index: int, count: int
+) -> Mapping[str, np.ndarray] | FilePieces:
+    """The `index`-th of `count` disjoint parts of `training_source(config)`: every
+    `count`-th example held in memory, or an even part of the split's files."""
+    if isinstance(source, FilePieces):
+        return tfds_file_pieces(config.dataset, "train", config.data_dir or None, (index, count))
+    return {key: values[index::count] for key, values in source.items()}
+
+
+def final_examples(config: ImageConfig) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+    """The train and test examples of the final linear evaluation: every one of the
+    training split (or of SimCLR's 10 % subset of ImageNet's, `linear_eval_split`) and
+    of the test split, tfds' images encoded (call it within `data_source`: mock data is
+    read into memory there)."""
+    if config.dataset == "photos":
+        return examples(config, "train"), examples(config, "test")
+    data_dir = config.data_dir or None
+    name = IMAGENET_10PCT if config.linear_eval_split == "10pct" else config.dataset
+    train = tfds_images(name, "train", data_dir, decode=False)
+    test = tfds_images(config.dataset, TEST_SPLITS[config.dataset], data_dir, decode=False)
+    if config.mock_data:
+        return tuple(
+            tf.data.Dataset.from_tensor_slices(held_in_memory(split)) for split in (train, test)
+        )
+    return train, test
+
+
+def final_evaluators(
+    config: ImageConfig, image_size: int, decode: Callable[[dict], dict] | None
+) -> list[LinearEvaluator]:
+    """The final linear evaluation of `config` on `final_examples` (tfds' images
+    decoded by `decode`), in a list: empty without `linear_eval_epochs` (call it within
+    `data_source`)."""
+    if not config.linear_eval_epochs:
+        return []
+    train, test = final_examples(config)
+    classes = CLASSES[config.dataset]
+    return [linear_evaluator(config, train, test, image_size, classes, decode)]
+
+
+__all__ = [
+    "CLASSES",
+    "READ_FROM_FILES",
+    "TEST_SPLITS",
+    "data_source",
+    "examples",
+    "final_evaluators",
+    "final_examples",
+    "training_source",
+    "worker_shard",
+]

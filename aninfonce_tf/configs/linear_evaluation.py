@@ -1,0 +1,171 @@
+"""The final evaluation of the CIFAR10 and ImageNet presets: SimCLR's linear
+evaluation on frozen backbone features of the whole training split
+(`evaluation.linear_evaluation`), its settings (`LinearEvaluationConfig`, fields of
+every image config) and the evaluator and `results.json` record they make.
+
+The settings are SimCLR's linear-head fine-tuning commands (google-research/simclr,
+README): SGD with Nesterov momentum 0.9 at 0.1 x B / 256 cosine-decayed to 0, no
+warm-up; CIFAR10 100 epochs at batch 512 without weight decay, ImageNet 90 epochs at
+batch 4096 with weight decay 1e-6; the test images' centre crop of 87.5 % of their
+shorter side above 32 pixels (CIFAR10's whole image).
+
+Example:
+
+>>> config = LinearEvaluationConfig(linear_eval_epochs=90, linear_eval_batch_size=4096)
+>>> config.linear_eval_learning_rate()
+1.6
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from aninfonce_tf.configs.base import RunConfig, option, require_at_least
+from aninfonce_tf.data.probe_sets import centre_square
+from aninfonce_tf.evaluation.linear_evaluation import LinearEvaluator
+
+# SimCLR's test crop: the centre square of 87.5 % of the shorter side, for images
+# above 32 pixels (its CIFAR10 images are taken whole).
+CROP_PROPORTION = 0.875
+# What the classifier trains on: the whole training split, or SimCLR's 10 % subset of
+# ImageNet's training images (tfds' `imagenet2012_subset/10pct`, SimCLR's image list).
+LINEAR_EVAL_SPLITS = ("train", "10pct")
+
+
+@dataclasses.dataclass
+class LinearEvaluationConfig(RunConfig):
+    """A run config with the settings of the final linear evaluation (see `RunConfig`
+    for the shared ones); `ImageConfig` is one."""
+
+    linear_eval_epochs: int = option(
+        0,
+        "epochs of the final linear evaluation: a linear classifier on frozen backbone "
+        "features of every training image, at the final step only (SimCLR's protocol; "
+        "0: none)",
+        group="evaluation",
+    )
+    linear_eval_batch_size: int = option(
+        512, "batch of the final linear evaluation's classifier", group="evaluation"
+    )
+    linear_eval_base_learning_rate: float = option(
+        0.1,
+        "learning rate per 256 examples of the final linear evaluation's classifier, "
+        "x linear_eval_batch_size / 256 (SGD, Nesterov momentum 0.9, cosine to 0)",
+        group="evaluation",
+    )
+    linear_eval_weight_decay: float = option(
+        0.0,
+        "L2 penalty of the final linear evaluation's classifier, x ||w||^2 / 2",
+        group="evaluation",
+    )
+    linear_eval_split: str = option(
+        "train",
+        "what the final linear evaluation's classifier fits on: the whole training split, "
+        "or 10pct, SimCLR's subset of a tenth of ImageNet's training images (ImageNet only)",
+        LINEAR_EVAL_SPLITS,
+        group="evaluation",
+    )
+
+    def linear_eval_learning_rate(self) -> float:
+        """The classifier's peak learning rate: its base x batch / 256."""
+        return self.linear_eval_base_learning_rate * self.linear_eval_batch_size / 256
+
+    def validate_linear_evaluation(self, dataset: str) -> None:
+        """Raises `ValueError` naming the field of the linear evaluation that cannot
+        run on `dataset` (the config's images)."""
+        require_at_least(self, "linear_eval_epochs", 0, "0: no final linear evaluation")
+        require_at_least(self, "linear_eval_batch_size", 1)
+        if self.linear_eval_base_learning_rate <= 0:
+            raise ValueError(
+                "`linear_eval_base_learning_rate` must be positive; got "
+                f"{self.linear_eval_base_learning_rate}."
+            )
+        if self.linear_eval_weight_decay < 0:
+            raise ValueError(
+                "`linear_eval_weight_decay` must not be negative; got "
+                f"{self.linear_eval_weight_decay}."
+            )
+        if self.linear_eval_split == "10pct" and dataset != "imagenet2012":
+            raise ValueError(
+                "`linear_eval_split` 10pct is SimCLR's subset of ImageNet's training "
+                f"images, which {dataset} lacks: pass --linear-eval-split train."
+            )
+
+
+def crop_proportion(image_size: int) -> float:
+    """SimCLR's test crop of images of side `image_size`: `CROP_PROPORTION` above 32
+    pixels, the whole image at 32 and below."""
+    return CROP_PROPORTION if image_size > 32 else 1.0
+
+
+def linear_evaluator(
+    config: LinearEvaluationConfig,
+    train: tf.data.Dataset,
+    test: tf.data.Dataset,
+    image_size: int,
+    classes: int,
+    decode: Callable[[dict], dict] | None = None,
+) -> LinearEvaluator:
+    """The final linear evaluation of `config` on the `{image, label}` examples of
+    `train` and `test` (decoded by `decode`, where given), each image's centre crop
+    (`crop_proportion`) resized to `image_size`."""
+    proportion = crop_proportion(image_size)
+
+    def crop(example: dict) -> dict:
+        example = decode(example) if decode else example
+        image = centre_square(example["image"], image_size, proportion)
+        return {"image": image, "label": example["label"]}
+
+    train, test = (
+        examples.map(crop, num_parallel_calls=tf.data.AUTOTUNE) for examples in (train, test)
+    )
+    return LinearEvaluator(
+        train,
+        test,
+        classes=classes,
+        epochs=config.linear_eval_epochs,
+        batch_size=config.linear_eval_batch_size,
+        learning_rate=config.linear_eval_learning_rate(),
+        weight_decay=config.linear_eval_weight_decay,
+        seed=config.seed,
+    )
+
+
+def linear_evaluation_record(config: LinearEvaluationConfig, image_size: int) -> dict:
+    """The protocol of the final linear evaluation, as `results.json` records it
+    (`run["linear_evaluation"]`).
+
+    Example:
+
+    >>> record = linear_evaluation_record(LinearEvaluationConfig(linear_eval_epochs=100), 32)
+    >>> record["train_split"], record["crop_proportion"], record["learning_rate"]
+    ('train', 1.0, 0.2)
+    """
+    return {
+        "protocol": (
+            "SimCLR's linear evaluation: a linear classifier on frozen backbone features "
+            "of each image's centre crop, computed once (SimCLR crops and flips the "
+            "training images at every epoch)"
+        ),
+        "score": "backbone/linear_eval_accuracy",
+        "train_split": config.linear_eval_split,
+        "crop_proportion": crop_proportion(image_size),
+        "epochs": config.linear_eval_epochs,
+        "batch_size": config.linear_eval_batch_size,
+        "learning_rate": config.linear_eval_learning_rate(),
+        "optimizer": "SGD, Nesterov momentum 0.9, cosine decay to 0, no warm-up",
+        "weight_decay": config.linear_eval_weight_decay,
+    }
+
+
+__all__ = [
+    "CROP_PROPORTION",
+    "LINEAR_EVAL_SPLITS",
+    "LinearEvaluationConfig",
+    "crop_proportion",
+    "linear_evaluation_record",
+    "linear_evaluator",
+]

@@ -1,0 +1,149 @@
+"""The training examples epoch after epoch, each epoch in its own seeded order: no
+image keeps its place from one epoch to the next, and a run resumed in epoch e reads
+nothing of the epochs before it.
+
+Two sources: examples held in memory (`held_in_memory`: the photos, CIFAR10's
+encoded images), permuted whole each epoch; and the pieces of the TFRecord files of
+a split too large to hold (`FilePieces`: ImageNet's), their order permuted each
+epoch, read `CYCLE_LENGTH` at a time and shuffled in a buffer.
+
+Example:
+
+>>> examples = {"label": np.arange(5)}
+>>> [int(example["label"]) for example in epoch_examples(examples, seed=0).take(10)]
+[0, 2, 4, 3, 1, 4, 3, 1, 0, 2]
+>>> [int(example["label"]) for example in epoch_examples(examples, seed=0, start=7).take(3)]
+[1, 0, 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+# The files read at a time, one example from each in turn: SimCLR's interleave of its
+# tfds files (`interleave_cycle_length=32`, `interleave_block_length=1`).
+CYCLE_LENGTH = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class FilePieces:
+    """Pieces of TFRecord files that together hold a split, as tfds' file
+    instructions give them: piece i is the `takes[i]` records of `paths[i]` after
+    its first `skips[i]`; `parse` makes a record an example (a dict of tensors).
+
+    Example:
+
+    >>> pieces = FilePieces(("a.tfrecord", "b.tfrecord"), (0, 5), (10, 3), parse=lambda r: r)
+    >>> pieces.size
+    13
+    """
+
+    paths: tuple[str, ...]
+    skips: tuple[int, ...]
+    takes: tuple[int, ...]
+    parse: Callable[[tf.Tensor], dict]
+
+    @property
+    def size(self) -> int:
+        """Examples in all the pieces."""
+        return sum(self.takes)
+
+
+def held_in_memory(examples: tf.data.Dataset) -> dict[str, np.ndarray]:
+    """Every example of a finite dataset of dicts as one NumPy array per key.
+
+    Raises:
+        ValueError: for a dataset without examples, or whose images differ in shape
+            (keep such images encoded: `tfds_images(..., decode=False)`).
+
+    Example:
+
+    >>> held = held_in_memory(tf.data.Dataset.from_tensor_slices({"label": [3, 1, 2]}))
+    >>> held["label"].tolist()
+    [3, 1, 2]
+    """
+    try:
+        batches = [
+            tf.nest.map_structure(lambda tensor: tensor.numpy(), batch)
+            for batch in examples.batch(4096)
+        ]
+    except tf.errors.InvalidArgumentError:
+        raise ValueError(
+            "Images of different shapes cannot be held in memory: keep them encoded "
+            "(`tfds_images(..., decode=False)`) and decode them after the shuffle "
+            "(`pair_batches(..., decode=tfds_image_decoder(name))`)."
+        ) from None
+    if not batches:
+        raise ValueError("The examples to hold in memory are empty.")
+    return {key: np.concatenate([batch[key] for batch in batches]) for key in batches[0]}
+
+
+def epoch_examples(
+    source: Mapping[str, np.ndarray] | FilePieces, seed: int, start: int = 0, shuffle: int = 0
+) -> tf.data.Dataset:
+    """Endless examples of `source`, epoch after epoch, from the `start`-th on.
+
+    Epoch e reads `source` in an order seeded by (`seed`, e): examples held in memory
+    (one array per key, as `held_in_memory` gives them) in a random permutation;
+    `FilePieces` with their pieces in a random permutation, `CYCLE_LENGTH` read at a
+    time, then shuffled in a buffer of `shuffle` examples (0: none; the buffer's draws
+    are seeded by `seed` alone, its input differs each epoch). An epoch's examples
+    never mix with the next's, so the stream from `start` begins at epoch
+    start // size without reading the epochs before it.
+
+    Raises:
+        ValueError: for a source without examples.
+    """
+    if isinstance(source, FilePieces):
+        size, read = source.size, _read_pieces(source, seed, shuffle)
+    else:
+        size, read = len(next(iter(source.values()))), _read_arrays(source)
+    if size < 1:
+        raise ValueError("`source` holds no example.")
+    first, offset = divmod(start, size)
+    base = tf.constant(seed, tf.int64)
+    epochs = tf.data.Dataset.counter(first).flat_map(lambda epoch: read(tf.stack([base, epoch])))
+    return epochs.skip(offset)
+
+
+def _read_arrays(arrays: Mapping[str, np.ndarray]) -> Callable[[tf.Tensor], tf.data.Dataset]:
+    tensors = {key: tf.constant(values) for key, values in arrays.items()}
+    size = len(next(iter(arrays.values())))
+
+    def read(seed: tf.Tensor) -> tf.data.Dataset:
+        order = tf.random.experimental.stateless_shuffle(tf.range(size, dtype=tf.int64), seed)
+        return tf.data.Dataset.from_tensor_slices(order).map(
+            lambda index: {key: tf.gather(values, index) for key, values in tensors.items()}
+        )
+
+    return read
+
+
+def _read_pieces(
+    pieces: FilePieces, seed: int, shuffle: int
+) -> Callable[[tf.Tensor], tf.data.Dataset]:
+    paths = tf.constant(pieces.paths)
+    skips, takes = (tf.constant(values, tf.int64) for values in (pieces.skips, pieces.takes))
+    count = len(pieces.paths)
+
+    def read(epoch_seed: tf.Tensor) -> tf.data.Dataset:
+        order = tf.random.experimental.stateless_shuffle(tf.range(count), epoch_seed)
+        chosen = tuple(tf.gather(values, order) for values in (paths, skips, takes))
+        records = tf.data.Dataset.from_tensor_slices(chosen).interleave(
+            lambda path, skip, take: tf.data.TFRecordDataset(path).skip(skip).take(take),
+            cycle_length=min(CYCLE_LENGTH, count),
+            block_length=1,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        examples = records.map(pieces.parse, num_parallel_calls=tf.data.AUTOTUNE)
+        return examples.shuffle(shuffle, seed=seed) if shuffle else examples
+
+    return read
+
+
+__all__ = ["CYCLE_LENGTH", "FilePieces", "epoch_examples", "held_in_memory"]

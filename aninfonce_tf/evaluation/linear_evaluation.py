@@ -1,0 +1,225 @@
+"""The standard linear evaluation of SimCLR (Chen et al., 2020): a linear classifier
+trained on the frozen backbone features of every training image and scored on the
+test split, run at the final step only (`LinearEvaluator.final_only`) and recorded as
+`backbone/linear_eval_accuracy`, beside the small probes that monitor training
+(`probes.ImageProbeEvaluator`).
+
+The protocol, google-research/simclr's linear-head fine-tuning: the backbone's
+features (in inference mode) of each image's centre crop (`probe_sets.centre_square`
+with SimCLR's proportion), a linear layer with a bias, initialised at zero, trained
+with softmax cross-entropy by SGD with Nesterov momentum 0.9 at a learning rate
+cosine-decayed to 0 without warm-up, an L2 penalty `weight_decay` x ||w||^2 / 2 on
+its weights and bias (SimCLR's `tf.nn.l2_loss`), top-1 accuracy on the test split.
+One deviation: SimCLR draws a random crop and flip of each training image at every
+epoch; here the features of each training image are computed once, of its centre
+crop, which costs one pass of the backbone over the training set instead of one per
+epoch.
+
+The features are computed batch by batch and written to a float32 file on disk
+(`[N, d]`: CIFAR10's 50,000 x 512, 100 MB; ImageNet's 1,281,167 x 2,048, 10.5 GB;
+its 10 % subset 1 GB), from which `tf.data` reads shuffled batches: memory holds a
+batch, never the split.
+
+Example:
+
+>>> import keras
+>>> import tensorflow as tf
+>>> from aninfonce_tf import ContrastiveModel
+>>> rng = np.random.default_rng(0)
+>>> labels = np.arange(64) % 2
+>>> images = (rng.uniform(size=(64, 4, 4, 3)) * 0.2 + labels[:, None, None, None] * 0.8)
+>>> examples = tf.data.Dataset.from_tensor_slices({"image": images.astype("float32"),
+...                                               "label": labels})
+>>> encoder = keras.Sequential([keras.Input((4, 4, 3)), keras.layers.GlobalAveragePooling2D()])
+>>> evaluator = LinearEvaluator(examples, examples, classes=2, epochs=20, batch_size=16,
+...                             learning_rate=0.5)
+>>> scores = evaluator.evaluate(ContrastiveModel(encoder))
+>>> scores["backbone"]["linear_eval_accuracy"], scores["linear_eval"]["train_examples"]
+(1.0, 64)
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from aninfonce_tf.evaluation.features import batched_features, level_features
+from aninfonce_tf.evaluation.protocol import level_stages
+
+# The score it records, at the backbone: top-1 test accuracy.
+SCORE = "backbone/linear_eval_accuracy"
+
+
+def features_on_disk(
+    model, examples: tf.data.Dataset, path: Path, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The backbone features of every `{image, label}` example, computed `batch_size`
+    at a time and written to the float32 file `path`.
+
+    Returns:
+        `(features [N, d]`, a read-only memory map of `path`, `labels [N])`.
+
+    Raises:
+        ValueError: for examples without one.
+    """
+    labels, width = [], 0
+    with open(path, "wb") as file:
+        for batch in examples.batch(batch_size).prefetch(tf.data.AUTOTUNE):
+            features = level_features(model, batch["image"].numpy(), "backbone", batch_size)
+            file.write(np.ascontiguousarray(features, "float32").tobytes())
+            labels.append(batch["label"].numpy())
+            width = features.shape[1]
+    if not labels:
+        raise ValueError("The linear evaluation's examples are empty.")
+    labels = np.concatenate(labels).astype("int64")
+    return np.memmap(path, "float32", "r", shape=(len(labels), width)), labels
+
+
+def shuffled_batches(features, labels, batch_size: int, seed: int = 0) -> tf.data.Dataset:
+    """`(features, labels)` batches of the rows of `features` (a memory map, say) in
+    a new seeded order each pass, each batch's rows read at once (sorted, for the
+    disk) by `tf.numpy_function`.
+
+    Example:
+
+    >>> features = np.arange(10, dtype="float32")[:, None]
+    >>> batches = list(shuffled_batches(features, np.arange(10), 4))
+    >>> [len(labels) for _, labels in batches]
+    [4, 4, 2]
+    >>> sorted(np.concatenate([labels for _, labels in batches]).tolist())
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+    rows, width = features.shape
+
+    def read(indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        indices = np.sort(indices)
+        return np.asarray(features[indices], "float32"), np.asarray(labels[indices], "int64")
+
+    batches = tf.data.Dataset.range(rows).shuffle(rows, seed=seed).batch(batch_size)
+    batches = batches.map(
+        lambda indices: tf.numpy_function(read, [indices], (tf.float32, tf.int64))
+    )
+    return batches.map(
+        lambda x, y: (tf.ensure_shape(x, [None, width]), tf.ensure_shape(y, [None]))
+    ).prefetch(tf.data.AUTOTUNE)
+
+
+class LinearEvaluator:
+    """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone (the module
+    docstring gives the protocol), at the final step only. An `Evaluator`.
+
+    Args:
+        train: finite `tf.data.Dataset` of `{image, label}` examples the classifier
+            is trained on (every training image), each image as the encoder takes
+            it: uint8 (read as / 255) or float in [0, 1].
+        test: those it is scored on.
+        classes: the number of classes.
+        epochs: passes of the classifier over the training features (SimCLR: 90 on
+            ImageNet, 100 on CIFAR10).
+        batch_size: the classifier's batch (SimCLR: 4096 on ImageNet, 512 on CIFAR10).
+        learning_rate: its peak learning rate (SimCLR: 0.1 x batch_size / 256).
+        weight_decay: its L2 penalty, times ||w||^2 / 2 (SimCLR: 1e-6 on ImageNet,
+            0 on CIFAR10).
+        momentum: its Nesterov momentum.
+        feature_batch_size: images per forward pass of the backbone.
+        seed: of the order of the classifier's batches.
+        directory: where the feature files are written (None: the system's
+            temporary directory); they are removed after the evaluation.
+
+    Reference:
+        Chen et al., "A Simple Framework for Contrastive Learning of Visual
+        Representations", ICML 2020, appendix B (linear evaluation).
+    """
+
+    # Its score is computed once, at the final evaluation (`EvaluationCallback`).
+    final_only = True
+    lower_is_better = frozenset()
+    summary_scores = frozenset({SCORE})
+
+    def __init__(
+        self,
+        train: tf.data.Dataset,
+        test: tf.data.Dataset,
+        classes: int,
+        epochs: int,
+        batch_size: int,
+        learning_rate: float,
+        weight_decay: float = 0.0,
+        momentum: float = 0.9,
+        feature_batch_size: int = 256,
+        seed: int = 0,
+        directory: str | None = None,
+    ):
+        self.train, self.test = train, test
+        self.classes = classes
+        self.epochs, self.batch_size = epochs, batch_size
+        self.learning_rate, self.weight_decay, self.momentum = learning_rate, weight_decay, momentum
+        self.feature_batch_size = feature_batch_size
+        self.seed = seed
+        self.directory = directory
+
+    def score_names(self, anisotropic: bool) -> set[str]:
+        """`backbone/linear_eval_accuracy`."""
+        del anisotropic
+        return {SCORE}
+
+    def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """`{"backbone": {"linear_eval_accuracy"}, "linear_eval": {"train_examples",
+        "test_examples"}}`: the test accuracy and the examples it rests on; `progress`,
+        if given, is called as each stage begins (`"backbone: features"`, `"backbone:
+        linear classifier"`)."""
+        stage = level_stages(progress, "backbone")
+        with tempfile.TemporaryDirectory(dir=self.directory) as directory:
+            stage("features")
+            train = features_on_disk(
+                model, self.train, Path(directory) / "train.f32", self.feature_batch_size
+            )
+            test = features_on_disk(
+                model, self.test, Path(directory) / "test.f32", self.feature_batch_size
+            )
+            stage("linear classifier")
+            classifier = self.fit_classifier(*train)
+            logits = batched_features(classifier, test[0], self.batch_size)
+            accuracy = float(np.mean(np.argmax(logits, axis=1) == test[1]))
+            counts = {"train_examples": len(train[1]), "test_examples": len(test[1])}
+            del train, test  # the memory maps, before their files go
+        return {"backbone": {"linear_eval_accuracy": accuracy}, "linear_eval": counts}
+
+    def fit_classifier(self, features, labels) -> keras.Model:
+        """The linear classifier trained on `features` (`[N, d]`) and `labels`."""
+        rows, width = features.shape
+        steps = math.ceil(rows / self.batch_size)
+        penalty = keras.regularizers.L2(self.weight_decay / 2) if self.weight_decay else None
+        classifier = keras.Sequential(
+            [
+                keras.Input((width,), name="linear_eval_features"),
+                keras.layers.Dense(
+                    self.classes,
+                    kernel_initializer="zeros",
+                    kernel_regularizer=penalty,
+                    bias_regularizer=penalty,
+                    name="linear_eval_logits",
+                ),
+            ],
+            name="linear_eval_classifier",
+        )
+        schedule = keras.optimizers.schedules.CosineDecay(
+            self.learning_rate, decay_steps=max(1, self.epochs * steps)
+        )
+        classifier.compile(
+            keras.optimizers.SGD(schedule, momentum=self.momentum, nesterov=True),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        batches = shuffled_batches(features, labels, self.batch_size, self.seed)
+        classifier.fit(batches, epochs=self.epochs, verbose=0, shuffle=False)  # shuffled already
+        return classifier
+
+
+__all__ = ["SCORE", "LinearEvaluator", "features_on_disk", "shuffled_batches"]
