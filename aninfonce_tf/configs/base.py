@@ -235,6 +235,10 @@ class RunConfig:
     export: bool = option(True, "export each encoder as a SavedModel with Lambda_hat beside it")
     seed: int = option(0, "seed of the data, the generator and the initialisation")
 
+    # A subclass's fields that a resumed run may change, as `EXECUTION_FIELDS`: those
+    # of an evaluation that runs after training.
+    resume_exempt: typing.ClassVar[tuple[str, ...]] = ()
+
     def loss_names(self) -> list[str]:
         names = split_list(self.losses)
         unknown = sorted(set(names) - set(LOSS_VARIANTS))
@@ -392,7 +396,8 @@ class RunConfig:
     def resume_key(self) -> dict:
         """The fields a resumed run must share with the run it continues."""
         values = dataclasses.asdict(self)
-        return {k: v for k, v in values.items() if k not in EXECUTION_FIELDS}
+        exempt = (*EXECUTION_FIELDS, *self.resume_exempt)
+        return {k: v for k, v in values.items() if k not in exempt}
 
 
 __all__ = [

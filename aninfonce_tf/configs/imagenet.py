@@ -10,21 +10,24 @@ is not public), with the source of every number:
   layer) with batch norm and N(0, 0.01^2) kernels, batch norm synchronised across
   replicas, 100 epochs. SimCLR v2 differs in its 3-layer head and weight decay 1e-4;
   `--projector-units 2048,2048,128 --l2-weight-decay 1e-4` comes near it.
-- The learning rate 0.075 x sqrt(B): SimCLR's square-root scaling (its appendix B.1
-  and README: it trains better than linear scaling below batch 4096, where the two
+- The learning rate 0.075 x sqrt(B): SimCLR's square-root scaling (Chen et al. 2020,
+  appendix B.1: it trains better than linear scaling below batch 4096, where the two
   agree, 0.075 x 64 = 0.3 x 4096 / 256 = 4.8): 2.4 at this preset's batch 1024
   (`--learning-rate-scaling linear --base-learning-rate 0.3`: SimCLR's default, 1.2).
 - Batch 1024 (SimCLR's is 4096, on 128 TPU cores): the schedule is given in epochs, so
   that another `--batch-size` B keeps 100 epochs and a 10-epoch warm-up
   (`ImageConfig.resolved`).
 - AnInfoNCE's Lambda_hat starts at 1 / 0.1 = 10, where InfoNCE is
-  (`RunConfig.initial_concentration`).
+  (`RunConfig.initial_concentration`), each dimension's log with Gaussian noise of
+  standard deviation 0.1 (`--losses aninfonce_isotropic` starts at exactly 10).
 - The final linear evaluation: SimCLR's linear-head command (its README: 90 epochs,
   batch 4096, SGD with Nesterov momentum at 0.1 x B / 256, weight decay 1e-6) on
   frozen features of the centre crop (87.5 % of the shorter side) of every training
-  image (`--linear-eval-split 10pct`: SimCLR's 10 % subset), scored on the 50,000
-  validation images (`configs.linear_evaluation`); the probes on 10,000 images
-  monitor training.
+  image (`--linear-eval-split 10pct`: SimCLR's 10 % subset, its semi-supervised list,
+  whose number is not comparable with the paper's linear evaluation), scored on the
+  50,000 validation images (`configs.linear_evaluation`); the probes on 10,000 images
+  monitor training. Deviation: the crop is resized bilinearly with antialiasing
+  (SimCLR: bicubic).
 - Chosen here: the encoder in mixed_bfloat16 (TPUs and A100-class GPUs; on a V100,
   which lacks bfloat16, pass `--mixed-precision false`).
 

@@ -241,7 +241,7 @@ class ImageConfig(LinearEvaluationConfig):
             self, "probe_size", FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"
         )
         require_at_least(self, "readout_size", 1)
-        self.validate_linear_evaluation(self.dataset)
+        self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
 
 
 def scaled_learning_rate(base: float, batch_size: int, scaling: str) -> float:

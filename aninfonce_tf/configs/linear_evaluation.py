@@ -19,13 +19,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from aninfonce_tf.configs.base import RunConfig, option, require_at_least
+from aninfonce_tf.data.datasets import IMAGENET_10PCT, require_prepared
 from aninfonce_tf.data.probe_sets import centre_square
-from aninfonce_tf.evaluation.linear_evaluation import LinearEvaluator
+from aninfonce_tf.evaluation.linear_evaluation import SCORE, LinearEvaluator
 
 # SimCLR's test crop: the centre square of 87.5 % of the shorter side, for images
 # above 32 pixels (its CIFAR10 images are taken whole).
@@ -38,7 +40,15 @@ LINEAR_EVAL_SPLITS = ("train", "10pct")
 @dataclasses.dataclass
 class LinearEvaluationConfig(RunConfig):
     """A run config with the settings of the final linear evaluation (see `RunConfig`
-    for the shared ones); `ImageConfig` is one."""
+    for the shared ones); `ImageConfig` is one. A resumed run may change them: they act
+    after training only.
+
+    Example:
+
+    >>> config = LinearEvaluationConfig(linear_eval_epochs=100)
+    >>> config.linear_eval_learning_rate(), "linear_eval_epochs" in config.resume_key()
+    (0.2, False)
+    """
 
     linear_eval_epochs: int = option(
         0,
@@ -69,13 +79,24 @@ class LinearEvaluationConfig(RunConfig):
         group="evaluation",
     )
 
+    resume_exempt: typing.ClassVar[tuple[str, ...]] = (
+        "linear_eval_epochs",
+        "linear_eval_batch_size",
+        "linear_eval_base_learning_rate",
+        "linear_eval_weight_decay",
+        "linear_eval_split",
+    )
+
     def linear_eval_learning_rate(self) -> float:
         """The classifier's peak learning rate: its base x batch / 256."""
         return self.linear_eval_base_learning_rate * self.linear_eval_batch_size / 256
 
-    def validate_linear_evaluation(self, dataset: str) -> None:
+    def validate_linear_evaluation(
+        self, dataset: str, data_dir: str | None = None, mock_data: bool = False
+    ) -> None:
         """Raises `ValueError` naming the field of the linear evaluation that cannot
-        run on `dataset` (the config's images)."""
+        run on `dataset` (the config's images, in the tfds `data_dir` unless
+        `mock_data`), SimCLR's 10 % subset not prepared there included."""
         require_at_least(self, "linear_eval_epochs", 0, "0: no final linear evaluation")
         require_at_least(self, "linear_eval_batch_size", 1)
         if self.linear_eval_base_learning_rate <= 0:
@@ -83,16 +104,19 @@ class LinearEvaluationConfig(RunConfig):
                 "`linear_eval_base_learning_rate` must be positive; got "
                 f"{self.linear_eval_base_learning_rate}."
             )
-        if self.linear_eval_weight_decay < 0:
-            raise ValueError(
-                "`linear_eval_weight_decay` must not be negative; got "
-                f"{self.linear_eval_weight_decay}."
-            )
-        if self.linear_eval_split == "10pct" and dataset != "imagenet2012":
+        require_at_least(self, "linear_eval_weight_decay", 0)
+        if self.linear_eval_split != "10pct":
+            return
+        if dataset != "imagenet2012":
             raise ValueError(
                 "`linear_eval_split` 10pct is SimCLR's subset of ImageNet's training "
                 f"images, which {dataset} lacks: pass --linear-eval-split train."
             )
+        if self.linear_eval_epochs and not mock_data:
+            try:
+                require_prepared(IMAGENET_10PCT, data_dir)
+            except ValueError as missing:
+                raise ValueError(f"`linear_eval_split` 10pct: {missing}") from None
 
 
 def crop_proportion(image_size: int) -> float:
@@ -131,6 +155,7 @@ def linear_evaluator(
         learning_rate=config.linear_eval_learning_rate(),
         weight_decay=config.linear_eval_weight_decay,
         seed=config.seed,
+        jit_compile=config.jit_compile,
     )
 
 
@@ -144,13 +169,19 @@ def linear_evaluation_record(config: LinearEvaluationConfig, image_size: int) ->
     >>> record["train_split"], record["crop_proportion"], record["learning_rate"]
     ('train', 1.0, 0.2)
     """
+    fitted_on = (
+        "every training image"
+        if config.linear_eval_split == "train"
+        else "SimCLR's 10 % subset of ImageNet's training images (its semi-supervised "
+        "list; not comparable with the paper's linear evaluation, which fits on every one)"
+    )
     return {
         "protocol": (
             "SimCLR's linear evaluation: a linear classifier on frozen backbone features "
-            "of each image's centre crop, computed once (SimCLR crops and flips the "
-            "training images at every epoch)"
+            f"of each image's centre crop, computed once (SimCLR crops and flips the "
+            f"training images at every epoch), fitted on {fitted_on}"
         ),
-        "score": "backbone/linear_eval_accuracy",
+        "score": SCORE,
         "train_split": config.linear_eval_split,
         "crop_proportion": crop_proportion(image_size),
         "epochs": config.linear_eval_epochs,

@@ -134,11 +134,9 @@ def tfds_file_pieces(
     Raises:
         ValueError: as `tfds_images`.
     """
-    builder = _tfds_builder(name, data_dir)
+    builder = require_prepared(name, data_dir)
     import tensorflow_datasets as tfds
 
-    if not builder.is_prepared():
-        raise _not_prepared(builder, name)
     if shard is not None:
         split = tfds.even_splits(split, n=shard[1])[shard[0]]
     instructions = builder.info.splits[split].file_instructions
@@ -152,6 +150,18 @@ def tfds_file_pieces(
             features.deserialize_example(record, decoders=decoders)
         ),
     )
+
+
+def require_prepared(name: str, data_dir: str | None = None):
+    """The tfds builder of `name`, whose files are prepared in `data_dir`.
+
+    Raises:
+        ValueError: as `tfds_images`, saying how to prepare it.
+    """
+    builder = _tfds_builder(name, data_dir)
+    if not builder.is_prepared():
+        raise _not_prepared(builder, name)
+    return builder
 
 
 def _image_and_label(example: dict) -> dict:
@@ -312,6 +322,7 @@ __all__ = [
     "packaged_photos",
     "pair_batches",
     "photo_patches",
+    "require_prepared",
     "tfds_file_pieces",
     "tfds_image_decoder",
     "tfds_images",

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.evaluation import console
-from aninfonce_tf.evaluation.protocol import Evaluator, takes_progress
+from aninfonce_tf.evaluation.protocol import Evaluator, takes_argument
 from aninfonce_tf.evaluation.targets import Target, resolve_targets, targets_reached
 from aninfonce_tf.optimizers import averaged_weights
 
@@ -41,12 +41,16 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
 
 
 def evaluate_all(
-    evaluators: Sequence[Evaluator], model, progress: Callable[[int, str], None] | None = None
+    evaluators: Sequence[Evaluator],
+    model,
+    progress: Callable[[int, str], None] | None = None,
+    directory: str | None = None,
 ) -> dict:
     """The scores of every evaluator, merged into one dict. `progress`, if given, is
     called as `progress(i, "")` before the i-th evaluator (from 0) runs, and as
     `progress(i, stage)` at each stage of its evaluation that it reports (an evaluator
-    whose `evaluate` takes `progress`, `protocol.takes_progress`).
+    whose `evaluate` takes `progress`, `protocol.takes_argument`); `directory`, if
+    given, goes to the evaluators whose `evaluate` takes it.
 
     Raises:
         ValueError: when two evaluators return the same score name.
@@ -54,9 +58,11 @@ def evaluate_all(
     scores = {}
     for index, evaluator in enumerate(evaluators):
         options = {}
+        if directory is not None and takes_argument(evaluator, "directory"):
+            options["directory"] = directory
         if progress is not None:
             progress(index, "")
-            if takes_progress(evaluator):
+            if takes_argument(evaluator, "progress"):
                 options["progress"] = functools.partial(progress, index)
         scores = merge_scores(scores, evaluator.evaluate(model, **options))
     return scores
@@ -113,9 +119,11 @@ class EvaluationCallback(keras.callbacks.Callback):
 
     It calls each evaluator's `evaluate` (`protocol.Evaluator`); the numbers of
     nested dicts are logged as `outer/inner`, two evaluators' dicts merged
-    (`merge_scores`). An evaluator declaring `final_only` runs at the last
-    evaluation only: that of the last epoch of `fit`, or the first whose scores
-    reach `stop_at`. With `stop_at`, training stops at
+    (`merge_scores`). An evaluator declaring `final_only` runs once, when `fit` ends
+    (after the last epoch's callbacks: the backup of the final step is written
+    before it), on the chief only, its scores added to the evaluation of the final
+    step (a new one when that step had none); a diverged run skips it, and so does
+    a run resumed at its end whose history holds its scores. With `stop_at`, training stops at
     the first evaluation where every named score reaches its target (`Target`, in
     the score's direction); `reached`
     then holds that step and the seconds since training began (evaluations
@@ -148,6 +156,10 @@ class EvaluationCallback(keras.callbacks.Callback):
             `History`, `EarlyStopping` and Keras' progress bar see).
         log_all_scores: write every scalar score to TensorBoard, not only the
             summary scores.
+        chief: whether this process runs the final-only evaluators; other workers of a
+            multi-worker run skip them (the chief alone writes the results).
+        work_dir: the directory the final-only evaluators' `evaluate` gets as
+            `directory`, for their large files (None: their own choice).
 
     Example:
 
@@ -178,6 +190,8 @@ class EvaluationCallback(keras.callbacks.Callback):
         columns: Sequence[str] = (),
         scores_in_logs: bool = True,
         log_all_scores: bool = False,
+        chief: bool = True,
+        work_dir: str | None = None,
     ):
         super().__init__()
         self.evaluators = (
@@ -194,6 +208,9 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.scores_in_logs = scores_in_logs
         self.tensorboard_scores = None if log_all_scores else summary_scores(self.evaluators)
         self.reached: dict | None = None
+        self.chief, self.work_dir = chief, work_dir
+        self._step: int | None = None  # that of the last epoch of this `fit`
+        self._diverged = False
         self._start = time.perf_counter()
         self._writer = None
         self._line = None  # the last evaluation's line, printed after Keras' progress line
@@ -207,45 +224,69 @@ class EvaluationCallback(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self._print_line()
+        final = [e for e in self.evaluators if getattr(e, "final_only", False)]
+        if not final or not self.chief or self._diverged:
+            return
+        # No epoch ran: `fit` resumed at its end.
+        step = self._step or self.params["epochs"] * self.steps_per_epoch
+        last = self.history[-1] if self.history and self.history[-1]["step"] == step else None
+        names = set().union(*(e.score_names(a) for e in final for a in (False, True)))
+        if last is not None and names & set(scalar_items(last)):
+            return  # scored by the run this one resumes
+        # `fit` has left the weights' moving average (`use_ema`) in the model already.
+        started = time.perf_counter()
+        scores = self._evaluate(final, step, self.work_dir)
+        evaluated = time.perf_counter() - started
+        if last is None:
+            last = {"step": step, "seconds": round(time.perf_counter() - self._start, 1)}
+            self.history.append(last)
+        self.history[-1] = merge_scores(last, scores)
+        self._write_history()
+        scalars = scalar_items(scores)
+        if self.verbose:
+            shown = [name for name in self.columns if name in scalars]
+            print(console.evaluation_line(step, scalars, shown, evaluated), flush=True)
+        self._log_scalars(step, scalars)
 
     def on_epoch_end(self, epoch, logs=None):
-        if (epoch + 1) % self.every_epochs:
+        self._step = (epoch + 1) * self.steps_per_epoch
+        # Diverged: nothing to score (see `StopOnNonFiniteLoss`).
+        self._diverged = bool(logs) and not np.isfinite(logs.get("loss", 0.0))
+        if (epoch + 1) % self.every_epochs or self._diverged:
             return
-        if logs and not np.isfinite(logs.get("loss", 0.0)):
-            return  # diverged: nothing to score (see `StopOnNonFiniteLoss`)
-        step = (epoch + 1) * self.steps_per_epoch
+        step = self._step
         started = time.perf_counter()
-        on_terminal = self.verbose and console.on_terminal()
-
-        def run(evaluators: list) -> dict:
-            progress = functools.partial(console.note, step, evaluators) if on_terminal else None
-            return evaluate_all(evaluators, self.model, progress)
-
-        final = [e for e in self.evaluators if getattr(e, "final_only", False)]
-        last = epoch + 1 == (self.params or {}).get("epochs")
         with averaged_weights(self.model):
-            scores = run([e for e in self.evaluators if not getattr(e, "final_only", False)])
-            # The final-only evaluators score the last evaluation: that of the last
-            # epoch, or the one whose scores reach the targets.
-            reached = targets_reached(scalar_items(scores), self.stop_at, self.evaluators)
-            if final and (last or reached):
-                scores = merge_scores(scores, run(final))
-        if on_terminal:
-            console.clear_note()
+            monitors = [e for e in self.evaluators if not getattr(e, "final_only", False)]
+            scores = self._evaluate(monitors, step)
         evaluated = time.perf_counter() - started
         seconds = round(time.perf_counter() - self._start, 1)
         self.history.append({"step": step, "seconds": seconds, **scores})
-        if self.history_path:
-            # Atomic, so that a kill never leaves half a file for the resumed run to read;
-            # NaN stays NaN (Python's JSON), so that a resumed curve equals an uninterrupted one.
-            text = json.dumps(self.history)
-            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
+        self._write_history()
         scalars = scalar_items(scores)
         if self.verbose:
             self._line = console.evaluation_line(step, scalars, self.columns, evaluated)
         self._check_targets(scalars, step)
         if logs is not None and self.scores_in_logs:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
+        self._log_scalars(step, scalars)
+
+    def _evaluate(self, evaluators: list, step: int, directory: str | None = None) -> dict:
+        on_terminal = self.verbose and console.on_terminal()
+        progress = functools.partial(console.note, step, evaluators) if on_terminal else None
+        scores = evaluate_all(evaluators, self.model, progress, directory)
+        if on_terminal:
+            console.clear_note()
+        return scores
+
+    def _write_history(self) -> None:
+        if self.history_path:
+            # Atomic, so that a kill never leaves half a file for the resumed run to read;
+            # NaN stays NaN (Python's JSON), so that a resumed curve equals an uninterrupted one.
+            text = json.dumps(self.history)
+            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
+
+    def _log_scalars(self, step: int, scalars: dict[str, float]) -> None:
         if self.log_dir is None:
             return
         if self._writer is None:  # no event file without an evaluation

@@ -15,10 +15,12 @@ epoch; here the features of each training image are computed once, of its centre
 crop, which costs one pass of the backbone over the training set instead of one per
 epoch.
 
-The features are computed batch by batch and written to a float32 file on disk
-(`[N, d]`: CIFAR10's 50,000 x 512, 100 MB; ImageNet's 1,281,167 x 2,048, 10.5 GB;
-its 10 % subset 1 GB), from which `tf.data` reads shuffled batches: memory holds a
-batch, never the split.
+The features are computed batch by batch, by one compiled forward pass, and written
+to a float32 file on disk (`[N, d]`: CIFAR10's 50,000 x 512, 100 MB; ImageNet's
+1,281,167 x 2,048, 10.5 GB; its 10 % subset 1 GB), from which `tf.data` reads shuffled
+batches: memory holds a batch, never the split. The files go to the `directory` that
+`evaluate` is given (the runner's: `<variant work directory>/linear_eval`), emptied
+before and removed after each attempt, once its disk has room for them (`OutOfSpace`).
 
 Example:
 
@@ -40,9 +42,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +54,42 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.evaluation.features import batched_features, level_features
+from aninfonce_tf.disk_space import room_for
+from aninfonce_tf.evaluation.features import batched_features
 from aninfonce_tf.evaluation.protocol import level_stages
 
 # The score it records, at the backbone: top-1 test accuracy.
 SCORE = "backbone/linear_eval_accuracy"
 
 
+def backbone_pass(model, jit_compile: bool = False) -> Callable[[tf.Tensor], tf.Tensor]:
+    """`model`'s backbone features (inference mode, float32) of a batch of images,
+    uint8 ones read as / 255, as one `tf.function` that every batch reuses."""
+
+    def forward(images: tf.Tensor) -> tf.Tensor:
+        unit = tf.cast(images, tf.float32)
+        if images.dtype == tf.uint8:
+            unit = unit / 255
+        return tf.cast(model(unit, training=False), tf.float32)
+
+    return tf.function(forward, jit_compile=jit_compile, reduce_retracing=True)
+
+
+def feature_bytes(model, examples: tf.data.Dataset) -> int:
+    """The bytes of the float32 backbone features of `examples` (0 when their number is
+    unknown): rows from the dataset's cardinality, width from the backbone's output."""
+    rows = int(examples.cardinality())
+    if rows <= 0:
+        return 0
+    shape = model.encoder.compute_output_shape((None, *examples.element_spec["image"].shape))
+    return 4 * rows * int(shape[-1])
+
+
 def features_on_disk(
-    model, examples: tf.data.Dataset, path: Path, batch_size: int
+    model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """The backbone features of every `{image, label}` example, computed `batch_size`
-    at a time and written to the float32 file `path`.
+    at a time (`backbone_pass`) and written to the float32 file `path`.
 
     Returns:
         `(features [N, d]`, a read-only memory map of `path`, `labels [N])`.
@@ -70,10 +98,11 @@ def features_on_disk(
         ValueError: for examples without one.
     """
     labels, width = [], 0
+    forward = backbone_pass(model, jit_compile)
     with open(path, "wb") as file:
         for batch in examples.batch(batch_size).prefetch(tf.data.AUTOTUNE):
-            features = level_features(model, batch["image"].numpy(), "backbone", batch_size)
-            file.write(np.ascontiguousarray(features, "float32").tobytes())
+            features = forward(batch["image"]).numpy()
+            file.write(np.ascontiguousarray(features).tobytes())
             labels.append(batch["label"].numpy())
             width = features.shape[1]
     if not labels:
@@ -111,6 +140,23 @@ def shuffled_batches(features, labels, batch_size: int, seed: int = 0) -> tf.dat
     ).prefetch(tf.data.AUTOTUNE)
 
 
+@contextlib.contextmanager
+def feature_directory(directory: str | Path | None) -> Iterator[Path]:
+    """`directory` emptied (of what a killed attempt left), created, and removed at the
+    end; without one, a temporary directory."""
+    if directory is None:
+        with tempfile.TemporaryDirectory() as temporary:
+            yield Path(temporary)
+        return
+    directory = Path(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 class LinearEvaluator:
     """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone (the module
     docstring gives the protocol), at the final step only. An `Evaluator`.
@@ -130,8 +176,16 @@ class LinearEvaluator:
         momentum: its Nesterov momentum.
         feature_batch_size: images per forward pass of the backbone.
         seed: of the order of the classifier's batches.
-        directory: where the feature files are written (None: the system's
-            temporary directory); they are removed after the evaluation.
+        jit_compile: XLA-compile the backbone's forward pass.
+
+    Example:
+
+    >>> examples = tf.data.Dataset.from_tensor_slices(
+    ...     {"image": np.zeros((8, 4, 4, 3), "float32"), "label": np.arange(8) % 2})
+    >>> evaluator = LinearEvaluator(examples, examples, classes=2, epochs=1, batch_size=4,
+    ...                             learning_rate=0.1)
+    >>> evaluator.final_only, sorted(evaluator.score_names(anisotropic=True))
+    (True, ['backbone/linear_eval_accuracy'])
 
     Reference:
         Chen et al., "A Simple Framework for Contrastive Learning of Visual
@@ -155,7 +209,7 @@ class LinearEvaluator:
         momentum: float = 0.9,
         feature_batch_size: int = 256,
         seed: int = 0,
-        directory: str | None = None,
+        jit_compile: bool = False,
     ):
         self.train, self.test = train, test
         self.classes = classes
@@ -163,27 +217,38 @@ class LinearEvaluator:
         self.learning_rate, self.weight_decay, self.momentum = learning_rate, weight_decay, momentum
         self.feature_batch_size = feature_batch_size
         self.seed = seed
-        self.directory = directory
+        self.jit_compile = jit_compile
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """`backbone/linear_eval_accuracy`."""
         del anisotropic
         return {SCORE}
 
-    def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def evaluate(
+        self,
+        model,
+        progress: Callable[[str], None] | None = None,
+        directory: str | Path | None = None,
+    ) -> dict[str, Any]:
         """`{"backbone": {"linear_eval_accuracy"}, "linear_eval": {"train_examples",
         "test_examples"}}`: the test accuracy and the examples it rests on; `progress`,
         if given, is called as each stage begins (`"backbone: features"`, `"backbone:
-        linear classifier"`)."""
+        linear classifier"`); the feature files go to `directory` (`feature_directory`).
+
+        Raises:
+            OutOfSpace: when the disk of `directory` lacks room for the feature files.
+        """
         stage = level_stages(progress, "backbone")
-        with tempfile.TemporaryDirectory(dir=self.directory) as directory:
+        with feature_directory(directory) as directory:
             stage("features")
-            train = features_on_disk(
-                model, self.train, Path(directory) / "train.f32", self.feature_batch_size
-            )
-            test = features_on_disk(
-                model, self.test, Path(directory) / "test.f32", self.feature_batch_size
-            )
+            needed = feature_bytes(model, self.train) + feature_bytes(model, self.test)
+            with room_for(directory / "train.f32", directory, needed):
+                train, test = (
+                    features_on_disk(
+                        model, examples, directory / name, self.feature_batch_size, self.jit_compile
+                    )
+                    for examples, name in ((self.train, "train.f32"), (self.test, "test.f32"))
+                )
             stage("linear classifier")
             classifier = self.fit_classifier(*train)
             logits = batched_features(classifier, test[0], self.batch_size)
@@ -222,4 +287,12 @@ class LinearEvaluator:
         return classifier
 
 
-__all__ = ["SCORE", "LinearEvaluator", "features_on_disk", "shuffled_batches"]
+__all__ = [
+    "SCORE",
+    "LinearEvaluator",
+    "backbone_pass",
+    "feature_bytes",
+    "feature_directory",
+    "features_on_disk",
+    "shuffled_batches",
+]

@@ -38,12 +38,14 @@ class Evaluator(Protocol):
     `classes`, the number of classes its class probes tell apart: the figures draw
     their chance line at 1 / `classes`. And `final_only`, True for an evaluator too
     long to run at every evaluation (the standard linear evaluation,
-    `linear_evaluation.LinearEvaluator`): `EvaluationCallback` runs it at the last
-    evaluation of `fit` only, and `--stop-at` may not name its scores.
+    `linear_evaluation.LinearEvaluator`): `EvaluationCallback` runs it once, when
+    `fit` ends, and `--stop-at` may not name its scores.
 
     Its `evaluate` may also take `progress`, a callable of one string that it calls
     as each long stage of its work begins (`"backbone: kernel ridge"`): on a terminal,
-    `EvaluationCallback` shows it (`takes_progress`, `level_stages`).
+    `EvaluationCallback` shows it (`takes_argument`, `level_stages`). A final-only
+    evaluator's may take `directory`, where to write its large files: the runner
+    passes one in the variant's work directory.
 
     Example:
 
@@ -53,7 +55,7 @@ class Evaluator(Protocol):
     ...         return {"alignment": 0.25}
     ...     def score_names(self, anisotropic):
     ...         return {"alignment"}
-    >>> isinstance(Alignment(), Evaluator), takes_progress(Alignment())
+    >>> isinstance(Alignment(), Evaluator), takes_argument(Alignment(), "progress")
     (True, True)
     """
 
@@ -83,22 +85,23 @@ class Evaluator(Protocol):
         ...
 
 
-def takes_progress(evaluator: Evaluator) -> bool:
-    """Whether `evaluator.evaluate` takes `progress` (by name, or in `**kwargs`).
+def takes_argument(evaluator: Evaluator, name: str) -> bool:
+    """Whether `evaluator.evaluate` takes the argument `name` (by name, or in
+    `**kwargs`).
 
     Example:
 
     >>> class Quiet:
     ...     def evaluate(self, model):
     ...         return {}
-    >>> takes_progress(Quiet())
+    >>> takes_argument(Quiet(), "progress")
     False
     """
     try:
         parameters = inspect.signature(evaluator.evaluate).parameters.values()
     except (TypeError, ValueError):  # a callable without a signature Python can read
         return False
-    return any(p.name == "progress" or p.kind is p.VAR_KEYWORD for p in parameters)
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable[[str], None]:
@@ -120,4 +123,4 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
     return stage
 
 
-__all__ = ["Evaluator", "level_stages", "takes_progress"]
+__all__ = ["Evaluator", "level_stages", "takes_argument"]

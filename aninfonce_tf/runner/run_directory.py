@@ -87,7 +87,8 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
     else:
         current = _comparable(json.loads(json.dumps(config.resume_key())))
-        saved = _comparable({k: v for k, v in saved.items() if k not in (*EXECUTION_FIELDS, CODE)})
+        exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
+        saved = _comparable({k: v for k, v in saved.items() if k not in exempt})
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)

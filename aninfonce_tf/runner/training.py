@@ -125,6 +125,8 @@ def train_variant(
         columns=experiment.table_columns,
         scores_in_logs=False,  # Keras' progress line shows the training metrics only
         log_all_scores=config.tensorboard_all_scores,
+        chief=context.chief,
+        work_dir=str(variant_dir / "linear_eval"),
     )
     evaluation.reached = reached
     training = TrainingLogger(
@@ -132,8 +134,10 @@ def train_variant(
     )
     non_finite = StopOnNonFiniteLoss()
     # The backup after the evaluation and the loss curve: a checkpoint never runs ahead
-    # of history.json and loss_curve.json. The epoch's line last: an evaluation's line
-    # comes before the next epoch's.
+    # of history.json and loss_curve.json. The final-only evaluators run when `fit` ends,
+    # after the final step's backup: a kill during them resumes at that step and runs
+    # them again. The epoch's line last: an evaluation's line comes before the next
+    # epoch's.
     fit_callbacks = [non_finite, training, evaluation, backup, *callbacks]
     if not any(isinstance(callback, keras.callbacks.ProgbarLogger) for callback in callbacks):
         fit_callbacks.append(EpochLine())

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import ContrastiveModel, EvaluationCallback
+from aninfonce_tf import ContrastiveModel, EvaluationCallback, disk_space
+from aninfonce_tf.checkpoints import Backup
 from aninfonce_tf.data.probe_sets import centre_square
 from aninfonce_tf.evaluation.callbacks import merge_scores
 from aninfonce_tf.evaluation.linear_evaluation import (
@@ -82,6 +83,38 @@ def test_the_linear_evaluation_tells_apart_what_the_features_separate():
     assert evaluator.score_names(anisotropic=False) == {SCORE} == evaluator.summary_scores
 
 
+def test_the_feature_files_need_room_and_go_to_a_directory_emptied_each_attempt(
+    tmp_path, monkeypatch
+):
+    directory = tmp_path / "seed_0" / "infonce" / "linear_eval"
+    directory.mkdir(parents=True)
+    (directory / "train.f32").write_bytes(b"left by a killed attempt")
+    evaluator = LinearEvaluator(_examples(64), _examples(32), 2, 2, 16, 0.5)
+    # (64 + 32) rows of the backbone's 6 float32 features.
+    monkeypatch.setattr(disk_space, "free_bytes", lambda path: 96 * 6 * 4 - 1)
+    with pytest.raises(disk_space.OutOfSpace, match=f"No space left in {directory} .*2,304"):
+        evaluator.evaluate(_model(), directory=directory)
+    monkeypatch.undo()
+    written = []
+    monkeypatch.setattr(
+        "aninfonce_tf.evaluation.linear_evaluation.features_on_disk",
+        _recording(written, features_on_disk),
+    )
+    scores = evaluator.evaluate(_model(), directory=directory)
+    assert scores["linear_eval"] == {"train_examples": 64, "test_examples": 32}
+    assert written == [directory / "train.f32", directory / "test.f32"]
+    assert not directory.exists()
+
+
+def _recording(paths: list, function):
+    def recorded(model, examples, path, *args):
+        assert not path.exists()  # the stale file was removed before the attempt
+        paths.append(path)
+        return function(model, examples, path, *args)
+
+    return recorded
+
+
 class _Counting:
     """An evaluator that records the steps it scores."""
 
@@ -90,8 +123,9 @@ class _Counting:
     def __init__(self, name: str, final_only: bool = False):
         self.name, self.final_only, self.calls = name, final_only, 0
 
-    def evaluate(self, model):
+    def evaluate(self, model, directory=None):
         self.calls += 1
+        self.directory = directory
         return {"backbone": {self.name: float(self.calls)}}
 
     def score_names(self, anisotropic):
@@ -99,10 +133,14 @@ class _Counting:
 
 
 def _fit(callback: EvaluationCallback, epochs: int = 4) -> None:
+    _fit_with([callback], epochs)
+
+
+def _fit_with(callbacks: list, epochs: int) -> None:
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     x = np.zeros((4, 2), "float32")
-    model.fit(x, x[:, :1], epochs=epochs, callbacks=[callback], verbose=0)
+    model.fit(x, x[:, :1], epochs=epochs, callbacks=callbacks, verbose=0)
 
 
 def test_a_final_only_evaluator_scores_the_last_evaluation_alone():
@@ -120,6 +158,47 @@ def test_a_final_only_evaluator_scores_the_last_evaluation_alone():
     _fit(callback)
     assert (monitor.calls, final.calls, callback.reached["step"]) == (2, 1, 2)
     assert "linear" in callback.history[-1]["backbone"]
+
+
+def test_final_only_evaluators_run_once_when_fit_ends_on_the_chief_alone():
+    # Also when the last epoch is not an evaluation epoch: a point of its own.
+    monitor, final = _Counting("probe"), _Counting("linear", final_only=True)
+    callback = EvaluationCallback([monitor, final], every_epochs=2, work_dir="scratch")
+    _fit(callback, epochs=3)
+    assert (monitor.calls, final.calls, final.directory) == (1, 1, "scratch")
+    assert [(point["step"], sorted(point["backbone"])) for point in callback.history] == [
+        (2, ["probe"]),
+        (3, ["linear"]),
+    ]
+    # A run resumed at its end whose history holds the final scores does not rerun them;
+    # one killed during the final evaluation (its history without them) does.
+    for history, calls in (([callback.history[-1]], 0), ([{"step": 4, "seconds": 1.0}], 1)):
+        final = _Counting("linear", final_only=True)
+        callback = EvaluationCallback([final], every_epochs=2, history=history)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        x = np.zeros((4, 2), "float32")
+        step = history[0]["step"]
+        model.fit(x, x[:, :1], epochs=step, initial_epoch=step, callbacks=[callback], verbose=0)
+        assert final.calls == calls
+    assert "linear" in callback.history[-1]["backbone"]
+    # Every worker but the chief skips them.
+    final = _Counting("linear", final_only=True)
+    _fit(EvaluationCallback([_Counting("probe"), final], chief=False))
+    assert final.calls == 0
+
+
+def test_the_final_step_is_backed_up_before_the_final_only_evaluators_run(tmp_path):
+    backup = Backup(tmp_path, steps_per_epoch=1)
+
+    class Final(_Counting):
+        def evaluate(self, model, directory=None):
+            self.newest = backup.checkpoints()[0][0]
+            return super().evaluate(model, directory)
+
+    final = Final("linear", final_only=True)
+    _fit_with([EvaluationCallback([_Counting("probe"), final]), backup], epochs=3)
+    assert final.newest == 3
 
 
 def test_stop_at_may_not_name_a_final_only_score_nor_two_evaluators_the_same_score():

@@ -425,3 +425,28 @@ def test_the_imagenet_final_evaluation_is_simclrs_and_may_fit_on_its_10_percent_
     assert scores["linear_eval"]["train_examples"] == 64  # tfds' mock of the subset
     with pytest.raises(ValueError, match="`linear_eval_split` 10pct.*--linear-eval-split train"):
         dataclasses.replace(cifar10.PRESETS["cifar10"], linear_eval_split="10pct").validate()
+
+
+def test_a_rerun_may_change_the_final_linear_evaluation_but_not_training(tmp_path):
+    preset = cifar10.PRESETS["cifar10"]
+    runner.run_directory.write_config(tmp_path, preset, [])
+    rerun = dataclasses.replace(preset, linear_eval_epochs=0, linear_eval_split="10pct")
+    assert runner.run_directory.claim_run_directory(tmp_path, rerun) == {}
+    with pytest.raises(ValueError, match="another config.*infonce_temperature"):
+        runner.run_directory.claim_run_directory(
+            tmp_path, dataclasses.replace(preset, infonce_temperature=0.1)
+        )
+
+
+def test_an_unprepared_10_percent_subset_is_refused_before_the_run_saying_how_to_build_it(
+    tmp_path,
+):
+    config = dataclasses.replace(
+        imagenet.PRESETS["imagenet"], linear_eval_split="10pct", data_dir=str(tmp_path)
+    )
+    with pytest.raises(
+        ValueError, match="`linear_eval_split` 10pct: .*tfds build imagenet2012_subset/10pct"
+    ):
+        config.validate()
+    dataclasses.replace(config, linear_eval_epochs=0).validate()
+    dataclasses.replace(config, mock_data=True).validate()
