@@ -94,10 +94,11 @@ prepared (--data-dir) and a GPU.""",
 Rendered images with known latents: how much of each AnInfoNCE and InfoNCE keep.
 
 Positive pairs come from SimCLR's augmentations of one render (quick) or from the latents
-(latent, spike-slab); scored by each latent's R^2, shape accuracy and augmentation readout.""",
+(latent, spike-slab); content and style are measured per latent part (its effective
+concentration); scored by each part's R^2, shape accuracy and augmentation readout.""",
         (
             ("--smoke", "the whole pipeline in < 1 min"),
-            ("--preset latent --seeds 0,1,2", "the theory's pairs, ~8.5 min per seed"),
+            ("--preset latent --seeds 0,1,2", "the theory's pairs, three seeds"),
         ),
     ),
     "rendered_sweep": Recipe(

@@ -185,9 +185,9 @@ def plot_r2_by_concentration(
 ) -> Path:
     """The paper's claim in one picture: each latent part's held-out linear R^2 (0-1)
     against how strongly a positive pair keeps it, its effective concentration
-    Lambda_eff (log axis), one panel per level of the features, a line per loss
-    variant through its parts in order of Lambda_eff (+- 1 sd bars over seeds with
-    `part_sd`).
+    Lambda_eff (log axis), one panel per level of the features, a point per part and
+    loss variant, the variants side by side (+- 1 sd bars over seeds with `part_sd`),
+    parts of about the same Lambda_eff named under one label.
 
     Args:
         part_r2: `{level: {variant: {part: R^2}}}` (over seeds: the means).
@@ -202,18 +202,34 @@ def plot_r2_by_concentration(
     figure, axes = plt.subplots(
         1, len(levels), figsize=(5.2 * len(levels), 4.4), squeeze=False, layout="constrained"
     )
+    # Parts of about the same Lambda_eff share one label.
+    labels: dict[float, list[str]] = {}
+    for part, value in zip(parts, x, strict=True):
+        near = next((v for v in labels if abs(np.log(value / v)) < 0.1), value)
+        labels.setdefault(near, []).append(part.replace("_", " "))
     for axis, level in zip(axes[0], levels, strict=True):
-        for variant, scores in part_r2[level].items():
+        for index, (variant, scores) in enumerate(part_r2[level].items()):
             mean = [scores.get(part, np.nan) for part in parts]
             sd = None
             if part_sd is not None:
                 sd = [part_sd[level][variant].get(part, 0.0) for part in parts]
-            axis.errorbar(x, mean, sd, marker="o", ms=4, capsize=2, label=variant_label(variant))
-        for part, value in zip(parts, x, strict=True):
+            # Variants side by side (on the log axis), points not joined: parts of
+            # one Lambda_eff are separate latents.
+            shifted = x * 1.12**index
+            axis.errorbar(
+                shifted,
+                mean,
+                sd,
+                ls="none",
+                marker="o",
+                ms=4,
+                capsize=2,
+                label=variant_label(variant),
+            )
+        for value, names in labels.items():
             axis.annotate(
-                part.replace("_", " "),
+                "\n".join(names),
                 (value, 0.01),
-                rotation=90,
                 fontsize=6,
                 color="0.35",
                 va="bottom",
