@@ -357,6 +357,19 @@ CASES = {
         "`linear_eval_split` 10pct is SimCLR's subset of ImageNet's training images, which "
         "cifar10 lacks: pass --linear-eval-split train",
     ),
+    "--learning-rate-scaling linear without --base-learning-rate (imagenet)": (
+        lambda p: _run_recipe(imagenet, p, learning_rate_scaling="linear"),
+        ValueError,
+        "`learning_rate_scaling` linear with `base_learning_rate` 0.075, a base rate of the "
+        "sqrt rule, .*: SimCLR's pairs are linear 0.3 x B / 256 and sqrt 0.075 x sqrt\\(B\\); "
+        "pass --base-learning-rate for the linear rule too",
+    ),
+    "--learning-rate-scaling sqrt with no base learning rate (photos)": (
+        lambda p: _run_recipe(photos, p, learning_rate_scaling="sqrt"),
+        ValueError,
+        "`learning_rate_scaling` sqrt does nothing without `base_learning_rate`: pass "
+        "--base-learning-rate too",
+    ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
     "an --out in use by another run (locked)": (
         _locked_out,

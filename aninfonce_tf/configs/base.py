@@ -15,6 +15,7 @@ import numbers
 import typing
 
 from aninfonce_tf import memory, optimizers
+from aninfonce_tf.configs.fields import layer_widths, require_at_least, split_list
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_variants
@@ -87,48 +88,6 @@ def option(
         raise ValueError(f"Unknown `group` {group!r}; expected one of {GROUPS}.")
     metadata = {"help": help, "choices": choices, "group": group}
     return dataclasses.field(default=default, metadata=metadata)
-
-
-def split_list(text: str, kind: type = str) -> list:
-    """`"a, b,c"` -> `["a", "b", "c"]`, each converted by `kind`; empty items dropped."""
-    return [kind(item.strip()) for item in text.split(",") if item.strip()]
-
-
-def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") -> None:
-    """Raises `ValueError` naming the field `name` of `config` when it is below `minimum`
-    (`why`: what the minimum is for).
-
-    Example:
-
-    >>> require_at_least(RunConfig(steps=0), "steps", 1, "0 trains nothing")
-    Traceback (most recent call last):
-    ...
-    ValueError: `steps` must be at least 1 (0 trains nothing); got 0.
-    """
-    value = getattr(config, name)
-    if value < minimum:
-        reason = f" ({why})" if why else ""
-        raise ValueError(f"`{name}` must be at least {minimum}{reason}; got {value}.")
-
-
-def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
-    """The comma-separated layer widths of the field `name` of `config`.
-
-    Raises:
-        ValueError: naming the field unless every width is a positive integer and,
-            unless `allow_empty`, there is one.
-    """
-    text = getattr(config, name)
-    try:
-        widths = split_list(text, int)
-    except ValueError:
-        widths = None
-    if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
-        raise ValueError(
-            f"`{name}` must be comma-separated positive widths such as '64,32'"
-            f"{' (or empty)' if allow_empty else ''}; got {text!r}."
-        )
-    return widths
 
 
 @dataclasses.dataclass

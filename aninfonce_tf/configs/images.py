@@ -41,6 +41,11 @@ import tensorflow as tf
 from aninfonce_tf import plots
 from aninfonce_tf.configs import image_data
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.learning_rates import (
+    LEARNING_RATE_SCALINGS,
+    check_learning_rate_scaling,
+    scaled_learning_rate,
+)
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
@@ -63,11 +68,6 @@ ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
 SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 # Training examples of the tfds datasets (the photos': patches_per_photo per photo).
 TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
-# How `base_learning_rate` sets the learning rate from the batch size B (SimCLR's
-# `learning_rate_scaling`): linear, base x B / 256 (Goyal et al., 2017; SimCLR's
-# default, SimSiam's); sqrt, base x sqrt(B) (SimCLR's choice below B = 4096, where it
-# trains better; the two agree at 4096 for bases 0.3 and 0.075).
-LEARNING_RATE_SCALINGS = ("linear", "sqrt")
 # ImageNet's views are crops of the image at its full resolution, as SimCLR's, on a
 # canvas of this side per 224 pixels of view: ImageNet's photos (typically 500 x 375
 # or 500 x 333) fit in it whole; only larger ones are shrunk to fit.
@@ -222,7 +222,8 @@ class ImageConfig(LinearEvaluationConfig):
         return dataclasses.replace(self, **values)
 
     def validate(self) -> None:
-        """`RunConfig.validate` of the `resolved()` config, and the image fields."""
+        """`RunConfig.validate` of the `resolved()` config, its learning-rate scaling
+        (`check_learning_rate_scaling`) and the image fields."""
         for name in ("epochs", "warmup_epochs", "eval_epochs", "base_learning_rate"):
             if getattr(self, name) < 0:
                 raise ValueError(
@@ -230,6 +231,9 @@ class ImageConfig(LinearEvaluationConfig):
                     f"{getattr(self, name)}."
                 )
         RunConfig.validate(self.resolved())
+        check_learning_rate_scaling(
+            self.base_learning_rate, self.batch_size, self.learning_rate_scaling
+        )
         if self.projector_kernel_stddev < 0:
             raise ValueError(
                 f"`projector_kernel_stddev` must not be negative; got {self.projector_kernel_stddev}."
@@ -242,23 +246,6 @@ class ImageConfig(LinearEvaluationConfig):
         )
         require_at_least(self, "readout_size", 1)
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
-
-
-def scaled_learning_rate(base: float, batch_size: int, scaling: str) -> float:
-    """The learning rate of `base` at `batch_size` (`LEARNING_RATE_SCALINGS`).
-
-    Example:
-
-    >>> scaled_learning_rate(0.075, 1024, "sqrt"), scaled_learning_rate(0.3, 1024, "linear")
-    (2.4, 1.2)
-    """
-    if scaling not in LEARNING_RATE_SCALINGS:
-        raise ValueError(
-            f"Unknown `learning_rate_scaling` {scaling!r}; expected one of "
-            f"{LEARNING_RATE_SCALINGS}."
-        )
-    # A batch below 2 is refused by `RunConfig.validate`, which runs after this rule.
-    return base * (math.sqrt(max(batch_size, 0)) if scaling == "sqrt" else batch_size / 256)
 
 
 def build(config: ImageConfig) -> Experiment:

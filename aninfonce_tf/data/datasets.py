@@ -31,6 +31,10 @@ TFDS_DATASETS = ("cifar10", "imagenet2012", IMAGENET_10PCT)
 # above 32 pixels (its CIFAR10 buffer, 50 batches, is moot here: CIFAR10 is held in
 # memory and permuted whole each epoch).
 SHUFFLE_BATCHES = 10
+# The most examples `pair_batches` reads into memory from a `tf.data.Dataset`: four
+# times CIFAR10's training split; a larger split is read from its files
+# (`tfds_file_pieces`).
+MAX_HELD_EXAMPLES = 200_000
 # Colour photos shipped inside the wheels (no download): scikit-learn's two sample
 # images and seven of scikit-image's.
 PHOTO_NAMES = (
@@ -101,9 +105,10 @@ def tfds_images(
 
     With `shard=(index, count)` only that even part of the split is read
     (`tfds.even_splits`, which works for any count, also more workers than files).
-    With `decode=False` each image stays encoded, a string (tfds' `SkipDecoding`), for
-    `pair_batches(..., decode=tfds_image_decoder(name))` to decode after its skip and
-    shuffle.
+    With `decode=False` each image stays encoded, a string (tfds' `SkipDecoding`): a
+    split of at most `MAX_HELD_EXAMPLES` then goes to `pair_batches(...,
+    decode=tfds_image_decoder(name))`, which holds it in memory and decodes after its
+    skip and shuffle; a larger one goes to `pair_batches` as `tfds_file_pieces`.
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -277,15 +282,17 @@ def pair_batches(
 
     Args:
         examples: one pass over the images (of one size, or give `canvas`): held in
-            memory (one array per key, or a finite `tf.data.Dataset`, read into
-            memory once: `epochs.held_in_memory`) and permuted whole each epoch; or
-            `FilePieces` of a split too large to hold (`tfds_file_pieces`), the pieces
-            read in a new order each epoch and shuffled in a buffer.
+            memory (one array per key, or a `tf.data.Dataset` of at most
+            `MAX_HELD_EXAMPLES` examples, read into memory once:
+            `epochs.held_in_memory`) and permuted whole each epoch; or `FilePieces` of
+            a split too large to hold (`tfds_file_pieces`), the pieces read in a new
+            order each epoch and shuffled in a buffer.
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the order of each epoch and the augmentations.
         shuffle: the buffer of `FilePieces`' examples (None: `SHUFFLE_BATCHES` x
-            `batch_size`, SimCLR's; 0: none).
+            `batch_size`, SimCLR's); 0: no buffer, and examples held in memory are
+            read in their order every epoch, not permuted.
         canvas: put each image on a `canvas x canvas` one (`on_canvas`: at full
             resolution, shrunk only if larger), so that images of any shape batch
             together and every view is a crop of the image alone, as SimCLR's crop
@@ -294,13 +301,17 @@ def pair_batches(
             `tfds_image_decoder` to the examples of `tfds_images(..., decode=False)`:
             memory and the shuffle buffer then hold encoded images (ImageNet's 10,240:
             ~1 GB instead of ~6 GB) and a resumed run decodes none of those it skips.
+
+    Raises:
+        ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
+            than `MAX_HELD_EXAMPLES` examples, naming `tfds_file_pieces`.
     """
     if isinstance(examples, tf.data.Dataset):
-        examples = held_in_memory(examples)
+        examples = held_in_memory(_holdable(examples))
     buffer = SHUFFLE_BATCHES * batch_size if shuffle is None else shuffle
     # Skipping examples, not batches, skips them before they are decoded and put on
     # the canvas.
-    examples = epoch_examples(examples, seed, start * batch_size, buffer)
+    examples = epoch_examples(examples, seed, start * batch_size, buffer, in_order=buffer == 0)
 
     def prepare(example):
         example = decode(example) if decode else example
@@ -313,8 +324,29 @@ def pair_batches(
     return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
 
 
+def _holdable(examples: tf.data.Dataset) -> tf.data.Dataset:
+    """`examples` if `pair_batches` may read them into memory, else a `ValueError`."""
+    size = int(examples.cardinality())
+    if 0 <= size <= MAX_HELD_EXAMPLES:
+        return examples
+    if size == tf.data.INFINITE_CARDINALITY:
+        length = "is endless (one pass over the examples is read into memory)"
+    elif size == tf.data.UNKNOWN_CARDINALITY:
+        length = (
+            "has an unknown length (if it is finite and small, give it: "
+            "`.apply(tf.data.experimental.assert_cardinality(n))`)"
+        )
+    else:
+        length = f"holds {size:,} examples, more than the {MAX_HELD_EXAMPLES:,} read into memory"
+    raise ValueError(
+        f"`examples`, a tf.data.Dataset, {length}: pass a tfds split as "
+        "`tfds_file_pieces(name, split, data_dir)`, read from its files each epoch."
+    )
+
+
 __all__ = [
     "IMAGENET_10PCT",
+    "MAX_HELD_EXAMPLES",
     "PHOTO_NAMES",
     "SHUFFLE_BATCHES",
     "TFDS_DATASETS",

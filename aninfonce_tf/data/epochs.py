@@ -83,12 +83,17 @@ def held_in_memory(examples: tf.data.Dataset) -> dict[str, np.ndarray]:
 
 
 def epoch_examples(
-    source: Mapping[str, np.ndarray] | FilePieces, seed: int, start: int = 0, shuffle: int = 0
+    source: Mapping[str, np.ndarray] | FilePieces,
+    seed: int,
+    start: int = 0,
+    shuffle: int = 0,
+    in_order: bool = False,
 ) -> tf.data.Dataset:
     """Endless examples of `source`, epoch after epoch, from the `start`-th on.
 
     Epoch e reads `source` in an order seeded by (`seed`, e): examples held in memory
-    (one array per key, as `held_in_memory` gives them) in a random permutation;
+    (one array per key, as `held_in_memory` gives them) in a random permutation
+    (with `in_order`, in their order every epoch);
     `FilePieces` with their pieces in a random permutation, `CYCLE_LENGTH` read at a
     time, then shuffled in a buffer of `shuffle` examples (0: none; the buffer's draws
     are seeded by `seed` alone, its input differs each epoch). An epoch's examples
@@ -101,7 +106,7 @@ def epoch_examples(
     if isinstance(source, FilePieces):
         size, read = source.size, _read_pieces(source, seed, shuffle)
     else:
-        size, read = len(next(iter(source.values()))), _read_arrays(source)
+        size, read = len(next(iter(source.values()))), _read_arrays(source, in_order)
     if size < 1:
         raise ValueError("`source` holds no example.")
     first, offset = divmod(start, size)
@@ -110,12 +115,16 @@ def epoch_examples(
     return epochs.skip(offset)
 
 
-def _read_arrays(arrays: Mapping[str, np.ndarray]) -> Callable[[tf.Tensor], tf.data.Dataset]:
+def _read_arrays(
+    arrays: Mapping[str, np.ndarray], in_order: bool
+) -> Callable[[tf.Tensor], tf.data.Dataset]:
     tensors = {key: tf.constant(values) for key, values in arrays.items()}
     size = len(next(iter(arrays.values())))
 
     def read(seed: tf.Tensor) -> tf.data.Dataset:
-        order = tf.random.experimental.stateless_shuffle(tf.range(size, dtype=tf.int64), seed)
+        order = tf.range(size, dtype=tf.int64)
+        if not in_order:
+            order = tf.random.experimental.stateless_shuffle(order, seed)
         return tf.data.Dataset.from_tensor_slices(order).map(
             lambda index: {key: tf.gather(values, index) for key, values in tensors.items()}
         )

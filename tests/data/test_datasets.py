@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import PARAMETERS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
@@ -214,3 +215,19 @@ def test_a_tfds_shard_reads_its_even_part_of_the_split(monkeypatch):
         tfds_images("cifar10", "train", shard=(index, 3))
     assert asked == tfds.even_splits("train", n=3)
     assert len(set(asked)) == 3
+
+
+def test_pair_batches_refuse_a_dataset_too_long_to_hold_and_name_the_files_path(monkeypatch):
+    monkeypatch.setattr(datasets, "MAX_HELD_EXAMPLES", 8)
+    examples = tf.data.Dataset.from_tensor_slices(
+        {"image": np.zeros((16, 8, 8, 3), "uint8"), "label": np.arange(16)}
+    )
+    augment = SimCLRAugment(image_size=8)
+    for dataset, length in (
+        (examples, "holds 16 examples, more than the 8"),
+        (examples.take(8).repeat(), "is endless"),
+        (examples.take(8).filter(lambda example: True), "has an unknown length"),
+    ):
+        with pytest.raises(ValueError, match=f"{length}.*`tfds_file_pieces\\(name, split"):
+            pair_batches(dataset, augment, 4)
+    assert next(iter(pair_batches(examples.take(8), augment, 4)))["label"].shape == (4,)

@@ -104,14 +104,26 @@ def test_the_batches_of_a_resumed_run_are_those_of_an_uninterrupted_one(tmp_path
 def test_pair_batches_shuffle_file_examples_in_simclrs_buffer_of_ten_batches(monkeypatch):
     buffers = []
 
-    def recording(source, seed, start=0, shuffle=0):
+    def recording(source, seed, start=0, shuffle=0, in_order=False):
         buffers.append(shuffle)
-        return epoch_examples(source, seed, start, shuffle)
+        return epoch_examples(source, seed, start, shuffle, in_order)
 
     monkeypatch.setattr(datasets, "epoch_examples", recording)
     examples = {"image": np.zeros((40, 8, 8, 3), "uint8"), "label": np.arange(40)}
     pair_batches(examples, SimCLRAugment(image_size=8), 4)
     assert buffers == [datasets.SHUFFLE_BATCHES * 4] == [40]
+
+
+def test_pair_batches_read_examples_held_in_memory_in_order_without_shuffle():
+    examples = {"image": np.zeros((16, 8, 8, 3), "uint8"), "label": np.arange(16)}
+
+    def labels(**kwargs):
+        batches = pair_batches(examples, SimCLRAugment(image_size=8), 4, **kwargs).take(8)
+        return [int(label) for batch in batches for label in batch["label"]]
+
+    assert labels(shuffle=0) == list(range(16)) * 2
+    permuted = labels()
+    assert sorted(permuted[:16]) == list(range(16)) and permuted[:16] != list(range(16))
 
 
 def test_held_in_memory_keeps_every_example():

@@ -376,6 +376,22 @@ def test_square_root_scaling_gives_simclrs_learning_rate_at_batch_1024():
         dataclasses.replace(preset, learning_rate_scaling="cube").validate()
 
 
+def test_a_scaling_rule_without_its_own_base_learning_rate_is_refused():
+    # The other rule's preset base rate would move the learning rate 8-11 fold.
+    for module, rule in ((imagenet, "linear"), (cifar10, "sqrt")):
+        preset = next(iter(module.PRESETS.values()))
+        preset.validate()
+        with pytest.raises(ValueError, match="pass --base-learning-rate for the"):
+            dataclasses.replace(preset, learning_rate_scaling=rule).validate()
+    # With a base rate of its own rule, the switch is accepted.
+    imagenet_linear = ["--learning-rate-scaling", "linear", "--base-learning-rate", "0.3"]
+    parse_config(imagenet.PRESETS, imagenet_linear)[0].validate()
+    cifar10_sqrt = dict(learning_rate_scaling="sqrt", base_learning_rate=0.075)
+    dataclasses.replace(cifar10.PRESETS["cifar10"], **cifar10_sqrt).validate()
+    with pytest.raises(ValueError, match="sqrt does nothing without `base_learning_rate`"):
+        dataclasses.replace(photos.PRESETS["photos"], learning_rate_scaling="sqrt").validate()
+
+
 @pytest.mark.parametrize("name", ["cifar10", "imagenet"])
 def test_the_recipes_help_shows_the_final_evaluation_and_the_learning_rate_scaling(name, capsys):
     with pytest.raises(SystemExit):
