@@ -19,7 +19,9 @@
 - Batch norm synchronised across replicas (SimCLR's global batch norm), so that
   `--strategy mirrored` over several GPUs computes the statistics one GPU would.
 - Not public, chosen here: the projector 2048-128 (SimCLR's output width 128 after
-  one hidden layer).
+  one hidden layer); an evaluation every 100 epochs (`eval_epochs`: eight points on
+  the curve); the monitoring probes' sizes (`images.ImageConfig` defaults: 10,000
+  training images, the readout's views), which only watch training.
 
 The schedule is given in epochs and the learning rate per 256 pairs, so that another
 `--batch-size` B keeps 800 epochs at 0.03 x B / 256 (`ImageConfig.resolved`).

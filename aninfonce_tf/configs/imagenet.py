@@ -29,7 +29,11 @@ is not public), with the source of every number:
   monitor training. Deviation: the crop is resized bilinearly with antialiasing
   (SimCLR: bicubic).
 - Chosen here: the encoder in mixed_bfloat16 (TPUs and A100-class GPUs; on a V100,
-  which lacks bfloat16, pass `--mixed-precision false`).
+  which lacks bfloat16, pass `--mixed-precision false`); an evaluation every 10 epochs
+  (`eval_epochs`); the monitoring probes' sizes (`images.ImageConfig` defaults), which
+  only watch training; photos on a canvas of 512 pixels per 224 of view
+  (`images.CANVAS_PER_224`: typical ImageNet photos fit whole, so crops see the whole
+  image as SimCLR's do).
 
 The `mocov2` preset keeps everything but the views: MoCo v2's (jitter
 0.4/0.4/0.4/0.1, crops of 20-100 %).
