@@ -166,6 +166,11 @@ def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[st
     return tuple(f"{level}/{score}" for level in LEVELS for score in scores)
 
 
+def _number(value) -> float:
+    """A summary's mean or sd, NaN where it has none (no finite value over the seeds)."""
+    return float("nan") if value is None else float(value)
+
+
 def primary_scores(blocks: dict) -> tuple[str, ...]:
     """What every preset's conclusions rest on, read at its final step (`steps`), at
     the backbone: the linear R^2 of each block and the shape accuracy."""
@@ -241,7 +246,7 @@ def build(config: RenderedConfig) -> Experiment:
             prefix = f"{level}/part_linear_r2/"
             statistics[name][level] = {
                 variant: {
-                    key.removeprefix(prefix): score[name] or 0.0
+                    key.removeprefix(prefix): _number(score.get(name))
                     for key, score in scores.items()
                     if key.startswith(prefix)
                 }

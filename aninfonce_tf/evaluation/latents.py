@@ -245,6 +245,11 @@ class LatentEvaluator:
         self.images = np.asarray(images)
         self.latents = {name: np.asarray(value) for name, value in latents.items()}
         self.blocks = {name: tuple(members) for name, members in (blocks or {}).items()}
+        continuous = [n for n, spec in specs.items() if not spec.classes and n in latents]
+        known = {*continuous, *part_names(continuous, specs)}
+        unknown = sorted({m for ms in self.blocks.values() for m in ms} - known)
+        if unknown:
+            raise ValueError(f"`blocks` name {unknown}, neither latents nor parts {sorted(known)}.")
         if (views is None) != (view_params is None):
             raise ValueError("Give both `views` and `view_params` for the readout, or neither.")
         self.views = None if views is None else np.asarray(views)

@@ -203,10 +203,10 @@ def plot_r2_by_concentration(
         1, len(levels), figsize=(5.2 * len(levels), 4.4), squeeze=False, layout="constrained"
     )
     # Parts of about the same Lambda_eff share one label.
-    labels: dict[float, list[str]] = {}
+    names: dict[float, list[str]] = {}
     for part, value in zip(parts, x, strict=True):
-        near = next((v for v in labels if abs(np.log(value / v)) < 0.1), value)
-        labels.setdefault(near, []).append(part.replace("_", " "))
+        near = next((v for v in names if abs(np.log(value / v)) < 0.1), value)
+        names.setdefault(near, []).append(part.replace("_", " "))
     for axis, level in zip(axes[0], levels, strict=True):
         for index, (variant, scores) in enumerate(part_r2[level].items()):
             mean = [scores.get(part, np.nan) for part in parts]
@@ -226,9 +226,9 @@ def plot_r2_by_concentration(
                 capsize=2,
                 label=variant_label(variant),
             )
-        for value, names in labels.items():
+        for value, together in names.items():
             axis.annotate(
-                "\n".join(names),
+                "\n".join(together),
                 (value, 0.01),
                 fontsize=6,
                 color="0.35",

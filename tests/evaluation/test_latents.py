@@ -209,3 +209,9 @@ def test_the_evaluator_on_a_contrastive_model_with_the_readout():
         scores["backbone"]["linear_r2"]["background_hue"]
         > scores["projector"]["linear_r2"]["background_hue"]
     )
+
+
+def test_the_evaluator_refuses_blocks_of_unknown_parts_before_any_training():
+    latents = _latents(40)
+    with pytest.raises(ValueError, match="rotation_tan"):
+        LatentEvaluator(np.zeros((40, 4)), latents, blocks={"style": ("x", "rotation_tan")})
