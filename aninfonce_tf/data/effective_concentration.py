@@ -40,6 +40,13 @@ HUES = tuple(name for name in CONTINUOUS if name.endswith("_hue"))
 def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
     """`{part: [N]}` of the continuous `latents` (`{name: [N]}`) in units where each
     latent's range is 2 wide; the hues' parts of rows where `erased` (`[N]` bool) are 0.
+
+    Example:
+
+    >>> latents = {name: [LATENTS[name].low] for name in CONTINUOUS}
+    >>> parts = latent_parts(latents)
+    >>> float(parts["x"][0]), round(float(parts["rotation_cos"][0]), 3)
+    (-1.0, 0.45)
     """
     parts = {}
     for name in CONTINUOUS:

@@ -87,7 +87,7 @@ def test_view_latents_put_the_object_where_the_view_shows_it():
     np.testing.assert_allclose(x, view["x"], atol=0.02)
     np.testing.assert_allclose(y, view["y"], atol=0.02)
     # Crops of other aspect ratios stretch the object; its area still scales as 1 / box
-    # (within the aliasing of resizing a 3-pixel object without anti-aliasing).
+    # (within the resampling error of a 3-pixel object's edge).
     radius = np.sqrt(mass / 32**2 / np.pi)
     np.testing.assert_allclose(radius, view["scale"], rtol=0.12)
     assert np.corrcoef(radius, view["scale"])[0, 1] > 0.95
