@@ -31,6 +31,7 @@ import datetime
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -43,6 +44,10 @@ except ImportError:  # not POSIX: runs are not locked (docs/runner.md, Resume)
     fcntl = None
 
 LOCK_NAME = ".lock"
+# How a holder that has not written its details yet is named, and how long a refused
+# run waits for them.
+UNWRITTEN = "a process that has not written its pid yet"
+HOLDER_WAIT_SECONDS = 2.0
 
 
 @contextlib.contextmanager
@@ -76,7 +81,7 @@ def _acquire(path: Path) -> TextIO:
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = file.read()
+            holder = _written_holder(file)
             file.close()
             raise UsageError(
                 f"{path.parent} is in use by another run ({_holder(holder)}): wait for it "
@@ -104,13 +109,26 @@ def _acquire(path: Path) -> TextIO:
     return file
 
 
+def _written_holder(file: TextIO) -> str:
+    """The locked file's text, once its holder has written its details (a holder that
+    has just taken the lock writes them at once; waited for up to
+    `HOLDER_WAIT_SECONDS`)."""
+    deadline = time.monotonic() + HOLDER_WAIT_SECONDS
+    while True:
+        file.seek(0)
+        text = file.read()
+        if _holder(text) != UNWRITTEN or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def _holder(text: str) -> str:
     """`pid 12 on host, started 2026-11-27T10:00:00+00:00`, from a lock file's text."""
     try:
         holder = json.loads(text)
         return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
     except (ValueError, TypeError, KeyError):
-        return "a process that has not written its pid yet"
+        return UNWRITTEN
 
 
 __all__ = ["LOCK_NAME", "lock_run_directory"]
