@@ -82,6 +82,41 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
     return entry
 
 
+def paired_p_value(differences: Sequence[float]) -> float | None:
+    """The two-sided p-value of a paired t-test that the mean of the per-seed
+    `differences` is 0 (None for fewer than 2, 0 for identical nonzero ones).
+
+    Example:
+
+    >>> round(paired_p_value([0.1, 0.2, 0.15]), 3)
+    0.035
+    """
+    sample = np.asarray(differences, dtype=np.float64)
+    if sample.size < 2:
+        return None
+    if np.ptp(sample) == 0:
+        return 1.0 if sample[0] == 0 else 0.0
+    return float(stats.ttest_1samp(sample, 0.0).pvalue)
+
+
+def holm(p_values: Mapping) -> dict:
+    """Holm's step-down adjustment of the p-values of several comparisons (keys kept):
+    the k-th smallest of m is multiplied by m - k + 1, then made non-decreasing and
+    capped at 1. It controls the family-wise error rate without assuming independence.
+
+    Example:
+
+    >>> holm({"a": 0.01, "b": 0.04, "c": 0.03})
+    {'a': 0.03, 'c': 0.06, 'b': 0.06}
+    """
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    adjusted, running = {}, 0.0
+    for rank, (key, value) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - rank) * value))
+        adjusted[key] = round(running, 12)
+    return adjusted
+
+
 def summarize(scores: Mapping[int, SeedScores]) -> dict:
     """Per variant and score the `describe` of its values over the seeds, and per
     `paired_variants` pair the `describe` (with interval) of the per-seed
@@ -178,4 +213,11 @@ def _number(value: float | None, sign: str = "") -> str:
     return "-" if value is None else f"{value:{sign}.3f}"
 
 
-__all__ = ["describe", "paired_variants", "summarize", "summary_table"]
+__all__ = [
+    "describe",
+    "holm",
+    "paired_p_value",
+    "paired_variants",
+    "summarize",
+    "summary_table",
+]

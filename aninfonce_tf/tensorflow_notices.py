@@ -6,9 +6,9 @@ copy of TensorFlow's `port.cc`, whose static initialiser logs it through absl be
 `absl::InitializeLog()` has run, and absl then writes every severity to file
 descriptor 2 under a "WARNING: All log messages before absl::InitializeLog()" line.
 Only TF_ENABLE_ONEDNN_OPTS=0 turns it off, and that changes the numerics. So the command
-line (`python -m aninfonce_tf`, the `aninfonce-tf` script, `python recipes/NAME.py`)
-imports TensorFlow with descriptor 2 pointed at a pipe, which a small process of its own
-reads (this file run as a script: `pass_on`), passing every line that is not one of
+line (`python -m aninfonce_tf` or `aninfonce_tf.compare`, the `aninfonce-tf` script,
+`python recipes/NAME.py`) imports TensorFlow with descriptor 2 pointed at a pipe, which a
+small process of its own reads (this file run as a script: `pass_on`), passing every line that is not one of
 `NOTICES` on to stderr as it arrives: an error while importing is never hidden, even
 when the import crashes right after writing it (the reader is another process, which
 reads what is left in the pipe after this one dies; a thread of this one could not run
@@ -55,7 +55,7 @@ NOTICES = (
     "TF-TRT Warning: Could not find TensorRT",
 )
 # The module names `python -m` runs the command line by.
-MODULES = ("aninfonce_tf", "aninfonce_tf.__main__")
+MODULES = ("aninfonce_tf", "aninfonce_tf.__main__", "aninfonce_tf.compare")
 RECIPE_SCRIPTS = Path(__file__).resolve().parent.parent / "recipes"
 # Seconds the block's end waits for the reader to pass on the last lines: longer only
 # when a process started inside the block still holds the pipe.

@@ -1,0 +1,199 @@
+"""Runs of several run directories compared, paired by seed.
+
+`--seeds` summarises the variants of one run directory. Arms from different directories
+(InfoNCE at several temperatures, a variant run later) are compared here: an *arm* is
+one variant of one directory, its scores read from `seed_<k>/results.json`; two arms
+are paired over the seeds both finished, since a seed fixes the data. The chosen
+scores' paired differences get a two-sided paired t-test, and Holm's correction over
+every (pair, score) comparison made.
+
+Command line (writes the summary as JSON and prints its table):
+
+    python -m aninfonce_tf.compare --out summary.json \\
+        --arm aninfonce=runs/quick:aninfonce --arm "tau 0.05=runs/tau-0.05:infonce" \\
+        --pair "aninfonce:tau 0.05" --scores backbone/block_r2/style
+
+Example:
+
+>>> summary = compare(
+...     {"a": {0: {"r2": 0.9}, 1: {"r2": 0.8}, 2: {"r2": 0.85}},
+...      "b": {0: {"r2": 0.5}, 1: {"r2": 0.6}, 2: {"r2": 0.5}}},
+...     pairs=[("a", "b")], scores=["r2"])
+>>> entry = summary["differences"]["a - b"]["r2"]
+>>> round(entry["mean"], 3), entry["n"], round(entry["p_holm"], 3)
+(0.317, 3, 0.034)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aninfonce_tf.runner.report import variant_scores
+from aninfonce_tf.statistics import describe, holm, paired_p_value, summary_table
+
+# Scores of one arm: {seed: {score: value}}.
+ArmScores = Mapping[int, Mapping[str, float]]
+
+
+def parse_arm(text: str) -> tuple[str, Path, str]:
+    """`"LABEL=DIRECTORY:VARIANT"` as `(label, directory, variant)`.
+
+    Example:
+
+    >>> parse_arm("tau 0.05=runs/tau:infonce")
+    ('tau 0.05', PosixPath('runs/tau'), 'infonce')
+
+    Raises:
+        ValueError: for text of another form.
+    """
+    label, _, rest = text.partition("=")
+    directory, _, variant = rest.rpartition(":")
+    if not (label.strip() and directory and variant):
+        raise ValueError(
+            f"`--arm` must read LABEL=DIRECTORY:VARIANT, e.g. 'infonce=runs/quick:infonce'; "
+            f"got {text!r}."
+        )
+    return label.strip(), Path(directory), variant
+
+
+def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
+    """The scalar scores of `variant` in every finished seed of the run directory
+    `directory` (`seed_<k>/results.json`), by seed.
+
+    Raises:
+        ValueError: when no seed of `directory` has finished `variant`.
+    """
+    scores = {}
+    for path in sorted(Path(directory).glob("seed_*/results.json")):
+        results = json.loads(path.read_text())["variants"]
+        if variant in results:
+            scores[int(path.parent.name.removeprefix("seed_"))] = variant_scores(results[variant])
+    if not scores:
+        raise ValueError(
+            f"No seed in {str(directory)!r} has finished the variant {variant!r}: give a run "
+            "directory that `--seeds` wrote (seed_<k>/results.json) and one of its variants."
+        )
+    return dict(sorted(scores.items()))
+
+
+def compare(
+    arms: Mapping[str, ArmScores],
+    pairs: Sequence[tuple[str, str]],
+    scores: Sequence[str] = (),
+) -> dict:
+    """Per arm and score the `describe` of its values over its seeds; per pair
+    `(first, second)` and score (those in `scores`, default every score both have) the
+    `describe` of the per-seed difference first - second over their shared seeds,
+    with interval, its paired t-test's `p` and `p_holm` (Holm over every difference
+    reported).
+
+    Returns:
+        `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":
+        {"first - second": {score: entry}}}`; `statistics.summary_table` prints it.
+
+    Raises:
+        ValueError: for a score no arm has, a pair naming an unknown arm, or a pair
+            without a shared seed.
+    """
+    known = {
+        score for per_seed in arms.values() for values in per_seed.values() for score in values
+    }
+    unknown = [score for score in scores if score not in known]
+    if unknown:
+        raise ValueError(
+            f"`scores` names scores no arm has: {unknown}; they have e.g. {sorted(known)[:8]}."
+        )
+    differences = {}
+    for first, second in pairs:
+        unknown = [name for name in (first, second) if name not in arms]
+        if unknown:
+            raise ValueError(f"`pairs` names unknown arms {unknown}; the arms are {list(arms)}.")
+        shared = sorted(set(arms[first]) & set(arms[second]))
+        if not shared:
+            raise ValueError(f"The arms {first!r} and {second!r} share no seed.")
+        names = scores or [s for s in arms[first][shared[0]] if s in arms[second][shared[0]]]
+        differences[f"{first} - {second}"] = {
+            score: _difference(arms[first], arms[second], shared, score) for score in names
+        }
+    tests = {
+        (pair, score): entry["p"]
+        for pair, entries in differences.items()
+        for score, entry in entries.items()
+        if entry["p"] is not None
+    }
+    for (pair, score), adjusted in holm(tests).items():
+        differences[pair][score]["p_holm"] = adjusted
+    return {
+        "seeds": {name: list(per_seed) for name, per_seed in arms.items()},
+        "variants": {
+            name: {
+                score: describe({seed: values.get(score) for seed, values in per_seed.items()})
+                for score in (scores or _score_names(per_seed))
+            }
+            for name, per_seed in arms.items()
+        },
+        "differences": differences,
+    }
+
+
+def _difference(first: ArmScores, second: ArmScores, seeds: list[int], score: str) -> dict:
+    values = {}
+    for seed in seeds:
+        a, b = first[seed].get(score), second[seed].get(score)
+        finite = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
+        values[seed] = a - b if finite else None
+    entry = describe(values, interval=True)
+    entry["p"] = paired_p_value([v for v in values.values() if v is not None])
+    entry["p_holm"] = None
+    return entry
+
+
+def _score_names(per_seed: ArmScores) -> list[str]:
+    return list(dict.fromkeys(score for values in per_seed.values() for score in values))
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """The command line (see the module's docstring)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m aninfonce_tf.compare",
+        description="Variants of several run directories compared, paired by seed.",
+    )
+    parser.add_argument("--arm", action="append", required=True, help="LABEL=DIRECTORY:VARIANT")
+    parser.add_argument(
+        "--pair", action="append", default=[], help="FIRST:SECOND, two labels (repeatable)"
+    )
+    parser.add_argument("--scores", default="", help="comma-separated scores (default: all)")
+    parser.add_argument("--out", help="write the summary here as JSON")
+    options = parser.parse_args(argv)
+    try:
+        arms = {}
+        for text in options.arm:
+            label, directory, variant = parse_arm(text)
+            arms[label] = arm_scores(directory, variant)
+        pairs = []
+        for text in options.pair:
+            first, _, second = text.partition(":")
+            if not (first and second):
+                raise ValueError(f"`--pair` must read FIRST:SECOND, two labels; got {text!r}.")
+            pairs.append((first, second))
+        scores = [s.strip() for s in options.scores.split(",") if s.strip()]
+        summary = compare(arms, pairs, scores)
+    except ValueError as error:
+        parser.error(str(error))
+    summary["command"] = " ".join(["python -m aninfonce_tf.compare", *sys.argv[1:]])
+    print(summary_table(summary, scores))
+    if options.out:
+        Path(options.out).write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["arm_scores", "compare", "main", "parse_arm"]

@@ -1,0 +1,67 @@
+"""Arms of several run directories compared, paired by seed, with Holm's correction."""
+
+import json
+
+import pytest
+
+from aninfonce_tf.compare import arm_scores, compare, main, parse_arm
+from aninfonce_tf.statistics import holm, paired_p_value
+
+
+def _run_directory(path, variant, values):
+    """A run directory as `--seeds` writes it: `values` {seed: style R^2} of `variant`."""
+    for seed, value in values.items():
+        seed_dir = path / f"seed_{seed}"
+        seed_dir.mkdir(parents=True)
+        result = {"backbone": {"block_r2": {"style": value}, "shape": 0.5}, "steps": 10}
+        (seed_dir / "results.json").write_text(
+            json.dumps({"run": {}, "variants": {variant: result}})
+        )
+    return path
+
+
+def test_arms_from_two_directories_are_paired_over_their_shared_seeds(tmp_path, capsys):
+    first = _run_directory(tmp_path / "a", "aninfonce", {0: 0.9, 1: 0.8, 2: 0.7, 3: 0.9})
+    second = _run_directory(tmp_path / "b", "infonce", {0: 0.5, 1: 0.6, 2: 0.4})
+    out = tmp_path / "summary.json"
+    summary = main(
+        [
+            f"--arm=ours={first}:aninfonce",
+            f"--arm=tau 0.05={second}:infonce",
+            "--pair=ours:tau 0.05",
+            "--scores=backbone/block_r2/style,backbone/shape",
+            f"--out={out}",
+        ]
+    )
+    assert json.loads(out.read_text())["differences"] == summary["differences"]
+    style = summary["differences"]["ours - tau 0.05"]["backbone/block_r2/style"]
+    # Seed 3 has no partner: the difference rests on seeds 0-2.
+    assert style["seeds"] == [0, 1, 2] and style["n"] == 3
+    assert style["mean"] == pytest.approx((0.4 + 0.2 + 0.3) / 3)
+    assert style["p"] == pytest.approx(paired_p_value([0.4, 0.2, 0.3]))
+    # Two comparisons: the smaller p doubled; shape's differences are all 0 (p = 1).
+    assert style["p_holm"] == pytest.approx(min(1.0, 2 * style["p"]))
+    assert summary["differences"]["ours - tau 0.05"]["backbone/shape"]["p_holm"] == 1.0
+    assert summary["variants"]["ours"]["backbone/block_r2/style"]["n"] == 4
+    assert "ours - tau 0.05" in capsys.readouterr().out
+
+
+def test_holm_adjusts_step_down_and_keeps_the_order():
+    adjusted = holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.5})
+    assert adjusted == pytest.approx({"a": 0.04, "c": 0.09, "b": 0.09, "d": 0.5})
+    assert holm({}) == {}
+
+
+def test_bad_arms_and_pairs_are_refused_with_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="LABEL=DIRECTORY:VARIANT"):
+        parse_arm("runs/quick")
+    directory = _run_directory(tmp_path / "a", "aninfonce", {0: 0.9})
+    with pytest.raises(ValueError, match="has finished the variant 'infonce'"):
+        arm_scores(directory, "infonce")
+    arms = {"a": arm_scores(directory, "aninfonce")}
+    with pytest.raises(ValueError, match="unknown arms"):
+        compare(arms, [("a", "b")])
+    with pytest.raises(ValueError, match="no arm has: \\['shape'\\]"):
+        compare(arms, [], scores=["shape"])
+    with pytest.raises(SystemExit):
+        main([f"--arm=a={directory}:aninfonce", "--pair=a"])
