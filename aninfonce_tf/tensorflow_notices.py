@@ -7,14 +7,15 @@ copy of TensorFlow's `port.cc`, whose static initialiser logs it through absl be
 descriptor 2 under a "WARNING: All log messages before absl::InitializeLog()" line.
 Only TF_ENABLE_ONEDNN_OPTS=0 turns it off, and that changes the numerics. So the command
 line (`python -m aninfonce_tf` or `aninfonce_tf.compare`, the `aninfonce-tf` script,
-`python recipes/NAME.py`) imports TensorFlow with descriptor 2 pointed at a pipe, which a
-small process of its own reads (this file run as a script: `pass_on`), passing every
+`python recipes/NAME.py`) imports TensorFlow with descriptor 2 pointed at a pipe, which
+a small process of its own reads (this file run as a script: `pass_on`), passing every
 line that is not one of `NOTICES` on to stderr as it arrives: an error while importing
 is never hidden, even when the import crashes right after writing it (the reader is
 another process, which reads what is left in the pipe after this one dies; a thread of
-this one could not run while TensorFlow's C++ start-up holds the GIL). A missing GPU driver ("Could not find
-cuda drivers") is not a notice: it is shown. `TF_CPP_MIN_LOG_LEVEL=0` shows the
-notices. A program that imports the package keeps its stderr as it is.
+this one could not run while TensorFlow's C++ start-up holds the GIL). A missing GPU
+driver ("Could not find cuda drivers") is not a notice: it is shown.
+`TF_CPP_MIN_LOG_LEVEL=0` shows the notices. A program that imports the package keeps its
+stderr as it is.
 
 Example:
 
