@@ -154,13 +154,17 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
     )
 
 
+def _block_and_shape_scores(blocks: dict) -> list[str]:
+    """The linear R^2 of each block of `blocks` with members, then the shape accuracy."""
+    return [f"block_linear_r2/{b}" for b, members in blocks.items() if members] + ["shape_accuracy"]
+
+
 def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[str, ...]:
     """At each level: the linear R^2 of each block (`blocks`, default
     `source.blocks()`), the shape accuracy and, of augmented pairs, the augmentation
     readout."""
     blocks = source.blocks() if blocks is None else blocks
-    scores = [f"block_linear_r2/{b}" for b, members in blocks.items() if members]
-    scores.append("shape_accuracy")
+    scores = _block_and_shape_scores(blocks)
     if source.mode == "augment":
         scores.append("augmentation_readout")
     return tuple(f"{level}/{score}" for level in LEVELS for score in scores)
@@ -174,8 +178,7 @@ def _number(value) -> float:
 def primary_scores(blocks: dict) -> tuple[str, ...]:
     """What every preset's conclusions rest on, read at its final step (`steps`), at
     the backbone: the linear R^2 of each block and the shape accuracy."""
-    scores = [f"block_linear_r2/{block}" for block, members in blocks.items() if members]
-    return tuple(f"backbone/{score}" for score in (*scores, "shape_accuracy"))
+    return tuple(f"backbone/{score}" for score in _block_and_shape_scores(blocks))
 
 
 def build(config: RenderedConfig) -> Experiment:

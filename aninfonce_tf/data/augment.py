@@ -3,12 +3,13 @@ the flip, the colour jitter factors and their order, grayscale, blur sigma and
 solarisation, so that a probe can later read these parameters back from the learned
 features.
 
-Every draw is stateless from an explicit seed (the same seed gives the same views,
-also under a parallel `Dataset.map`). The ops (`image_ops`) are this package's own
-rather than Keras' preprocessing layers: those draw from a stateful `SeedGenerator`,
-and several of the parameters (a per-image crop box, per-image blur sigma, the jitter
-factors and their order) have no Keras layer that returns them. All pixel work after
-the draws runs as one XLA computation (`image_ops.views_from_parameters`).
+Every draw is stateless from an explicit seed (`view_parameters`: the same seed gives
+the same views, also under a parallel `Dataset.map`). The ops (`image_ops`) are this
+package's own rather than Keras' preprocessing layers: those draw from a stateful
+`SeedGenerator`, and several of the parameters (a per-image crop box, per-image blur
+sigma, the jitter factors and their order) have no Keras layer that returns them. All
+pixel work after the draws runs as one XLA computation
+(`image_ops.views_from_parameters`).
 
 Example:
 
@@ -27,53 +28,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.data.image_ops import JITTER_OPS, checked_unit_range, views_from_parameters
-
-# Attempts per image at a crop box within the image before falling back to a
-# central crop (torchvision's RandomResizedCrop tries 10 times too).
-CROP_ATTEMPTS = 10
-PARAMETERS = (
-    "crop_box",
-    "flip",
-    "jitter",
-    "brightness",
-    "contrast",
-    "saturation",
-    "hue",
-    "jitter_order",
-    "grayscale",
-    "blur",
-    "blur_sigma",
-    "solarize",
-)
-
-
-def stateless_seed(seed) -> tf.Tensor:
-    """The `[2]` int64 seed of TensorFlow's stateless random ops from an int `s`
-    (`[s, 0]`), a pair of ints, or None: a fresh seed from the stateful RNG (which
-    `tf.random.set_seed` makes repeatable).
-
-    Example:
-
-    >>> stateless_seed(7).numpy().tolist(), stateless_seed([1, 2]).numpy().tolist()
-    ([7, 0], [1, 2])
-    """
-    if seed is None:
-        return tf.random.uniform([2], 0, tf.int64.max, dtype=tf.int64)
-    expected = "`seed` must be an int, a pair of ints or None; got"
-    if isinstance(seed, (bool, np.bool_)):
-        raise TypeError(f"{expected} {seed!r}.")
-    if isinstance(seed, (int, np.integer)):
-        return tf.constant([seed, 0], tf.int64)
-    try:
-        tensor = tf.convert_to_tensor(seed)
-    except (TypeError, ValueError):
-        raise TypeError(f"{expected} {seed!r}.") from None
-    if not tensor.dtype.is_integer:
-        raise TypeError(f"{expected} {seed!r} ({tensor.dtype.name}).")
-    if tensor.shape.rank != 1 or tensor.shape[0] not in (2, None):
-        raise ValueError(f"{expected} shape {tensor.shape}.")
-    return tf.cast(tensor, tf.int64)
+from aninfonce_tf.data.image_ops import checked_unit_range, views_from_parameters
+from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, stateless_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +188,7 @@ class SimCLRAugment:
             sizes = tf.zeros([batch, 2]) + [[images.shape[1], images.shape[2]]]
         else:
             sizes = self._checked_sizes(image_sizes, images.shape)
-        params = self._parameters(batch, sizes, stateless_seed(seed))
+        params = draw_parameters(self, batch, sizes, stateless_seed(seed))
         blur_kernel_size = self.blur_kernel_size if self.blur_probability > 0 else 0
         gray = images.shape[-1] == 1
         if gray:  # the colour ops on three equal channels, which they keep equal
@@ -249,44 +205,7 @@ class SimCLRAugment:
     def parameters(self, batch: int, seed) -> dict[str, tf.Tensor]:
         """What `__call__` draws with `seed` for `batch` square images, without the
         images (e.g. to follow latents into each view's frame)."""
-        return self._parameters(batch, tf.ones([batch, 2]), stateless_seed(seed))
-
-    def _parameters(self, batch, image_sizes, seed) -> dict[str, tf.Tensor]:
-        seeds = tf.random.experimental.stateless_split(seed, 12)
-
-        def uniform(index, low=0.0, high=1.0, shape=None):
-            return tf.random.stateless_uniform(
-                shape if shape is not None else [batch], seeds[index], low, high
-            )
-
-        def chosen(index, probability):
-            return tf.cast(uniform(index) < probability, tf.float32)
-
-        jitter = chosen(2, self.jitter_probability)
-
-        def factor(index, strength):
-            return 1.0 + jitter * uniform(index, -strength, strength)
-
-        order = tf.zeros([batch, 1], tf.int32) + tf.range(len(JITTER_OPS))
-        if self.random_jitter_order:
-            # The ranks of 4 uniforms: a uniformly random permutation.
-            shuffled = tf.argsort(uniform(11, shape=[batch, len(JITTER_OPS)]), axis=1)
-            order = tf.where(jitter[:, None] > 0, shuffled, order)
-        blur = chosen(8, self.blur_probability)
-        return {
-            "crop_box": self._crop_boxes(batch, seeds[0], image_sizes[:, 0], image_sizes[:, 1]),
-            "flip": chosen(1, self.flip_probability),
-            "jitter": jitter,
-            "brightness": factor(3, self.brightness),
-            "contrast": factor(4, self.contrast),
-            "saturation": factor(5, self.saturation),
-            "hue": jitter * uniform(6, -self.hue, self.hue),
-            "jitter_order": tf.cast(order, tf.float32),
-            "grayscale": chosen(7, self.grayscale_probability),
-            "blur": blur,
-            "blur_sigma": blur * uniform(9, *self.blur_sigma),
-            "solarize": chosen(10, self.solarize_probability),
-        }
+        return draw_parameters(self, batch, tf.ones([batch, 2]), stateless_seed(seed))
 
     @staticmethod
     def _checked_sizes(image_sizes, shape):
@@ -304,33 +223,6 @@ class SimCLRAugment:
             ]
         ):
             return tf.identity(sizes)
-
-    def _crop_boxes(self, batch, seed, heights, widths):
-        """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1] of images `heights x widths`
-        pixels (`[B]` each): the first of `CROP_ATTEMPTS` draws of area and aspect
-        ratio (in pixels) that fits in the image, else a central crop of the
-        image, or of its largest part within `crop_ratio` (as torchvision)."""
-        seeds = tf.random.experimental.stateless_split(seed, 4)
-        shape = [batch, CROP_ATTEMPTS]
-        area = tf.random.stateless_uniform(shape, seeds[0], *self.crop_scale)
-        log_ratio = tf.random.stateless_uniform(
-            shape, seeds[1], math.log(self.crop_ratio[0]), math.log(self.crop_ratio[1])
-        )
-        # A box w x h (fractions) of a W x H image spans w W / (h H) = ratio and
-        # w h = area.
-        ratio = tf.exp(log_ratio) * (heights / widths)[:, None]
-        width, height = tf.sqrt(area * ratio), tf.sqrt(area / ratio)
-        fits = (width <= 1.0) & (height <= 1.0)
-        first = tf.argmax(tf.cast(fits, tf.int32), axis=1)
-        any_fits = tf.reduce_any(fits, axis=1)
-        aspect = widths / heights
-        fallback_width = tf.minimum(1.0, self.crop_ratio[1] / aspect)
-        fallback_height = tf.minimum(1.0, aspect / self.crop_ratio[0])
-        width = tf.where(any_fits, tf.gather(width, first, batch_dims=1), fallback_width)
-        height = tf.where(any_fits, tf.gather(height, first, batch_dims=1), fallback_height)
-        where = tf.where(any_fits[:, None], tf.random.stateless_uniform([batch, 2], seeds[2]), 0.5)
-        top, left = where[:, 0] * (1.0 - height), where[:, 1] * (1.0 - width)
-        return tf.stack([top, left, top + height, left + width], axis=1)
 
 
 AUGMENTATION_PRESETS = {

@@ -30,11 +30,18 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, PARTS, sample_latents
+from aninfonce_tf.data.renderer import (
+    HUES,
+    PARTS,
+    latent_coordinates,
+    part_names,
+    sample_latents,
+)
 
 # Estimates are capped here: a part that no pair changes has an infinite Lambda_eff.
 MAX_EFFECTIVE_CONCENTRATION = 1e4
-HUES = tuple(name for name in CONTINUOUS if name.endswith("_hue"))
+# The radius of a circular latent's parts (see the module's docstring).
+CIRCLE_RADIUS = math.sqrt(2) / math.pi
 
 
 def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
@@ -43,23 +50,16 @@ def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
 
     Example:
 
+    >>> from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS
     >>> latents = {name: [LATENTS[name].low] for name in CONTINUOUS}
     >>> parts = latent_parts(latents)
     >>> float(parts["x"][0]), round(float(parts["rotation_cos"][0]), 3)
     (-1.0, 0.45)
     """
-    parts = {}
-    for name in CONTINUOUS:
-        spec, value = LATENTS[name], np.asarray(latents[name], "float64")
-        unit = 2 * (value - spec.low) / spec.width - 1
-        if not spec.circular:
-            parts[name] = unit
-            continue
-        angle = math.pi * (unit + 1)
-        cos, sin = math.sqrt(2) / math.pi * np.cos(angle), math.sqrt(2) / math.pi * np.sin(angle)
-        if erased is not None and name in HUES:
-            cos, sin = np.where(erased, 0.0, cos), np.where(erased, 0.0, sin)
-        parts[f"{name}_cos"], parts[f"{name}_sin"] = cos, sin
+    parts = latent_coordinates(latents, radius=CIRCLE_RADIUS)
+    if erased is not None:
+        for part in part_names(HUES):
+            parts[part] = np.where(erased, 0.0, parts[part])
     return parts
 
 

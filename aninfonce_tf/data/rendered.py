@@ -27,6 +27,7 @@ from aninfonce_tf.data.renderer import (
     LATENTS,
     _seed,
     latent_matrix,
+    latent_units,
     render,
     sample_latents,
 )
@@ -164,8 +165,9 @@ class RenderedPairs:
         lows = tf.constant([LATENTS[n].low for n in CONTINUOUS], tf.float32)
         widths = tf.constant([LATENTS[n].width for n in CONTINUOUS], tf.float32)
         circular = tf.constant([LATENTS[n].circular for n in CONTINUOUS])
-        z = tf.stack([tf.cast(latents[n], tf.float32) for n in CONTINUOUS], axis=1)
-        unit = 2.0 * (z - lows) / widths - 1.0
+        unit = tf.stack(
+            [latent_units(tf.cast(latents[n], tf.float32), LATENTS[n]) for n in CONTINUOUS], axis=1
+        )
         positive_seed, change_seed = tf.unstack(
             tf.random.experimental.stateless_split(_seed(seed), 2)
         )

@@ -23,19 +23,22 @@ import tensorflow as tf
 @dataclasses.dataclass(frozen=True)
 class Latent:
     """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`
-    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`.
+    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`; a
+    `hue` is a colour's hue in the image, which colour jitter shifts and grayscale
+    erases.
 
     Example:
 
     >>> rotation = Latent(0.0, 2 * math.pi, circular=True)
-    >>> round(rotation.width, 4), LATENTS["shape"].classes
-    (6.2832, 5)
+    >>> round(rotation.width, 4), LATENTS["shape"].classes, LATENTS["object_hue"].hue
+    (6.2832, 5, True)
     """
 
     low: float
     high: float
     circular: bool = False
     classes: int = 0
+    hue: bool = False
 
     @property
     def width(self) -> float:
@@ -85,11 +88,12 @@ LATENTS = {
     "y": Latent(0.3, 0.7),
     "scale": Latent(0.09, 0.14),
     "rotation": Latent(0.0, 2 * math.pi, circular=True),
-    "object_hue": Latent(0.0, 1.0, circular=True),
-    "background_hue": Latent(0.0, 1.0, circular=True),
+    "object_hue": Latent(0.0, 1.0, circular=True, hue=True),
+    "background_hue": Latent(0.0, 1.0, circular=True, hue=True),
 }
 LATENT_NAMES = tuple(LATENTS)
 CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classes)
+HUES = tuple(name for name in CONTINUOUS if LATENTS[name].hue)
 
 
 def part_names(names, specs: Mapping[str, Latent] = LATENTS) -> tuple[str, ...]:
@@ -109,6 +113,56 @@ def part_names(names, specs: Mapping[str, Latent] = LATENTS) -> tuple[str, ...]:
 
 
 PARTS = part_names(CONTINUOUS)
+
+
+def latent_units(value, spec: Latent):
+    """`value` of the latent `spec` in units where its range is 2 wide: `low` is -1 and
+    `high` 1 (NumPy or TensorFlow values, in their dtype).
+
+    Example:
+
+    >>> latent_units(np.array([0.3, 0.5, 0.7]), LATENTS["x"]).round(6).tolist()
+    [-1.0, 0.0, 1.0]
+    """
+    return 2 * (value - spec.low) / spec.width - 1
+
+
+def latent_coordinates(
+    latents: Mapping,
+    specs: Mapping[str, Latent] = LATENTS,
+    *,
+    units: bool = True,
+    radius: float = 1.0,
+) -> dict[str, np.ndarray]:
+    """`{part: [N] float64}` of the continuous latents in `latents` (`{name: [N]}`,
+    names of `specs`; parts as `part_names` names them, in the order of `specs`): an
+    interval latent in units where its range is 2 wide (`latent_units`), or as it is
+    without `units`; a circular one as `radius` times the cos and sin of its angle,
+    `2 pi (value - low) / width`. Class latents are left out.
+
+    Example:
+
+    >>> latents = {"x": [0.3, 0.7], "rotation": [0.0, math.pi / 2], "shape": [0, 1]}
+    >>> coordinates = latent_coordinates(latents)
+    >>> sorted(coordinates), coordinates["x"].tolist()
+    (['rotation_cos', 'rotation_sin', 'x'], [-1.0, 1.0])
+    >>> latent_coordinates(latents, units=False)["rotation_sin"].round(6).tolist()
+    [0.0, 1.0]
+    """
+    coordinates = {}
+    for name, spec in specs.items():
+        if spec.classes or name not in latents:
+            continue
+        value = np.asarray(latents[name], "float64")
+        if spec.circular:
+            angle = 2 * math.pi * (value - spec.low) / spec.width
+            coordinates[f"{name}_cos"] = radius * np.cos(angle)
+            coordinates[f"{name}_sin"] = radius * np.sin(angle)
+        else:
+            coordinates[name] = latent_units(value, spec) if units else value
+    return coordinates
+
+
 # The object has value 1, the background BACKGROUND_SATURATION_VALUE: whatever the
 # hues, the brightest channel tells object from background.
 BACKGROUND_SATURATION_VALUE = (0.6, 0.45)
@@ -235,12 +289,15 @@ def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
 __all__ = [
     "CONTINUOUS",
     "EXTENT",
+    "HUES",
     "LATENTS",
     "LATENT_NAMES",
     "PARTS",
     "SHAPES",
     "Latent",
+    "latent_coordinates",
     "latent_matrix",
+    "latent_units",
     "part_names",
     "render",
     "sample_latents",

@@ -33,7 +33,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.renderer import LATENTS, Latent, part_names
+from aninfonce_tf.data.renderer import LATENTS, Latent, latent_coordinates, part_names
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 from aninfonce_tf.evaluation.probes import (
     UNDIRECTED_SCORES,
@@ -53,18 +53,19 @@ KERNEL_GAMMAS = (0.01, 0.1, 1.0, 10.0)
 
 def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> dict:
     """The regression targets of the continuous latents: `{name: [N, 1]}` values, or
-    `[N, 2]` (cos, sin) of the angle of a circular one. Class latents are left out."""
-    targets = {}
-    for name, spec in specs.items():
-        if spec.classes or name not in latents:
-            continue
-        values = np.asarray(latents[name], "float64")
-        if spec.circular:
-            angle = 2 * np.pi * (values - spec.low) / spec.width
-            targets[name] = np.stack([np.cos(angle), np.sin(angle)], 1)
-        else:
-            targets[name] = values[:, None]
-    return targets
+    `[N, 2]` (cos, sin) of the angle of a circular one. Class latents are left out.
+
+    Example:
+
+    >>> targets = latent_targets({"x": [0.3, 0.7], "rotation": [0.0, np.pi]})
+    >>> targets["x"].tolist(), targets["rotation"].round(6).tolist()
+    ([[0.3], [0.7]], [[1.0, 0.0], [-1.0, 0.0]])
+    """
+    # As they are, not in units of a range 2 wide: the kernel ridge has no intercept,
+    # so its R^2 depends on where the targets lie.
+    parts = latent_coordinates(latents, specs, units=False)
+    names = [name for name, spec in specs.items() if not spec.classes and name in latents]
+    return {name: np.stack([parts[p] for p in part_names([name], specs)], 1) for name in names}
 
 
 def split_indices(count: int, seed: int = 0, fractions=SPLIT) -> tuple[np.ndarray, ...]:

@@ -11,6 +11,7 @@ rest:
 - `training`: one variant's model built (`build_model`) and trained
   (`train_variant`);
 - `run_directory`: the run directory claimed, resumed from and written atomically;
+- `final_files`: `files.json`, a saved variant's final files as a rerun checks them;
 - `lock`: the lock a run holds on its run directory;
 - `exits`: how a recipe ends on a usage error, a full disk, Ctrl-C or SIGTERM:
   one line and an exit status;

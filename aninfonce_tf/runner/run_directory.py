@@ -2,10 +2,10 @@
 
 A run directory holds `config.json` (with the code it was trained by), `results.json`,
 a directory per variant (`history.json`, `loss_curve.json`, `model.keras`, the exported
-`encoder/`, and `files.json`: the size and sha256 of each final file), the backups a
-killed run resumes from and the TensorBoard logs. Every file a resume reads is replaced
-atomically (`aninfonce_tf.checkpoints`); a run holds the directory's lock meanwhile
-(`runner.lock`).
+`encoder/`, and `files.json`: the size and sha256 of each final file,
+`runner.final_files`), the backups a killed run resumes from and the TensorBoard logs.
+Every file a resume reads is replaced atomically (`aninfonce_tf.checkpoints`); a run
+holds the directory's lock meanwhile (`runner.lock`).
 
 Example:
 
@@ -35,12 +35,11 @@ from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.evaluation.targets import canonical_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
+from aninfonce_tf.runner.final_files import FILES, final_files_problem, write_files_record
 from aninfonce_tf.runner.lock import LOCK_NAME
 
 # `config.json`'s entry of the code the run was trained by (`code_history`).
 CODE = "code"
-# A variant's record of its final files (`save_variant`, `final_files_problem`).
-FILES = "files.json"
 # The user's files that `--import` brought in (`cli.import_user_code`).
 USER_CODE: list[Path] = []
 # What a `--seeds` run writes beside its `seed_<k>/` directories.
@@ -292,7 +291,7 @@ def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export:
     replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
     if export:
         export_encoder(model, variant_dir / "encoder", input_spec)
-    _write_files_record(variant_dir)
+    write_files_record(variant_dir)
 
 
 def export_saved_variant(variant_dir: Path, input_spec) -> None:
@@ -300,15 +299,7 @@ def export_saved_variant(variant_dir: Path, input_spec) -> None:
     `model.keras`, and records the export's files in `files.json`."""
     model = keras.saving.load_model(variant_dir / "model.keras")
     export_encoder(model, variant_dir / "encoder", input_spec)
-    _write_files_record(variant_dir)
-
-
-def _write_files_record(variant_dir: Path) -> None:
-    """`files.json`: the size and sha256 of `model.keras` and of the export's files."""
-    paths = [variant_dir / "model.keras"]
-    paths += sorted(path for path in (variant_dir / "encoder").rglob("*") if path.is_file())
-    files = {path.relative_to(variant_dir).as_posix(): _file_record(path) for path in paths}
-    write_json(variant_dir / FILES, files)
+    write_files_record(variant_dir)
 
 
 def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple[dict, dict]:
@@ -325,43 +316,6 @@ def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple
             else:
                 finished[name] = saved[name]
     return finished, incomplete
-
-
-def final_files_problem(variant_dir: Path) -> str | None:
-    """What is wrong with the final files of a saved variant (those `files.json`
-    lists, at its sizes and sha256), or None."""
-    record = variant_dir / FILES
-    if not record.exists():  # saved before files.json was: as then, its model must exist
-        model = variant_dir / "model.keras"
-        return None if model.exists() else f"model.keras in {variant_dir} is missing"
-    try:
-        files = read_json(record)
-    except ValueError:
-        files = None
-    if not isinstance(files, dict) or not all(
-        isinstance(written, dict) and {"bytes", "sha256"} <= set(written)
-        for written in files.values()
-    ):
-        return f"{FILES} in {variant_dir} does not read"
-    for name, written in files.items():
-        path = variant_dir / name
-        if not path.is_file():
-            return f"{name} in {variant_dir} is missing"
-        found = _file_record(path)
-        if found["bytes"] < written["bytes"]:
-            sizes = f"{found['bytes']} of its {written['bytes']} bytes"
-            return f"{name} in {variant_dir} is incomplete ({sizes})"
-        if found != written:
-            return f"{name} in {variant_dir} is not the file written (its size or sha256 differs)"
-    return None
-
-
-def _file_record(path: Path) -> dict:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def write_config(run_dir: Path, config: RunConfig, code: list[dict]) -> None:
