@@ -187,3 +187,12 @@ def test_the_seeds_figure_plots_each_parts_mean_against_its_concentration(tmp_pa
     }
     (path,) = experiment.seeds_plots(summary, tmp_path, title="preset quick")
     assert path == tmp_path / "r2_by_concentration.png" and path.stat().st_size > 1000
+
+
+def test_every_training_seed_of_a_preset_is_scored_on_the_same_blocks():
+    config = dataclasses.replace(rendered.RenderedConfig(), **rendered.SMOKE)
+    first, other = (
+        rendered.build(dataclasses.replace(config, seed=seed)).metadata for seed in (0, 7)
+    )
+    assert first["blocks"] == other["blocks"]
+    assert first["effective_concentration"] == other["effective_concentration"]
