@@ -124,7 +124,7 @@ The photos ship with scikit-learn and scikit-image (class = source photo); each 
 scored by class accuracy and augmentation readout.""",
         (
             ("--smoke", "the whole pipeline in < 1 min"),
-            ("--seeds 0,1,2", "~8 min per seed on a 2-core CPU"),
+            ("--seeds 0,1,2", "~9 min per seed on a 2-core CPU"),
         ),
     ),
     "cifar10": Recipe(

@@ -534,6 +534,7 @@ ZERO_IS_A_SETTING = {
     "warmup_epochs",
     "eval_epochs",
     "linear_eval_epochs",
+    "readout_check_steps",
 }
 
 

@@ -21,7 +21,9 @@
 - Not public, chosen here: the projector 2048-128 (SimCLR's output width 128 after
   one hidden layer); an evaluation every 100 epochs (`eval_epochs`: eight points on
   the curve); the monitoring probes' sizes (`images.ImageConfig` defaults: 10,000
-  training images, the readout's views), which only watch training.
+  training images, the readout's views), which only watch training; the readout check's
+  1,000 steps at batch 256 (`configs.readout_check`), its mean over the targets one view
+  determines.
 
 The schedule is given in epochs and the learning rate per 256 pairs, so that another
 `--batch-size` B keeps 800 epochs at 0.03 x B / 256 (`ImageConfig.resolved`).
@@ -52,6 +54,7 @@ PRESETS = {
         infonce_temperature=0.5,
         linear_eval_epochs=100,
         linear_eval_batch_size=512,
+        readout_check_steps=1000,
         **images.FROM_EPOCHS,
         **images.SGD_COSINE,
     ),

@@ -33,7 +33,9 @@ is not public), with the source of every number:
   (`eval_epochs`); the monitoring probes' sizes (`images.ImageConfig` defaults), which
   only watch training; photos on a canvas of 512 pixels per 224 of view
   (`images.CANVAS_PER_224`: typical ImageNet photos fit whole, so crops see the whole
-  image as SimCLR's do).
+  image as SimCLR's do); no readout check (`configs.readout_check`): it runs before
+  training outside the run's strategy, on a TPU host's CPU, where ResNet-50 at 224
+  pixels is too slow (`--readout-check-steps 1000` runs it on a GPU host's first GPU).
 
 The `mocov2` preset keeps everything but the views: MoCo v2's (jitter
 0.4/0.4/0.4/0.1, crops of 20-100 %).

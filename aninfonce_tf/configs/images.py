@@ -13,7 +13,11 @@ views are (ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), 
 the class probes see the centre square of each image. `results.json` holds each set's
 images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
-(the validation images exactly, the training images about).
+(the validation images exactly, the training images about). With
+`readout_check_steps`, a supervised network finds before training which readout
+targets one view determines (`configs.readout_check`): `augmentation_readout` averages
+those alone, `augmentation_readout_all_targets` every one, and `results.json` records
+the check (`readout_determinable`).
 
 These probes monitor training. The CIFAR10 and ImageNet presets end with the
 standard evaluation, SimCLR's linear classifier on frozen backbone features of every
@@ -48,6 +52,7 @@ from aninfonce_tf.configs.learning_rates import (
 )
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
+from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes, with_check_views
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, tfds_image_decoder
 from aninfonce_tf.data.probe_sets import (
@@ -103,13 +108,16 @@ SMOKE = dict(
     eval_epochs=0,
     warmup_epochs=0,
     linear_eval_batch_size=32,
+    readout_check_steps=4,
+    readout_check_batch_size=32,
 )
 
 
 @dataclasses.dataclass
-class ImageConfig(LinearEvaluationConfig):
+class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
     """Every hyperparameter of the real-image experiment (see `RunConfig` for the
-    shared ones, `LinearEvaluationConfig` for those of the final evaluation).
+    shared ones, `LinearEvaluationConfig` for those of the final evaluation,
+    `ReadoutCheckConfig` for those of the readout check).
 
     The schedule may be given in epochs: each of `epochs`, `warmup_epochs` and
     `eval_epochs`, when positive, sets `steps`, `warmup_steps` and `eval_every` to
@@ -245,6 +253,7 @@ class ImageConfig(LinearEvaluationConfig):
             self, "probe_size", FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"
         )
         require_at_least(self, "readout_size", 1)
+        self.validate_readout_check()
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
 
 
@@ -255,6 +264,9 @@ def build(config: ImageConfig) -> Experiment:
     size = augment.image_size
     canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
     readout_seed = tf.constant([config.seed, 123], tf.int64)
+    test_prepare = centre_squares_and_views(augment, readout_seed, canvas)
+    if config.readout_check_steps:
+        test_prepare = with_check_views(test_prepare, augment, config.seed, canvas)
     data_dir = config.data_dir or None
     with image_data.data_source(config):
         train_arrays, train_labels, train_pool = stratified_arrays(
@@ -268,7 +280,7 @@ def build(config: ImageConfig) -> Experiment:
             test,
             config.test_size,
             [config.seed, 1],
-            centre_squares_and_views(augment, readout_seed, canvas),
+            test_prepare,
         )
         if len(test_labels) < config.test_size:
             warnings.warn(
@@ -286,7 +298,16 @@ def build(config: ImageConfig) -> Experiment:
         final = image_data.final_evaluators(config, size, decode)
     readout = slice(config.readout_size)
     probe_test = test_arrays["image"][: config.probe_size], test_labels[: config.probe_size]
-    evaluator = ImageProbeEvaluator(
+    shape = (size, size, 3)
+    encoders = {
+        "small_cnn": lambda: small_cnn(shape, config.features),
+        "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
+        "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
+    }
+    kind, options, check = readout_probes(
+        config, encoders[config.encoder], train, augment, test_arrays, readout, canvas, decode
+    )
+    evaluator = kind(
         train_arrays["image"],
         train_labels,
         *probe_test,
@@ -295,6 +316,7 @@ def build(config: ImageConfig) -> Experiment:
         # ImageNet's probes (10,000 images, 1,000 classes) want every core of an
         # accelerator host; on a few CPU cores one BLAS thread is much faster.
         blas_threads=None if config.dataset == "imagenet2012" else 1,
+        **options,
     )
     counts = {
         "probe_train_class_counts": class_counts(train_labels, train_pool),
@@ -304,12 +326,6 @@ def build(config: ImageConfig) -> Experiment:
     final_scores = tuple(sorted(set().union(*(e.score_names(True) for e in final))))
     protocol = {"linear_evaluation": linear_evaluation_record(config, size)} if final else {}
     units = split_list(config.projector_units, int)
-    shape = (size, size, 3)
-    encoders = {
-        "small_cnn": lambda: small_cnn(shape, config.features),
-        "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
-        "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
-    }
 
     def worker_train_data(start: int, context: tf.distribute.InputContext) -> tf.data.Dataset:
         # Each worker reads its own shard (tfds: an even part of the split) in
@@ -355,7 +371,7 @@ def build(config: ImageConfig) -> Experiment:
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY + final_scores,
         primary_scores=SUMMARY + final_scores,
-        metadata={"augmentation": dataclasses.asdict(augment), **counts, **protocol},
+        metadata={"augmentation": dataclasses.asdict(augment), **counts, **protocol, **check},
         plots=plots.plot_lambda_hats,
     )
 

@@ -2,7 +2,9 @@
 photos that ship inside scikit-learn and scikit-image (class = source photo),
 CIFAR10's SimCLR views at 32x32, a small CNN. The class probes fit on 100 training
 patches of each photo and are scored on 100 test patches of each; the readout reads
-2,000 views of test patches (222 or 223 of each photo).
+2,000 views of test patches (222 or 223 of each photo), averaged over the targets that
+a supervised small CNN reads from one view after 1,000 steps at batch 256 (about a
+minute before training: `configs.readout_check`).
 
 Example:
 
@@ -24,6 +26,7 @@ PRESETS = {
         projector_units="256,64",
         probe_size=900,
         readout_size=2000,
+        readout_check_steps=1000,
     ),
 }
 SMOKE = dict(images.SMOKE, patches_per_photo=10, probe_size=90)

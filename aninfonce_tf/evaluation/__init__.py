@@ -1,8 +1,8 @@
 """Identifiability metrics and their evaluator; the `Evaluator` protocol every
-evaluator follows (`protocol`), the image probes (`probes`) and the Keras callbacks
-that run evaluators during `fit` (`callbacks`), those of the training itself
-(`training_callbacks`: the NaN stop, the training metrics' logger) and what they print
-(`console`)."""
+evaluator follows (`protocol`), the image probes (`probes`; `determinable`: which
+readout targets one view determines) and the Keras callbacks that run evaluators
+during `fit` (`callbacks`), those of the training itself (`training_callbacks`: the
+NaN stop, the training metrics' logger) and what they print (`console`)."""
 
 from aninfonce_tf.evaluation.identifiability import (
     IdentifiabilityEvaluator,

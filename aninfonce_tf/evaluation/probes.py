@@ -45,6 +45,13 @@ from place to place, a colour factor images whose colours are predictable):
 - `jitter_order_<op>`: the step (0-3) at which the jitter applied `op`, on the views
   whose jitter was applied (undefined elsewhere).
 
+Which of these a dataset's views do show, a supervised network finds
+(`determinable.determinability`, the image configs' `readout_check_steps`): with that
+check, `augmentation_readout` is the mean over the targets it reads clearly above
+chance from one view alone, and the mean over every target above is
+`augmentation_readout_all_targets` (`determinable.DeterminableProbeEvaluator`); each
+target's own score stays as it is.
+
 Example:
 
 >>> rng = np.random.default_rng(0)

@@ -1,0 +1,165 @@
+"""The supervised check of which readout targets one view determines
+(`evaluation.determinable`), as the image experiments run it: its settings
+(`ReadoutCheckConfig`, fields of every image config), the fresh test views it is scored
+on and the run of it that `results.json` records (`run.readout_determinable`).
+
+The check trains the config's backbone, built fresh, on both views of each pair of
+the training images that `datasets.pair_batches` draws (an augmentation stream of its
+own, `CHECK_STREAM`), `readout_check_batch_size` views a step, and scores it on a view
+of each of the readout's test images drawn with the seed `[seed, CHECK_VIEWS_SEED]`
+(the readout's are drawn with `[seed, 123]`). It does not depend on the contrastive
+model: `configs.images.build` runs it once per run, before training.
+
+Example:
+
+>>> config = ReadoutCheckConfig(readout_check_steps=-1)
+>>> config.validate_readout_check()
+Traceback (most recent call last):
+...
+ValueError: `readout_check_steps` must be at least 0 (0: no check, the readout averages every target); got -1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import keras
+import tensorflow as tf
+
+from aninfonce_tf.configs.base import RunConfig, option, require_at_least
+from aninfonce_tf.data.augment import SimCLRAugment
+from aninfonce_tf.data.datasets import pair_batches
+from aninfonce_tf.data.probe_sets import Prepare, centre_squares_and_views
+from aninfonce_tf.evaluation.determinable import DeterminableProbeEvaluator, determinability
+from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+
+# The augmentation stream of the check's training views: apart from the contrastive
+# training's, 0, and its workers', 0 to workers - 1 (`pair_batches`' `stream`).
+CHECK_STREAM = 2**20
+# The second half of the seed of the check's test views, `[seed, CHECK_VIEWS_SEED]`.
+CHECK_VIEWS_SEED = 124
+
+
+@dataclasses.dataclass
+class ReadoutCheckConfig(RunConfig):
+    """A run config with the settings of the supervised readout check (see `RunConfig`
+    for the shared ones); `ImageConfig` is one."""
+
+    readout_check_steps: int = option(
+        0,
+        "steps of a supervised network of the backbone's architecture that finds which "
+        "readout targets one view determines, the only ones augmentation_readout then "
+        "averages (augmentation_readout_all_targets: every one); 0: no check",
+        group="evaluation",
+    )
+    readout_check_batch_size: int = option(
+        256, "training views per step of the readout check", group="evaluation"
+    )
+
+    def validate_readout_check(self) -> None:
+        """Raises `ValueError` naming the field of the check that cannot run."""
+        require_at_least(
+            self, "readout_check_steps", 0, "0: no check, the readout averages every target"
+        )
+        require_at_least(
+            self, "readout_check_batch_size", 2, "the two views of half as many training images"
+        )
+
+
+def with_check_views(prepare: Prepare, augment: SimCLRAugment, seed: int, canvas=None) -> Prepare:
+    """`prepare` (of `probe_sets.stratified_arrays`) with a view of each image for the
+    check, `check_view` and its `check_params`, drawn as the readout's are
+    (`probe_sets.centre_squares_and_views`) with the seed `[seed, CHECK_VIEWS_SEED]`."""
+    views = centre_squares_and_views(
+        augment, tf.constant([seed, CHECK_VIEWS_SEED], tf.int64), canvas
+    )
+
+    def prepare_with_check_views(example: dict, index: tf.Tensor) -> dict:
+        drawn = views(example, index)
+        return {
+            **prepare(example, index),
+            "check_view": drawn["view"],
+            "check_params": drawn["params"],
+        }
+
+    return prepare_with_check_views
+
+
+def readout_check(
+    config: ReadoutCheckConfig,
+    encoder: Callable[[], keras.Model],
+    train,
+    augment: SimCLRAugment,
+    test_views,
+    test_params: Mapping,
+    canvas: int | None = None,
+    decode: Callable[[dict], dict] | None = None,
+) -> dict:
+    """The `determinability` record of `config`'s check: `encoder` trained on views
+    of the training examples `train` (as `pair_batches` reads them, with `canvas` and
+    `decode`), scored on `test_views` and their `test_params`."""
+    pairs = pair_batches(
+        train,
+        augment,
+        config.readout_check_batch_size // 2,
+        seed=config.seed,
+        canvas=canvas,
+        decode=decode,
+        stream=CHECK_STREAM,
+    )
+    batches = pairs.map(
+        lambda pair: (
+            tf.concat([pair["view1"], pair["view2"]], 0),
+            tf.nest.map_structure(
+                lambda first, second: tf.concat([first, second], 0),
+                pair["params1"],
+                pair["params2"],
+            ),
+        )
+    )
+    return {
+        **determinability(
+            encoder,
+            batches,
+            test_views,
+            test_params,
+            config.readout_check_steps,
+            seed=config.seed,
+            jit_compile=config.jit_compile,
+        ),
+        "batch_size": config.readout_check_batch_size // 2 * 2,
+    }
+
+
+def readout_probes(
+    config: ReadoutCheckConfig,
+    encoder: Callable[[], keras.Model],
+    train,
+    augment: SimCLRAugment,
+    test_arrays: Mapping,
+    rows: slice,
+    canvas: int | None = None,
+    decode: Callable[[dict], dict] | None = None,
+) -> tuple[type[ImageProbeEvaluator], dict, dict]:
+    """The image probes' evaluator class, its extra keyword arguments and its entries
+    of `results.json`'s `run` record: without the check, `ImageProbeEvaluator` and
+    none; with it, `DeterminableProbeEvaluator` keeping the targets that
+    `readout_check` finds on the `check_view`s and `check_params` of `test_arrays`'
+    `rows`, and its record, `readout_determinable`."""
+    if not config.readout_check_steps:
+        return ImageProbeEvaluator, {}, {}
+    params = {name: values[rows] for name, values in test_arrays["check_params"].items()}
+    views = test_arrays["check_view"][rows]
+    record = readout_check(config, encoder, train, augment, views, params, canvas, decode)
+    return DeterminableProbeEvaluator, {"kept": record["kept"]}, {"readout_determinable": record}
+
+
+__all__ = [
+    "CHECK_STREAM",
+    "CHECK_VIEWS_SEED",
+    "ReadoutCheckConfig",
+    "readout_check",
+    "readout_probes",
+    "with_check_views",
+]
