@@ -1,16 +1,17 @@
-"""A grid of runs: two or more config fields swept over their values, several seeds
-per cell (more at the grid's corners, where an interval matters most), each cell a
-`run_seeds` that resumes like any run, and the trade-off between two scores across
-the grid as a table.
+"""Runs over config fields, each cell a `run_seeds` that resumes like any run: by
+default a star, each field (an axis) varied alone through the config's own point,
+which runs once (`star_cells`); or the full product of the axes' values, more seeds at
+its corners (`grid_cells`). Its tables: `sweep_tables`; its figure:
+`plots.plot_tradeoff`.
 
 Example:
 
->>> cells = grid_cells({"crop_min_scale": [0.2, 0.5, 0.9], "jitter_strength": [0.0, 1.0]},
-...                    seeds=[0], corner_seeds=[0, 1, 2])
->>> [(cell_name(values), seeds) for values, seeds in cells][:3]
-[('crop_min_scale=0.2,jitter_strength=0', [0, 1, 2]), \
-('crop_min_scale=0.2,jitter_strength=1', [0, 1, 2]), \
-('crop_min_scale=0.5,jitter_strength=0', [0])]
+>>> axes = {"crop_min_scale": [0.4, 0.6, 0.8], "jitter_strength": [0.0, 0.5, 1.0]}
+>>> cells = star_cells(axes, {"crop_min_scale": 0.4, "jitter_strength": 0.5}, seeds=[0, 1])
+>>> [cell_name(values) for values, _ in cells][:2]
+['crop_min_scale=0.4,jitter_strength=0.5', 'crop_min_scale=0.6,jitter_strength=0.5']
+>>> len(cells)  # the shared point once, then two other values along each axis
+5
 """
 
 from __future__ import annotations
@@ -23,23 +24,38 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.checkpoints import write_json
+from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line, run_name
 from aninfonce_tf.runner.lock import lock_run_directory
+from aninfonce_tf.sweep_tables import tradeoff_markdown
+
+# A cell: the config's values of the swept fields, and its seeds.
+Cell = tuple[dict, list[int]]
+# What a sweep writes beside its cells' directories.
+GRID_FILES = ("grid.json", "tradeoff.md", "tradeoff.png")
+# What a cell's record in grid.json keeps of its first seed's `run` record (those the
+# experiment writes): the pairs' effective concentration and the blocks it gives.
+RUN_RECORDS = ("effective_concentration", "blocks")
+DESIGNS = ("star", "product")
 
 
 def grid_cells(
     grid: Mapping[str, Sequence], seeds: Sequence[int], corner_seeds: Sequence[int]
-) -> list[tuple[dict, list[int]]]:
+) -> list[Cell]:
     """Every combination of the `grid`'s values (the first field varying slowest),
     each with its seeds: `corner_seeds` where every field sits at its first or last
     value, `seeds` elsewhere.
 
     Raises:
         ValueError: for an empty grid, a field without values, or no seeds.
+
+    Example:
+
+    >>> [seeds for _, seeds in grid_cells({"a": [1, 2, 3]}, seeds=[0], corner_seeds=[0, 1])]
+    [[0, 1], [0], [0, 1]]
     """
     if not grid or any(len(values) == 0 for values in grid.values()):
         raise ValueError(f"`grid` must give each field at least one value; got {dict(grid)!r}.")
@@ -56,8 +72,61 @@ def grid_cells(
     return cells
 
 
-# What a grid writes beside its cells' directories.
-GRID_FILES = ("grid.json", "tradeoff.md", "tradeoff.png")
+def star_cells(axes: Mapping[str, Sequence], center: Mapping, seeds: Sequence[int]) -> list[Cell]:
+    """The `center` first, then each axis's values other than the center's, that field
+    alone changed from the center; every cell with `seeds`.
+
+    Raises:
+        ValueError: for no axes, an axis the center lacks, or no seeds.
+
+    Example:
+
+    >>> [values for values, _ in star_cells({"a": [1, 2], "b": [5, 6]}, {"a": 1, "b": 6}, [0])]
+    [{'a': 1, 'b': 6}, {'a': 2, 'b': 6}, {'a': 1, 'b': 5}]
+    """
+    if not axes or set(axes) - set(center):
+        raise ValueError(f"`center` must give a value of each axis {list(axes)}; got {center}.")
+    if not seeds:
+        raise ValueError("`seeds` must name at least one seed.")
+    point = {field: center[field] for field in axes}
+    cells = [(point, list(seeds))]
+    for field, values in axes.items():
+        for value in dict.fromkeys(values):
+            if value != point[field]:
+                cells.append(({**point, field: value}, list(seeds)))
+    return cells
+
+
+def changed_values(values: Mapping, center: Mapping) -> dict:
+    """The `values` that differ from the `center`'s (`{}`: the center itself).
+
+    Example:
+
+    >>> changed_values({"a": 1, "b": 5}, {"a": 1, "b": 6, "c": 0})
+    {'b': 5}
+    """
+    return {field: value for field, value in values.items() if center.get(field) != value}
+
+
+def check_limits(cells: Sequence[Cell], limits: Mapping[str, tuple[float, str]]) -> None:
+    """Raises ValueError, saying why, for a cell with a value below its field's lower
+    limit (`limits`: `{field: (lowest, why)}`).
+
+    Example:
+
+    >>> check_limits([({"crop": 0.2}, [0])], {"crop": (0.4, "the object leaves the view")})
+    Traceback (most recent call last):
+    ...
+    ValueError: the cell crop=0.2 has `crop` 0.2, below 0.4: the object leaves the view. \
+Pass --allow-below-limits to run it anyway.
+    """
+    for values, _ in cells:
+        for field, (lowest, why) in limits.items():
+            if field in values and values[field] < lowest:
+                raise ValueError(
+                    f"the cell {cell_name(values)} has `{field}` {_text(values[field])}, "
+                    f"below {_text(lowest)}: {why}. Pass --allow-below-limits to run it anyway."
+                )
 
 
 def cell_name(values: Mapping[str, object]) -> str:
@@ -69,6 +138,83 @@ def _text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def run_cells(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    cells: Sequence[Cell],
+    limits: Mapping[str, tuple[float, str]] | None = None,
+    **labels,
+) -> list[dict]:
+    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
+    then `run_dir/grid.json`: a list of `{"cell", "values", "changed", "summary",
+    "run"}` (`changed`: the values that differ from `config`'s; `run`: the
+    `RUN_RECORDS` of the cell's first seed's results.json).
+
+    Rerun, every finished seed and variant is skipped and an interrupted one
+    resumes, so a killed sweep continues where it stopped.
+
+    Args:
+        config: the config every cell starts from.
+        build: `config -> Experiment`.
+        run_dir: the sweep's directory.
+        cells: `(values, seeds)` of `star_cells` or `grid_cells`.
+        limits: `check_limits`' lower limits of the values (None: none).
+        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
+
+    Raises:
+        ValueError: for a field `config` does not have.
+        UsageError: (a ValueError) before any run, for a cell whose config `validate`
+            refuses, or with a value below `limits`.
+    """
+    known = {field.name for field in dataclasses.fields(config)}
+    unknown = sorted({field for values, _ in cells for field in values} - known)
+    if unknown:
+        raise ValueError(f"the cells name fields the config does not have: {unknown}.")
+    if {"strategy", "tpu"} & {field for values, _ in cells for field in values}:
+        raise UsageError("a sweep runs every cell on one strategy: leave `strategy` and `tpu` out.")
+    planned = []  # every cell checked before the first one runs
+    for values, cell_seeds in cells:
+        name, cell_config = cell_name(values), dataclasses.replace(config, **values)
+        try:
+            cell_config.resolved().validate()
+        except ValueError as error:
+            raise UsageError(f"the sweep's cell {name} cannot run: {error}") from None
+        planned.append((values, cell_seeds, name, cell_config))
+    with as_usage_errors():  # a line on the command line, not a traceback
+        check_limits(cells, limits or {})
+    cell_names = {name for _, _, name, _ in planned}
+    with as_usage_errors():
+        run_directory.refuse_others(
+            run_dir,
+            "a sweep of aninfonce_tf",
+            lambda path: path.name in cell_names or path.name in GRID_FILES,
+            f"only the cells' directories and {', '.join(GRID_FILES)}",
+        )
+    context = RunContext.create(config.strategy, config.tpu)
+    records = []
+    with lock_run_directory(run_dir):
+        for values, cell_seeds, name, cell_config in planned:
+            print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
+            summary = run_seeds(
+                cell_config, build, run_dir / name, cell_seeds, context=context, **labels
+            )
+            first = run_dir / name / f"seed_{cell_seeds[0]}" / "results.json"
+            run = read_json(first).get("run", {}) if context.chief and first.exists() else {}
+            records.append(
+                {
+                    "cell": name,
+                    "values": values,
+                    "changed": changed_values(values, dataclasses.asdict(config)),
+                    "summary": summary,
+                    "run": {key: run[key] for key in RUN_RECORDS if key in run},
+                }
+            )
+        if context.chief:
+            write_json(run_dir / "grid.json", records)
+    return records
+
+
 def run_grid(
     config: RunConfig,
     build: Callable[[RunConfig], Experiment],
@@ -78,95 +224,13 @@ def run_grid(
     corner_seeds: Sequence[int] = (0, 1, 2),
     **labels,
 ) -> list[dict]:
-    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
-    then `run_dir/grid.json`: a list of `{"cell", "values", "summary"}`.
-
-    Rerun, every finished seed and variant is skipped and an interrupted one
-    resumes, so a killed sweep continues where it stopped.
-
-    Args:
-        config: the config every cell starts from.
-        build: `config -> Experiment`.
-        run_dir: the sweep's directory.
-        grid: `{field: values}` of `config`'s fields.
-        seeds: the seeds of the inner cells.
-        corner_seeds: the seeds of the corner cells.
-        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
+    """`run_cells` of the product of the `grid`'s values (`grid_cells`); `labels`
+    as for `run_cells` (`limits` too).
 
     Raises:
-        ValueError: for a field `config` does not have, or a grid `grid_cells` refuses.
-        UsageError: for a cell whose config `validate` refuses (before any runs).
+        ValueError: for a grid `grid_cells` refuses, or as `run_cells`.
     """
-    known = {field.name for field in dataclasses.fields(config)}
-    unknown = sorted(set(grid) - known)
-    if unknown:
-        raise ValueError(f"`grid` names fields the config does not have: {unknown}.")
-    if {"strategy", "tpu"} & set(grid):
-        raise UsageError("a grid runs every cell on one strategy: leave `strategy` and `tpu` out.")
-    planned = []  # every cell checked before the first one runs
-    for values, cell_seeds in grid_cells(grid, seeds, corner_seeds):
-        name, cell_config = cell_name(values), dataclasses.replace(config, **values)
-        try:
-            cell_config.resolved().validate()
-        except ValueError as error:
-            raise UsageError(f"the grid's cell {name} cannot run: {error}") from None
-        planned.append((values, cell_seeds, name, cell_config))
-    cell_names = {name for _, _, name, _ in planned}
-    with as_usage_errors():
-        run_directory.refuse_others(
-            run_dir,
-            "a grid of aninfonce_tf",
-            lambda path: path.name in cell_names or path.name in GRID_FILES,
-            f"only the cells' directories and {', '.join(GRID_FILES)}",
-        )
-    context = RunContext.create(config.strategy, config.tpu)
-    cells = []
-    with lock_run_directory(run_dir):
-        for values, cell_seeds, name, cell_config in planned:
-            print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
-            summary = run_seeds(
-                cell_config, build, run_dir / name, cell_seeds, context=context, **labels
-            )
-            cells.append({"cell": name, "values": values, "summary": summary})
-        if context.chief:
-            write_json(run_dir / "grid.json", cells)
-    return cells
-
-
-def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of a `run_grid` result: a row per cell and variant, the
-    mean +- sd (n seeds) of each of `scores`.
-
-    Example:
-
-    >>> entry = lambda mean, sd: {"mean": mean, "sd": sd, "n": 3}
-    >>> cells = [{"values": {"s": 0.5}, "summary": {"variants": {"aninfonce": {
-    ...     "acc": entry(0.8, 0.01), "r2": entry(0.4, None)}}}}]
-    >>> print(tradeoff_table(cells, ["acc", "r2"]))
-    | s | loss | acc | r2 | seeds |
-    |---|---|---|---|---|
-    | 0.5 | AnInfoNCE | 0.800 ± 0.010 | 0.400 | 3 |
-    """
-    fields = list(cells[0]["values"]) if cells else []
-    lines = [
-        "| " + " | ".join([*fields, "loss", *scores, "seeds"]) + " |",
-        "|" + "---|" * (len(fields) + len(scores) + 2),
-    ]
-    for cell in cells:
-        for variant, entries in cell["summary"]["variants"].items():
-            row = [_text(cell["values"][field]) for field in fields]
-            row.append(plots.variant_label(variant))
-            n = 0
-            for score in scores:
-                entry = entries.get(score)
-                if entry is None or entry["mean"] is None:
-                    row.append("-")
-                    continue
-                n = max(n, entry["n"])
-                sd = f" ± {entry['sd']:.3f}" if entry["sd"] is not None else ""
-                row.append(f"{entry['mean']:.3f}{sd}")
-            lines.append("| " + " | ".join([*row, str(n)]) + " |")
-    return "\n".join(lines)
+    return run_cells(config, build, run_dir, grid_cells(grid, seeds, corner_seeds), **labels)
 
 
 def main(
@@ -178,71 +242,114 @@ def main(
 ) -> list[dict]:
     """The command line of a trade-off map (`python -m aninfonce_tf rendered_sweep`):
     the flags of the config module's recipe, which every cell starts from (its `SWEEP`
-    preset by default), `--grid-<field>` for each field of its `SWEEP_GRID` and
-    `--corner-seeds`; then `run_grid` into `--out`, `tradeoff.md` (`tradeoff_table` of
-    the scores of its `SWEEP_PANELS`) and `tradeoff.png`.
+    preset by default), `--design`, `--grid-<field>` for each axis of its
+    `SWEEP_AXES`, `--corner-seeds` and `--allow-below-limits` (of its `SWEEP_LIMITS`);
+    then `run_cells` into `--out` (seeds 0, 1, 2 unless `--seeds`), `tradeoff.md`
+    (`sweep_tables.tradeoff_markdown` of its `SWEEP_SCORES`) and `tradeoff.png`
+    (`plots.plot_tradeoff`).
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,
-            `SWEEP_GRID`, `SWEEP_PANELS` and `check_sweep(config)`.
+            `SWEEP_AXES`, `SWEEP_LIMITS`, `SWEEP_SCORES` and `check_sweep(config)`.
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description.
         epilog: the end of `--help` (examples).
         prog: the program's name in `--help` and errors (default: the script's).
 
     Returns:
-        The cells of `run_grid`.
+        The cells of `run_cells`.
     """
-    grid_flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    group = grid_flags.add_argument_group("grid")
-    for field, values in config_module.SWEEP_GRID.items():
+    limits = config_module.SWEEP_LIMITS
+    flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    group = flags.add_argument_group("sweep")
+    group.add_argument(
+        "--design",
+        choices=DESIGNS,
+        default="star",
+        help="star: each axis varied alone through the preset's point (with the flags "
+        "given), which runs once; product: every combination of the axes' values",
+    )
+    for field, values in config_module.SWEEP_AXES.items():
         group.add_argument(
             f"--grid-{field.replace('_', '-')}",
             type=lambda text: split_list(text, float),
-            default=values,
-            help=f"the values of --{field.replace('_', '-')} (default: {values})",
+            default=",".join(map(_text, values)),  # argparse converts a text default
+            metavar="VALUES",
+            help=f"the values of --{field.replace('_', '-')} on its axis; empty: the preset's only",
         )
     group.add_argument(
         "--corner-seeds",
         type=lambda text: split_list(text, int),
-        default=[0, 1, 2],
-        help="the seeds of the grid's corners (default: 0,1,2)",
+        metavar="SEEDS",
+        help="--design product: the seeds of the grid's corners (default: --seeds)",
+    )
+    group.add_argument(
+        "--allow-below-limits",
+        action="store_true",
+        help="run cells below the lower limits, refused without it: "
+        + "; ".join(f"{field} {_text(low)}: {why}" for field, (low, why) in limits.items())
+        # argparse formats help with %
+        .replace("%", "%%"),
     )
     config, options = parse_config(
         {"sweep": config_module.SWEEP, **config_module.PRESETS},
         argv,
         description=description,
         smoke=config_module.SMOKE,
-        parents=[grid_flags],
+        parents=[flags],
         epilog=epilog,
         prog=prog,
     )
-    name = run_name(options)
-    grid = {field: getattr(options, f"grid_{field}") for field in config_module.SWEEP_GRID}
-    with recipe_run_directory(options.out, f"{name}-grid", prog) as run_dir:
+    seeds = options.seeds or [0, 1, 2]
+    axes = {
+        field: getattr(options, f"grid_{field}") or [getattr(config, field)]
+        for field in config_module.SWEEP_AXES
+    }
+    with recipe_run_directory(
+        options.out, f"{run_name(options)}-{options.design}", prog
+    ) as run_dir:
         with as_usage_errors():
             config_module.check_sweep(config)
+            if options.corner_seeds and options.design != "product":
+                raise ValueError("--corner-seeds applies to --design product only.")
+            center = {field: getattr(config, field) for field in axes}
+            if options.design == "star":
+                cells = star_cells(axes, center, seeds)
+            else:
+                cells = grid_cells(axes, seeds, options.corner_seeds or seeds)
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
-        cells = run_grid(
+        records = run_cells(
             config,
             config_module.build,
             run_dir,
-            grid,
-            seeds=options.seeds or [0],
-            corner_seeds=options.corner_seeds,
+            cells,
+            limits=None if options.allow_below_limits else limits,
             preset=options.preset,
             smoke=options.smoke,
             allow_code_change=options.allow_code_change,
         )
-        panels = config_module.SWEEP_PANELS
-        table = tradeoff_table(cells, [score for panel in panels for score in reversed(panel)])
-        (run_dir / "tradeoff.md").write_text(table + "\n")
         recipe = config_module.__name__.rsplit(".", 1)[-1]
-        title = f"{recipe}, {name}, {config.steps} steps of {config.batch_size} pairs"
-        plots.plot_tradeoff(cells, panels, run_dir / "tradeoff.png", title=title)
+        what = (
+            f"{recipe}, {options.design} of {len(cells)} cells, {run_line(options)}, "
+            f"{config.steps} steps of {config.batch_size} pairs"
+        )
+        table = tradeoff_markdown(records, config_module.SWEEP_SCORES, what)
+        (run_dir / "tradeoff.md").write_text(table + "\n")
+        plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
     print(table)
     print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
-    return cells
+    return records
 
 
-__all__ = ["cell_name", "grid_cells", "main", "run_grid", "tradeoff_table"]
+__all__ = [
+    "DESIGNS",
+    "GRID_FILES",
+    "cell_name",
+    "changed_values",
+    "check_limits",
+    "grid_cells",
+    "main",
+    "run_cells",
+    "run_grid",
+    "star_cells",
+]

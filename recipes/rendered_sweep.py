@@ -4,22 +4,37 @@ preset's value.
 
 Run:
 
-    python recipes/rendered_sweep.py --smoke --corner-seeds 0 --out runs/sweep-smoke  # 9 tiny runs
-    python recipes/rendered_sweep.py --out runs/rendered-sweep        # ~1.5-2 h
+    python recipes/rendered_sweep.py --smoke --seeds 0 --out runs/sweep-smoke  # 6 tiny cells
+    python recipes/rendered_sweep.py --out runs/rendered-sweep                 # ~2 h
 
-on a 2-core CPU, no download (~6.5 min per cell and seed with two other runs on the
-CPU; 17 cell-seeds). The grid is the smallest crop area (0.9, 0.5, 0.2)
-by the colour-jitter strength s (0, 0.5, 1.0; brightness, contrast, saturation
-0.8 s, hue 0.2 s), flips and grayscale as in the `quick` preset of
-`recipes/rendered.py`; each cell trains both losses for 500 steps of 256 pairs
-(`--steps` and every other flag of that recipe apply to every cell), seeds 0, 1
-and 2 at the four corners and seed 0 (`--seeds`) inside. Killed, the same command
-resumes where it stopped.
+A star through the `quick` preset's point of `recipes/rendered.py`: each setting of
+SimCLR's views varied alone, the others at `quick`'s values:
 
-Writes, besides every cell's runs in `OUT/<cell>/seed_<k>/`: `grid.json` (each
-cell's `summary.json`), `tradeoff.md` (a row per cell and loss: shape accuracy
-and style R^2 at both layers, mean +- sd over the seeds) and `tradeoff.png` (shape
-accuracy against style R^2, one panel per layer).
+- the smallest crop area 0.4 (`quick`), 0.6, 0.8 (`--grid-crop-min-scale`); values
+  below 0.4 are refused (crops that small lose the object from view, and such a pair
+  teaches only the background) unless `--allow-below-limits`;
+- the colour-jitter strength s 0, 0.5 (`quick`), 1 (brightness, contrast, saturation
+  0.8 s, hue 0.2 s; `--grid-jitter-strength`);
+- the flip probability 0.5 (`quick`), 0 (`--grid-flip-probability`);
+- the grayscale probability 0.2 (`quick`) only, unless `--grid-grayscale-probability
+  0.2,0` adds its cell (~20 min more).
+
+That is 6 cells (`quick`'s point once), each trained as `quick` is (1500 steps of 256
+pairs; scored once, at the end, without the kernel ridge), for AnInfoNCE and InfoNCE
+(`--losses aninfonce,infonce,aninfonce_isotropic` adds the learned isotropic control,
++50 %) and seeds 0, 1 and 2 (`--seeds`): 36 trainings of ~3 min each on a quiet 2-core
+CPU, ~2 h in all (more with other jobs on it). `--design product` runs every
+combination of the axes' values instead (18 cells, ~5.5 h; `--corner-seeds` gives its
+corners other seeds). Killed, the same command resumes where it stopped.
+
+Writes, besides every cell's runs in `OUT/<cell>/seed_<k>/`: `grid.json` (per cell its
+values, what it changes from `quick`'s point, its `summary.json` and its pairs'
+effective concentration and blocks), `tradeoff.md` (a row per cell and loss: shape
+accuracy and the content and style blocks' R^2 at the backbone and the projector, mean
++- sd over the seeds, and the paired differences AnInfoNCE - InfoNCE (and - isotropic)
+with their 95 % intervals, uncorrected; then each cell's blocks) and `tradeoff.png`
+(per axis, each latent part the axis moves: its R^2 against its effective concentration
+per loss; and the shape accuracy per cell; a row per level, chance lines).
 
 Results: docs/results.md, "The trade-off map: augmentation strength against what each
 loss keeps".

@@ -25,6 +25,7 @@ from aninfonce_tf import (
     augment_pairs,
     functional,
     runner,
+    sweep,
 )
 from aninfonce_tf.checkpoints import Backup, read_json, write_json
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic
@@ -345,6 +346,23 @@ CASES = {
         lambda p: _run_recipe(rendered, p, readout_size=0),
         ValueError,
         "`readout_size` must be at least 1",
+    ),
+    "--flip-probability or --grayscale-probability outside [0, 1] (rendered)": (
+        lambda p: _run_recipe(rendered, p, grayscale_probability=1.5),
+        ValueError,
+        r"`grayscale_probability` must lie in \[0, 1\]; got 1.5",
+    ),
+    "a --grid-crop-min-scale below 0.4 (rendered_sweep)": (
+        lambda p: sweep.run_cells(
+            rendered.SWEEP,
+            rendered.build,
+            p,
+            [({"crop_min_scale": 0.2}, [0])],
+            rendered.SWEEP_LIMITS,
+        ),
+        UsageError,
+        "`crop_min_scale` 0.2, below 0.4: smaller crops lose the object from view .*\\. Pass "
+        "--allow-below-limits to run it anyway",
     ),
     "--patches-per-photo 0 (photos)": (
         lambda p: _run_recipe(photos, p, patches_per_photo=0),

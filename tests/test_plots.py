@@ -115,24 +115,55 @@ def test_the_latent_bars_are_on_a_fixed_axis_with_the_shapes_chance(saved_figure
     assert "chance (shape)" in [t.get_text() for t in figure.legends[0].get_texts()]
 
 
-def _cell(values, mean):
-    entry = {"mean": mean, "sd": 0.01, "n": 3}
-    scores = {"projector/shape_accuracy": entry, "projector/block_linear_r2/style": entry}
-    return {"values": values, "summary": {"variants": {"aninfonce": scores}}}
+def _cell(changed, concentration, r2):
+    entry = {"mean": r2, "sd": 0.01, "n": 3}
+    values = {"crop_min_scale": 0.4, "jitter_strength": 0.5, **changed}
+    scores = {
+        f"{level}/{score}": entry
+        for level in ("backbone", "projector")
+        for score in ("shape_accuracy", "part_linear_r2/x", "part_linear_r2/y")
+    }
+    return {
+        "values": values,
+        "changed": changed,
+        "summary": {"variants": {"aninfonce": scores, "infonce": scores}},
+        "run": {"effective_concentration": {"parts": concentration}},
+    }
 
 
-def test_a_sweeps_points_are_labelled_in_words_on_fixed_axes(saved_figures, tmp_path):
-    cells = [_cell({"crop_min_scale": 0.9, "jitter_strength": 1.0}, 0.23)]
-    panel = ("projector/shape_accuracy", "projector/block_linear_r2/style")
-    plots.plot_tradeoff(cells, [panel], tmp_path / "t.png")
+def test_a_sweeps_parts_are_drawn_against_their_concentration_on_fixed_axes(
+    saved_figures, tmp_path
+):
+    cells = [
+        _cell({}, {"x": 0.6, "y": 2.0}, 0.5),
+        _cell({"crop_min_scale": 0.8}, {"x": 1.2, "y": 25.0}, -0.2),  # R^2 < 0: drawn at 0
+        _cell({"jitter_strength": 1.0}, {"x": 0.6, "y": 1e4}, 0.7),  # y never changed
+    ]
+    plots.plot_tradeoff(cells, tmp_path / "t.png", title="rendered")
     (figure,) = saved_figures
-    (axis,) = figure.axes
-    assert axis.get_xlim() == axis.get_ylim() == (0.0, 1.0)
-    assert [text.get_text() for text in axis.texts] == ["crop 0.9, jitter 1"]
-    assert [line.get_xdata()[0] for line in axis.get_lines() if line.get_label() == "chance"] == [
+    panels = figure.axes
+    assert len(panels) == 2 * 3  # a row per level: the two axes and the shape accuracy
+    crop, jitter, shape = panels[:3]
+    for axis in (crop, jitter):
+        assert axis.get_xscale() == "log"
+        assert axis.get_xlim() == pytest.approx((0.3, 300.0))
+        assert axis.get_ylim() == pytest.approx((-0.03, 1.0))
+        assert [line.get_ydata()[0] for line in axis.lines if line.get_label() == "chance"] == [0]
+    assert "smallest crop area" in crop.get_title() and "colour-jitter" in jitter.get_title()
+    # The crop moves both parts, the jitter only y (x stays at 0.6): a line per part and loss.
+    drawn = [container.lines[0] for container in crop.containers]  # each errorbar's line
+    assert len(drawn) == 4 and list(drawn[0].get_xdata()) == [0.6, 1.2]
+    assert list(drawn[0].get_ydata()) == pytest.approx([0.5, 0.0])
+    drawn = [container.lines[0] for container in jitter.containers]
+    assert len(drawn) == 2 and list(drawn[0].get_xdata()) == [2.0, 200.0]  # never changed
+    assert "never\nchanged" in [tick.get_text() for tick in jitter.get_xticklabels()]
+    assert [t.get_text() for t in shape.get_xticklabels()] == ["preset", "crop 0.8", "jitter 1"]
+    assert shape.get_ylim() == (0.0, 1.0)
+    assert [line.get_ydata()[0] for line in shape.lines if line.get_label() == "chance"] == [
         pytest.approx(0.2)
     ]
-    assert "(" not in figure.legends[0].get_title().get_text()
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels == ["AnInfoNCE", "InfoNCE", "x", "y", "chance"]
 
 
 def test_the_seeds_figure_shows_mean_and_sd_per_variant(saved_figures, tmp_path):

@@ -1,5 +1,5 @@
 """The figures of several runs: scores over seeds (`runner.run_seeds`' summary) and a
-sweep's trade-off (`sweep.run_grid`), each point a mean with +- 1 sd bars, on the
+sweep's trade-off (`sweep.run_cells`), each point a mean with +- 1 sd bars, on the
 scores' fixed ranges with their chance levels (`style`)."""
 
 from __future__ import annotations
@@ -11,105 +11,250 @@ import matplotlib.lines
 import matplotlib.pyplot as plt
 import numpy as np
 
+from aninfonce_tf.data.effective_concentration import MAX_EFFECTIVE_CONCENTRATION
 from aninfonce_tf.plots import style
 from aninfonce_tf.plots.style import score_label, variant_label
 
-# Short words for the fields a sweep varies, in the labels of its points.
-FIELD_LABELS = {"crop_min_scale": "crop", "jitter_strength": "jitter"}
-# What those words stand for, in the legend.
+# Short words for the fields a sweep varies, in the labels of its cells.
+FIELD_LABELS = {
+    "crop_min_scale": "crop",
+    "jitter_strength": "jitter",
+    "flip_probability": "flip",
+    "grayscale_probability": "grayscale",
+}
+# What those words stand for, in the titles of its panels.
 FIELD_MEANINGS = {
     "crop_min_scale": "smallest crop area",
     "jitter_strength": "colour-jitter strength s",
+    "flip_probability": "flip probability",
+    "grayscale_probability": "grayscale probability",
 }
+# A part is drawn on an axis's panel when the axis moves its Lambda_eff by this factor.
+MOVED = 1.25
+# The fixed range of Lambda_eff on a sweep's panels: a part no pair changes (its
+# estimate capped at MAX_EFFECTIVE_CONCENTRATION) is drawn at NEVER_CHANGED, its tick so
+# labelled. R^2 below 0, worse than the mean, is drawn at 0, just above the axis's edge.
+CONCENTRATION_RANGE = (0.3, 300.0)
+NEVER_CHANGED = 200.0
+R2_RANGE = (-0.03, 1.0)
+PART_MARKERS = "os^vDPX*hd"
 
 
 def cell_label(values: dict) -> str:
-    """A sweep cell's values as its point's label.
+    """A sweep cell's values (those it changes from the preset's point) as its label.
 
     Example:
 
     >>> cell_label({"crop_min_scale": 0.9, "jitter_strength": 1.0, "steps": 500})
     'crop 0.9, jitter 1, steps 500'
+    >>> cell_label({})
+    'preset'
     """
-    return ", ".join(
-        f"{FIELD_LABELS.get(field, field.replace('_', ' '))} {value:g}"
-        for field, value in values.items()
+    return (
+        ", ".join(
+            f"{FIELD_LABELS.get(field, field.replace('_', ' '))} {value:g}"
+            for field, value in values.items()
+        )
+        or "preset"
     )
+
+
+def axis_cells(cells: Sequence[dict]) -> dict[str, list[dict]]:
+    """The cells of each axis of a sweep (`sweep.run_cells`' records): the preset's
+    point (`changed` empty) and those that change that field alone, by its value.
+
+    Example:
+
+    >>> cells = [{"changed": {}, "values": {"a": 1}}, {"changed": {"a": 0}, "values": {"a": 0}}]
+    >>> [cell["values"]["a"] for cell in axis_cells(cells)["a"]]
+    [0, 1]
+    """
+    center = [cell for cell in cells if not cell["changed"]]
+    axes: dict[str, list[dict]] = {}
+    for cell in cells:
+        if len(cell["changed"]) == 1:
+            axes.setdefault(next(iter(cell["changed"])), []).append(cell)
+    return {
+        field: sorted(center + members, key=lambda cell: cell["values"][field])
+        for field, members in axes.items()
+    }
+
+
+def _concentration(cell: dict) -> dict[str, float]:
+    return cell.get("run", {}).get("effective_concentration", {}).get("parts", {})
+
+
+def _drawn_at(concentration: float) -> float:
+    """Where a Lambda_eff is drawn: at NEVER_CHANGED where no pair changes the part."""
+    return NEVER_CHANGED if concentration >= MAX_EFFECTIVE_CONCENTRATION else concentration
+
+
+def moved_parts(cells: Sequence[dict]) -> list[str]:
+    """The latent parts whose Lambda_eff (each cell's `run`) differs by a factor of
+    `MOVED` or more between `cells`.
+
+    Example:
+
+    >>> run = lambda x: {"effective_concentration": {"parts": {"x": x, "y": 2.0}}}
+    >>> moved_parts([{"run": run(0.6)}, {"run": run(1.2)}])
+    ['x']
+    """
+    recorded = [_concentration(cell) for cell in cells]
+    parts = [part for part in recorded[0] if all(part in each for each in recorded)]
+    return [
+        part
+        for part in parts
+        if max(each[part] for each in recorded) >= MOVED * min(each[part] for each in recorded)
+    ]
 
 
 def plot_tradeoff(
     cells: Sequence[dict],
-    panels: Sequence[tuple[str, str]],
     path: str | Path,
     title: str = "",
+    levels: Sequence[str] = ("backbone", "projector"),
+    accuracy: str = "shape_accuracy",
 ) -> Path:
-    """A sweep's trade-off (`aninfonce_tf.sweep.run_grid`): one panel per
-    `(x score, y score)` pair, a point per cell and loss variant at the scores' means
-    over its seeds, with +- 1 sd bars where there are several, labelled by the cell's
-    values (`cell_label`), points of one cell joined by a thin line.
+    """A sweep's trade-off (`aninfonce_tf.sweep.run_cells`), a row per level: per axis
+    (a field its cells change alone) each latent part the axis moves, its held-out
+    linear R^2 against its Lambda_eff in each of the axis's cells (log axis; the axis's
+    values marked above the part it moves most); and a panel of the class latent's
+    accuracy per cell. A line per part and loss, mean +- 1 sd over the seeds; chance
+    lines at R^2 0 and at the accuracy's chance; fixed ranges. A product grid's cells
+    off the axes through the preset's point are left out (they are in its table).
 
     Args:
-        cells: `run_grid`'s list of `{"values", "summary"}`.
-        panels: `(x score, y score)` per panel.
+        cells: `run_cells`' records (`values`, `changed`, `summary`, `run`).
         path: the PNG to write.
         title: what the sweep is (preset, steps).
+        levels: the levels of the features, a row each.
+        accuracy: the class latent's accuracy (a score of each level).
+
+    Example:
+
+    >>> import tempfile
+    >>> entry = {"mean": 0.4, "sd": 0.02, "n": 3}
+    >>> cell = {"values": {"crop_min_scale": 0.4}, "changed": {}, "run": {},
+    ...         "summary": {"variants": {"infonce": {"backbone/shape_accuracy": entry}}}}
+    >>> plot_tradeoff([cell], Path(tempfile.mkdtemp()) / "t.png", levels=["backbone"]).name
+    't.png'
     """
-    figure, axes = plt.subplots(
-        1, len(panels), figsize=(5.2 * len(panels), 4.8), squeeze=False, layout="constrained"
-    )
+    axes = axis_cells(cells)
+    shown = list({id(cell): cell for members in axes.values() for cell in members}.values())
+    shown = shown or list(cells)  # no axis: the cells themselves
     variants = list(dict.fromkeys(v for cell in cells for v in cell["summary"]["variants"]))
-    colours = {v: f"C{i}" for i, v in enumerate(variants)}
-    for axis, (x_score, y_score) in zip(axes[0], panels, strict=True):
-        for cell in cells:
-            points = []
-            for variant, entries in cell["summary"]["variants"].items():
-                x, y = entries.get(x_score), entries.get(y_score)
-                if not x or not y or x["mean"] is None or y["mean"] is None:
-                    continue
-                points.append((x["mean"], y["mean"]))
-                axis.errorbar(
-                    x["mean"],
-                    y["mean"],
-                    xerr=x["sd"] or 0,
-                    yerr=y["sd"] or 0,
-                    fmt="o",
-                    color=colours[variant],
-                    ms=5 if x["n"] > 1 else 3,
-                    capsize=2,
-                )
-            if points:
-                axis.plot(*np.transpose(points), color="gray", lw=0.5, alpha=0.6)
-                axis.annotate(
-                    cell_label(cell["values"]),
-                    points[0],
-                    fontsize=6,
-                    xytext=(3, 3),
-                    textcoords="offset points",
-                )
-        style.fix_range(axis, x_score, vertical=True)
-        style.fix_range(axis, y_score)
-        axis.set(xlabel=score_label(x_score), ylabel=score_label(y_score))
-        axis.grid(alpha=0.3)
+    colours = {variant: f"C{index}" for index, variant in enumerate(variants)}
+    parts = {field: moved_parts(members) for field, members in axes.items()}
+    markers = {
+        part: PART_MARKERS[index % len(PART_MARKERS)]
+        for index, part in enumerate(dict.fromkeys(p for names in parts.values() for p in names))
+    }
+    figure, panels = plt.subplots(
+        len(levels),
+        len(axes) + 1,
+        figsize=(3.7 * (len(axes) + 1) + 1.8, 3.4 * len(levels) + 0.9),
+        squeeze=False,
+        layout="constrained",
+    )
+    for row, level in zip(panels, levels, strict=True):
+        for axis, (field, members) in zip(row, axes.items(), strict=False):
+            _axis_panel(axis, level, field, members, parts[field], colours, markers)
+        _accuracy_panel(row[-1], f"{level}/{accuracy}", shown, colours)
     handles = [
-        matplotlib.lines.Line2D([], [], marker="o", ls="", color=colours[v], label=variant_label(v))
+        matplotlib.lines.Line2D([], [], color=colours[v], marker="o", label=variant_label(v))
         for v in variants
     ]
-    chance = [line for axis in axes[0] for line in axis.lines if line.get_label() == "chance"]
-    fields = [
-        f"{FIELD_LABELS.get(f, f)}: {FIELD_MEANINGS.get(f, f.replace('_', ' '))}"
-        for f in (cells[0]["values"] if cells else ())
+    handles += [
+        matplotlib.lines.Line2D(
+            [], [], color="0.3", marker=marker, ls="", label=part.replace("_", " ")
+        )
+        for part, marker in markers.items()
     ]
-    figure.legend(
-        handles=handles + chance[:1],
-        loc="outside right upper",
-        fontsize=8,
-        title="points labelled by\n" + "\n".join(fields) if fields else None,
-        title_fontsize=7,
-    )
+    chance = [line for axis in panels.flat for line in axis.lines if line.get_label() == "chance"]
+    figure.legend(handles=handles + chance[:1], loc="outside right upper", fontsize=8)
     figure.suptitle(
-        style.title("Trade-off across augmentation strengths (mean ± sd over seeds)", title)
+        style.title("What each loss keeps as each view setting changes alone (mean ± sd)", title),
+        fontsize=10,
     )
     return style.save(figure, path)
+
+
+def _axis_panel(axis, level, field, members, parts, colours, markers) -> None:
+    """One axis's panel: each moved part's R^2 against its Lambda_eff per loss."""
+    # The axis's values are marked on the part it moves most.
+    spread = {part: [_drawn_at(_concentration(cell)[part]) for cell in members] for part in parts}
+    marked = max(parts, key=lambda part: max(spread[part]) / min(spread[part]), default=None)
+    for part in parts:
+        key = f"{level}/part_linear_r2/{part}"
+        x = spread[part]
+        for variant, colour in colours.items():
+            entries = [cell["summary"]["variants"].get(variant, {}).get(key) for cell in members]
+            if not any(entry and entry["mean"] is not None for entry in entries):
+                continue
+            mean = [np.nan if not e or e["mean"] is None else max(e["mean"], 0.0) for e in entries]
+            sd = [(e or {}).get("sd") or 0.0 for e in entries]
+            axis.errorbar(
+                x, mean, sd, color=colour, marker=markers[part], ms=4, lw=1, capsize=2, alpha=0.85
+            )
+        if part == marked:
+            for cell, value in zip(members, x, strict=True):
+                axis.annotate(
+                    f"{cell['values'][field]:g}",
+                    (value, R2_RANGE[1]),
+                    xytext=(0, -10),
+                    textcoords="offset points",
+                    fontsize=7,
+                    ha="center",
+                    color="0.35",
+                )
+    if not parts:
+        axis.text(
+            0.5,
+            0.5,
+            "no part's Λ_eff moves\n(or none recorded)",
+            ha="center",
+            va="center",
+            transform=axis.transAxes,
+            fontsize=8,
+            color="0.4",
+        )
+    style.chance_line(axis, 0.0)
+    axis.set(
+        xscale="log",
+        xlim=CONCENTRATION_RANGE,
+        ylim=R2_RANGE,
+        title=f"{level}: {FIELD_MEANINGS.get(field, field.replace('_', ' '))}",
+        xlabel="effective concentration Λ_eff of the part",
+        ylabel="held-out linear R² of the part",
+    )
+    ticks = [tick for tick in (1, 10, 100) if CONCENTRATION_RANGE[0] < tick < NEVER_CHANGED]
+    axis.set_xticks([*ticks, NEVER_CHANGED], [*map(str, ticks), "never\nchanged"], fontsize=7)
+    axis.title.set_fontsize(9)
+    axis.grid(alpha=0.3, which="both")
+
+
+def _accuracy_panel(axis, key, cells, colours) -> None:
+    """The class latent's accuracy per cell and loss, the losses side by side."""
+    for index, (variant, colour) in enumerate(colours.items()):
+        offset = (index - (len(colours) - 1) / 2) * 0.15
+        for position, cell in enumerate(cells):
+            entry = cell["summary"]["variants"].get(variant, {}).get(key)
+            if entry and entry["mean"] is not None:
+                axis.errorbar(
+                    position + offset,
+                    entry["mean"],
+                    entry["sd"] or 0,
+                    color=colour,
+                    marker="o",
+                    ms=4,
+                    capsize=2,
+                )
+    style.fix_range(axis, key)
+    axis.set_xlim(-0.5, len(cells) - 0.5)
+    labels = [cell_label(cell["changed"]) for cell in cells]
+    axis.set_xticks(range(len(cells)), labels, rotation=45, ha="right", fontsize=7)
+    axis.set_title(score_label(key), fontsize=9)
+    axis.grid(alpha=0.3, axis="y")
 
 
 def plot_seeds(

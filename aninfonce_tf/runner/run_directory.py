@@ -70,7 +70,8 @@ def run_directory(out: str | None, name: str) -> Path:
 
 def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     """Checks that `run_dir` is new or holds a run of the same config (the `stop_at`
-    texts compared in their one form, `canonical_targets`) and returns the results
+    texts compared in their one form, `canonical_targets`; a field the saved config
+    lacks, added to the code after that run, at its default) and returns the results
     already saved there (resume). `config.json` is written once training
     starts (`run`), so that a run refused before it leaves none to refuse its rerun.
 
@@ -87,7 +88,9 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     else:
         current = _comparable(json.loads(json.dumps(config.resume_key())))
         exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
-        saved = _comparable({k: v for k, v in saved.items() if k not in exempt})
+        saved = _comparable(
+            {**_defaults(config), **{k: v for k, v in saved.items() if k not in exempt}}
+        )
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
@@ -110,6 +113,15 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
             "or pass a new --out."
         )
     return variants
+
+
+def _defaults(config: RunConfig) -> dict:
+    """The default of each of `config`'s resume fields, as JSON gives it back. A field
+    that a saved config lacks (one added to the code after that run) counts at its
+    default, the behaviour the code had before the field existed."""
+    fields = dataclasses.fields(config)
+    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    return json.loads(json.dumps({k: v for k, v in defaults.items() if k in config.resume_key()}))
 
 
 def _comparable(values: dict) -> dict:

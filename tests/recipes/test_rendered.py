@@ -35,6 +35,8 @@ def test_the_config_sets_the_pairs_views_and_conditional():
         change_probability="0.25",
         crop_min_scale=0.3,
         jitter_strength=1.0,
+        flip_probability=0.0,
+        grayscale_probability=0.7,
     )
     pairs = rendered.pairs(config)
     assert (pairs.mode, pairs.size) == ("spike-slab", 24)
@@ -42,6 +44,7 @@ def test_the_config_sets_the_pairs_views_and_conditional():
     assert pairs.change_values.tolist() == [0.25] * len(CONTINUOUS)
     augment = pairs.augmentation
     assert (augment.image_size, augment.crop_scale) == (24, (0.3, 1.0))
+    assert (augment.flip_probability, augment.grayscale_probability) == (0.0, 0.7)
     # SimCLR's strength 1: jitter 0.8 / 0.8 / 0.8 / 0.2.
     assert (augment.brightness, augment.contrast, augment.saturation, augment.hue) == pytest.approx(
         (0.8, 0.8, 0.8, 0.2)
@@ -49,7 +52,10 @@ def test_the_config_sets_the_pairs_views_and_conditional():
     default = rendered.pairs(rendered.PRESETS["latent"])
     assert default.concentration_values.tolist() == [DEFAULT_CONCENTRATION[n] for n in CONTINUOUS]
     # The augment presets crop at least 40 % of the render (the object covers 2.5-6 %).
-    assert rendered.pairs(rendered.PRESETS["quick"]).augmentation.crop_scale == (0.4, 1.0)
+    quick = rendered.pairs(rendered.PRESETS["quick"]).augmentation
+    assert quick.crop_scale == (0.4, 1.0)
+    # Flips and grayscale as SimCLR's: probabilities 0.5 and 0.2.
+    assert (quick.flip_probability, quick.grayscale_probability) == (0.5, 0.2)
 
 
 def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
@@ -78,6 +84,9 @@ def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
         (dict(conditional="cauchy"), "conditional"),
         (dict(crop_min_scale=0.0), "crop_min_scale"),
         (dict(jitter_strength=2.0), "jitter_strength"),
+        (dict(flip_probability=1.5), "flip_probability"),
+        (dict(flip_probability=-0.1), "flip_probability"),
+        (dict(grayscale_probability=float("nan")), "grayscale_probability"),
         (dict(size=16), "size"),
         (dict(encoder_filters="8,x"), "encoder_filters"),
         (dict(projector_units=""), "projector_units"),

@@ -364,3 +364,15 @@ def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
     with pytest.raises(UsageError, match="notes.txt"):
         sweep.run_grid(config, synthetic.build, tmp_path, {"steps": [20]})
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_field_added_after_a_run_counts_at_its_default_when_it_resumes(tmp_path):
+    run_directory.write_config(tmp_path, CONFIG, [])
+    saved = read_json(tmp_path / "config.json")
+    del saved["momentum"]  # as a config.json written before the field existed
+    write_json(tmp_path / "config.json", saved)
+    assert CONFIG.momentum == synthetic.SyntheticConfig.momentum
+    assert run_directory.claim_run_directory(tmp_path, CONFIG) == {}
+    other = dataclasses.replace(CONFIG, momentum=0.5)
+    with pytest.raises(ValueError, match=r"another config \(momentum: 0.9 -> 0.5"):
+        run_directory.claim_run_directory(tmp_path, other)
