@@ -3,7 +3,8 @@
 `--seeds` summarises the variants of one run directory. Arms from different directories
 (InfoNCE at several temperatures, a variant run later) are compared here: an *arm* is
 one variant of one directory, its scores read from `seed_<k>/results.json`; two arms
-are paired over the seeds both finished, since a seed fixes the data. The chosen
+are paired over the seeds both finished, since a seed fixes the data, and only where
+both runs of a seed ended at the same step and scored the same blocks. The chosen
 scores' paired differences get a two-sided paired t-test, and Holm's correction over
 every (pair, score) comparison made.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -68,17 +70,60 @@ def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
     Raises:
         ValueError: when no seed of `directory` has finished `variant`.
     """
-    scores = {}
+    return {
+        seed: variant_scores(result)
+        for seed, (result, _) in _arm_results(directory, variant).items()
+    }
+
+
+def arm_endpoints(directory: Path, variant: str) -> dict[int, dict]:
+    """What must match for two arms to be paired, per seed: the steps `variant` trained
+    and the run's blocks (rendered runs; None elsewhere), with the code that trained it.
+    """
+    return {
+        seed: {"steps": result["steps"], "blocks": run.get("blocks"), "code": run.get("code")}
+        for seed, (result, run) in _arm_results(directory, variant).items()
+    }
+
+
+def _arm_results(directory: Path, variant: str) -> dict[int, tuple[dict, dict]]:
+    found = {}
     for path in sorted(Path(directory).glob("seed_*/results.json")):
-        results = json.loads(path.read_text())["variants"]
-        if variant in results:
-            scores[int(path.parent.name.removeprefix("seed_"))] = variant_scores(results[variant])
-    if not scores:
+        saved = json.loads(path.read_text())
+        if variant in saved["variants"]:
+            seed = int(path.parent.name.removeprefix("seed_"))
+            found[seed] = (saved["variants"][variant], saved.get("run", {}))
+    if not found:
         raise ValueError(
             f"No seed in {str(directory)!r} has finished the variant {variant!r}: give a run "
             "directory that `--seeds` wrote (seed_<k>/results.json) and one of its variants."
         )
-    return dict(sorted(scores.items()))
+    return dict(sorted(found.items()))
+
+
+def endpoint_mismatches(
+    endpoints: Mapping[str, Mapping[int, dict]], pairs: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Where two paired arms' runs of one seed stopped at other steps or scored other
+    blocks (a block score of two runs then averages other parts), in words.
+
+    Example:
+
+    >>> endpoint_mismatches(
+    ...     {"a": {0: {"steps": 1500, "blocks": None}}, "b": {0: {"steps": 750, "blocks": None}}},
+    ...     [("a", "b")])
+    ['a - b, seed 0: steps 1500 against 750']
+    """
+    problems = []
+    for first, second in pairs:
+        for seed in sorted(set(endpoints[first]) & set(endpoints[second])):
+            a, b = endpoints[first][seed], endpoints[second][seed]
+            for key in ("steps", "blocks"):
+                if a[key] != b[key]:
+                    problems.append(
+                        f"{first} - {second}, seed {seed}: {key} {a[key]} against {b[key]}"
+                    )
+    return problems
 
 
 def compare(
@@ -89,8 +134,9 @@ def compare(
     """Per arm and score the `describe` of its values over its seeds; per pair
     `(first, second)` and score (those in `scores`, default every score both have) the
     `describe` of the per-seed difference first - second over their shared seeds,
-    with interval, its paired t-test's `p` and `p_holm` (Holm over every difference
-    reported).
+    with interval, the differences (`by_seed`), each arm's mean over those seeds
+    (`first_mean`, `second_mean`: an arm's own entry may rest on more seeds), its
+    paired t-test's `p` and `p_holm` (Holm over every difference that has a `p`).
 
     Returns:
         `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":
@@ -148,6 +194,10 @@ def _difference(first: ArmScores, second: ArmScores, seeds: list[int], score: st
         finite = a is not None and b is not None and math.isfinite(a) and math.isfinite(b)
         values[seed] = a - b if finite else None
     entry = describe(values, interval=True)
+    entry["by_seed"] = values
+    for name, arm in (("first_mean", first), ("second_mean", second)):
+        own = [arm[seed].get(score) for seed in entry["seeds"]]
+        entry[name] = float(sum(own) / len(own)) if own else None
     entry["p"] = paired_p_value([v for v in values.values() if v is not None])
     entry["p_holm"] = None
     return entry
@@ -169,12 +219,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     parser.add_argument("--scores", default="", help="comma-separated scores (default: all)")
     parser.add_argument("--out", help="write the summary here as JSON")
+    parser.add_argument(
+        "--allow-other-endpoints",
+        action="store_true",
+        help="pair runs whose steps or blocks differ (refused without it)",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
     options = parser.parse_args(argv)
     try:
-        arms = {}
+        arms, endpoints = {}, {}
         for text in options.arm:
             label, directory, variant = parse_arm(text)
             arms[label] = arm_scores(directory, variant)
+            endpoints[label] = arm_endpoints(directory, variant)
         pairs = []
         for text in options.pair:
             first, _, second = text.partition(":")
@@ -183,9 +240,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
             pairs.append((first, second))
         scores = [s.strip() for s in options.scores.split(",") if s.strip()]
         summary = compare(arms, pairs, scores)
+        mismatches = endpoint_mismatches(endpoints, pairs)
+        if mismatches and not options.allow_other_endpoints:
+            raise ValueError(
+                "Paired runs differ in their endpoint or blocks: "
+                + "; ".join(mismatches)
+                + ". Compare runs of one endpoint, or pass --allow-other-endpoints."
+            )
     except ValueError as error:
         parser.error(str(error))
-    summary["command"] = " ".join(["python -m aninfonce_tf.compare", *sys.argv[1:]])
+    summary["endpoints"] = endpoints
+    summary["endpoint_mismatches"] = mismatches
+    summary["command"] = shlex.join(["python", "-m", "aninfonce_tf.compare", *argv])
     print(summary_table(summary, scores))
     if options.out:
         Path(options.out).write_text(json.dumps(summary, indent=1) + "\n")
@@ -196,4 +262,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["arm_scores", "compare", "main", "parse_arm"]
+__all__ = ["arm_endpoints", "arm_scores", "compare", "endpoint_mismatches", "main", "parse_arm"]

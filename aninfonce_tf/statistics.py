@@ -84,18 +84,17 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
 
 def paired_p_value(differences: Sequence[float]) -> float | None:
     """The two-sided p-value of a paired t-test that the mean of the per-seed
-    `differences` is 0 (None for fewer than 2, 0 for identical nonzero ones).
+    `differences` is 0; None (no test) for fewer than 2, or for differences equal up to
+    round-off, whose t is not defined.
 
     Example:
 
-    >>> round(paired_p_value([0.1, 0.2, 0.15]), 3)
-    0.035
+    >>> round(paired_p_value([0.1, 0.2, 0.15]), 3), paired_p_value([0.02, 0.02, 0.02])
+    (0.035, None)
     """
     sample = np.asarray(differences, dtype=np.float64)
-    if sample.size < 2:
+    if sample.size < 2 or np.ptp(sample) <= 1e-9 * max(1.0, float(np.abs(sample).max())):
         return None
-    if np.ptp(sample) == 0:
-        return 1.0 if sample[0] == 0 else 0.0
     return float(stats.ttest_1samp(sample, 0.0).pvalue)
 
 

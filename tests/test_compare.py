@@ -8,14 +8,15 @@ from aninfonce_tf.compare import arm_scores, compare, main, parse_arm
 from aninfonce_tf.statistics import holm, paired_p_value
 
 
-def _run_directory(path, variant, values):
+def _run_directory(path, variant, values, steps=10):
     """A run directory as `--seeds` writes it: `values` {seed: style R^2} of `variant`."""
     for seed, value in values.items():
         seed_dir = path / f"seed_{seed}"
         seed_dir.mkdir(parents=True)
-        result = {"backbone": {"block_r2": {"style": value}, "shape": 0.5}, "steps": 10}
+        result = {"backbone": {"block_r2": {"style": value}, "shape": 0.5}, "steps": steps}
+        run = {"blocks": {"style": ["x"]}}
         (seed_dir / "results.json").write_text(
-            json.dumps({"run": {}, "variants": {variant: result}})
+            json.dumps({"run": run, "variants": {variant: result}})
         )
     return path
 
@@ -33,17 +34,34 @@ def test_arms_from_two_directories_are_paired_over_their_shared_seeds(tmp_path, 
             f"--out={out}",
         ]
     )
-    assert json.loads(out.read_text())["differences"] == summary["differences"]
+    saved = json.loads(out.read_text())
+    assert saved["differences"] == json.loads(json.dumps(summary["differences"]))
     style = summary["differences"]["ours - tau 0.05"]["backbone/block_r2/style"]
     # Seed 3 has no partner: the difference rests on seeds 0-2.
     assert style["seeds"] == [0, 1, 2] and style["n"] == 3
     assert style["mean"] == pytest.approx((0.4 + 0.2 + 0.3) / 3)
+    assert style["by_seed"] == pytest.approx({0: 0.4, 1: 0.2, 2: 0.3})
+    # Each arm's mean over the paired seeds, not over all of its own.
+    assert style["first_mean"] == pytest.approx(0.8) and style["second_mean"] == pytest.approx(0.5)
     assert style["p"] == pytest.approx(paired_p_value([0.4, 0.2, 0.3]))
-    # Two comparisons: the smaller p doubled; shape's differences are all 0 (p = 1).
-    assert style["p_holm"] == pytest.approx(min(1.0, 2 * style["p"]))
-    assert summary["differences"]["ours - tau 0.05"]["backbone/shape"]["p_holm"] == 1.0
+    # Shape's differences are all 0: no t-test, so Holm's family is style's alone.
+    shape = summary["differences"]["ours - tau 0.05"]["backbone/shape"]
+    assert shape["p"] is None and shape["p_holm"] is None
+    assert style["p_holm"] == pytest.approx(style["p"])
     assert summary["variants"]["ours"]["backbone/block_r2/style"]["n"] == 4
+    assert summary["endpoint_mismatches"] == []
+    assert "'--arm=tau 0.05=" in summary["command"]
     assert "ours - tau 0.05" in capsys.readouterr().out
+
+
+def test_runs_of_other_endpoints_are_not_paired_unless_allowed(tmp_path):
+    first = _run_directory(tmp_path / "a", "aninfonce", {0: 0.9, 1: 0.8})
+    second = _run_directory(tmp_path / "b", "infonce", {0: 0.5, 1: 0.6}, steps=5)
+    argv = [f"--arm=a={first}:aninfonce", f"--arm=b={second}:infonce", "--pair=a:b"]
+    with pytest.raises(SystemExit):
+        main(argv)
+    summary = main([*argv, "--allow-other-endpoints"])
+    assert summary["endpoint_mismatches"][0] == "a - b, seed 0: steps 10 against 5"
 
 
 def test_holm_adjusts_step_down_and_keeps_the_order():
