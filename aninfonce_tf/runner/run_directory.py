@@ -88,9 +88,11 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     else:
         current = _comparable(json.loads(json.dumps(config.resume_key())))
         exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
-        saved = _comparable(
-            {**_defaults(config), **{k: v for k, v in saved.items() if k not in exempt}}
-        )
+        filled = {k: v for k, v in _defaults(config).items() if k not in saved}
+        if filled:
+            named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
+            print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
+        saved = _comparable({**filled, **{k: v for k, v in saved.items() if k not in exempt}})
         differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
         if differing:
             changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)

@@ -366,13 +366,14 @@ def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
 
 
-def test_a_field_added_after_a_run_counts_at_its_default_when_it_resumes(tmp_path):
+def test_a_field_added_after_a_run_counts_at_its_default_when_it_resumes(tmp_path, capsys):
     run_directory.write_config(tmp_path, CONFIG, [])
     saved = read_json(tmp_path / "config.json")
     del saved["momentum"]  # as a config.json written before the field existed
     write_json(tmp_path / "config.json", saved)
     assert CONFIG.momentum == synthetic.SyntheticConfig.momentum
     assert run_directory.claim_run_directory(tmp_path, CONFIG) == {}
+    assert "config.json has no momentum = 0.9: counted at the default" in capsys.readouterr().out
     other = dataclasses.replace(CONFIG, momentum=0.5)
     with pytest.raises(ValueError, match=r"another config \(momentum: 0.9 -> 0.5"):
         run_directory.claim_run_directory(tmp_path, other)
