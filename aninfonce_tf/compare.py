@@ -77,11 +77,17 @@ def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
 
 
 def arm_endpoints(directory: Path, variant: str) -> dict[int, dict]:
-    """What must match for two arms to be paired, per seed: the steps `variant` trained
-    and the run's blocks (rendered runs; None elsewhere), with the code that trained it.
+    """What must match for two arms to be paired, per seed: the steps `variant` trained,
+    the run's blocks (rendered runs; None elsewhere) and the readout targets it averages
+    (image runs with the readout check; None elsewhere), with the code that trained it.
     """
     return {
-        seed: {"steps": result["steps"], "blocks": run.get("blocks"), "code": run.get("code")}
+        seed: {
+            "steps": result["steps"],
+            "blocks": run.get("blocks"),
+            "readout_kept": (run.get("readout_determinable") or {}).get("kept"),
+            "code": run.get("code"),
+        }
         for seed, (result, run) in _arm_results(directory, variant).items()
     }
 
@@ -104,13 +110,15 @@ def _arm_results(directory: Path, variant: str) -> dict[int, tuple[dict, dict]]:
 def endpoint_mismatches(
     endpoints: Mapping[str, Mapping[int, dict]], pairs: Sequence[tuple[str, str]]
 ) -> list[str]:
-    """Where two paired arms' runs of one seed stopped at other steps or scored other
-    blocks (a block score of two runs then averages other parts), in words.
+    """Where two paired arms' runs of one seed stopped at other steps, scored other
+    blocks or averaged other readout targets (a block score or a readout of two runs
+    then averages other parts), in words.
 
     Example:
 
     >>> endpoint_mismatches(
-    ...     {"a": {0: {"steps": 1500, "blocks": None}}, "b": {0: {"steps": 750, "blocks": None}}},
+    ...     {"a": {0: {"steps": 1500, "blocks": None, "readout_kept": None}},
+    ...      "b": {0: {"steps": 750, "blocks": None, "readout_kept": None}}},
     ...     [("a", "b")])
     ['a - b, seed 0: steps 1500 against 750']
     """
@@ -118,7 +126,7 @@ def endpoint_mismatches(
     for first, second in pairs:
         for seed in sorted(set(endpoints[first]) & set(endpoints[second])):
             a, b = endpoints[first][seed], endpoints[second][seed]
-            for key in ("steps", "blocks"):
+            for key in ("steps", "blocks", "readout_kept"):
                 if a[key] != b[key]:
                     problems.append(
                         f"{first} - {second}, seed {seed}: {key} {a[key]} against {b[key]}"

@@ -65,6 +65,11 @@ class ReadoutCheckConfig(RunConfig):
         require_at_least(
             self, "readout_check_batch_size", 2, "the two views of half as many training images"
         )
+        if self.readout_check_batch_size % 2:
+            raise ValueError(
+                "`readout_check_batch_size` must be even (the two views of half as many "
+                f"training images); got {self.readout_check_batch_size}."
+            )
 
 
 def with_check_views(prepare: Prepare, augment: SimCLRAugment, seed: int, canvas=None) -> Prepare:

@@ -124,7 +124,11 @@ def target_labels(params: Mapping, thresholds: Mapping[str, float | None]) -> np
 
 def balanced_accuracy_interval(labels, predicted) -> tuple[float, float]:
     """The balanced accuracy of `predicted` 0/1 labels and the lower end of its 95 %
-    interval (each side's rate with Agresti and Coull's two successes and failures).
+    interval (a Wald interval around the balanced accuracy, each side's variance taken
+    at its rate with two successes and two failures added).
+
+    Raises:
+        ValueError: when `labels` lack one of the two classes.
 
     Example:
 
@@ -134,6 +138,8 @@ def balanced_accuracy_interval(labels, predicted) -> tuple[float, float]:
     [0.9, 0.888]
     """
     labels, predicted = np.asarray(labels), np.asarray(predicted)
+    if not (np.any(labels == 0) and np.any(labels == 1)):
+        raise ValueError("`labels` must hold both classes, 0 and 1, for a balanced accuracy.")
     rates, variance = [], 0.0
     for side in (0, 1):
         rows = labels == side

@@ -14,6 +14,7 @@ from aninfonce_tf.evaluation import determinable
 from aninfonce_tf.evaluation.determinable import (
     ALL_TARGETS,
     DeterminableProbeEvaluator,
+    balanced_accuracy_interval,
     determinability,
     determinable_readout,
     label_thresholds,
@@ -185,6 +186,10 @@ def test_bad_settings_and_inputs_of_the_check_are_refused_naming_them():
         with pytest.raises(ValueError, match=f"`{field}` must be at least"):
             dataclasses.replace(preset, **{field: value}).validate()
     dataclasses.replace(preset, readout_check_steps=0).validate()  # 0: no check
+    with pytest.raises(ValueError, match="`readout_check_batch_size` must be even"):
+        dataclasses.replace(preset, readout_check_batch_size=3).validate()
+    with pytest.raises(ValueError, match="`labels` must hold both classes"):
+        balanced_accuracy_interval(np.zeros(4), np.zeros(4))
     views, params = _gray_or_not(np.random.default_rng(0), 8)
     with pytest.raises(ValueError, match="`steps` must be an int of at least 1; got 0"):
         determinability(_pooled_cnn, [(views, params)], views, params, steps=0)
