@@ -35,6 +35,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from aninfonce_tf.evaluation.determinable import determinable_readout
 from aninfonce_tf.runner.report import variant_scores
 from aninfonce_tf.statistics import describe, holm, paired_p_value, summary_table
 
@@ -79,13 +80,20 @@ def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
 def arm_endpoints(directory: Path, variant: str) -> dict[int, dict]:
     """What must match for two arms to be paired, per seed: the steps `variant` trained,
     the run's blocks (rendered runs; None elsewhere) and the readout targets it averages
-    (image runs with the readout check; None elsewhere), with the code that trained it.
+    (image runs with the readout check; None elsewhere), with the code that trained it
+    and the check's supervised balanced accuracy of each target.
     """
     return {
         seed: {
             "steps": result["steps"],
             "blocks": run.get("blocks"),
             "readout_kept": (run.get("readout_determinable") or {}).get("kept"),
+            "readout_supervised": {
+                target: entry["balanced_accuracy"]
+                for target, entry in (run.get("readout_determinable") or {})
+                .get("targets", {})
+                .items()
+            },
             "code": run.get("code"),
         }
         for seed, (result, run) in _arm_results(directory, variant).items()
@@ -108,11 +116,14 @@ def _arm_results(directory: Path, variant: str) -> dict[int, tuple[dict, dict]]:
 
 
 def endpoint_mismatches(
-    endpoints: Mapping[str, Mapping[int, dict]], pairs: Sequence[tuple[str, str]]
+    endpoints: Mapping[str, Mapping[int, dict]],
+    pairs: Sequence[tuple[str, str]],
+    readout: bool = True,
 ) -> list[str]:
     """Where two paired arms' runs of one seed stopped at other steps, scored other
     blocks or averaged other readout targets (a block score or a readout of two runs
-    then averages other parts), in words.
+    then averages other parts), in words; without `readout`, the readout targets are
+    not compared (`common_readout` puts every run on one set).
 
     Example:
 
@@ -126,12 +137,48 @@ def endpoint_mismatches(
     for first, second in pairs:
         for seed in sorted(set(endpoints[first]) & set(endpoints[second])):
             a, b = endpoints[first][seed], endpoints[second][seed]
-            for key in ("steps", "blocks", "readout_kept"):
+            for key in ("steps", "blocks", "readout_kept")[: 3 if readout else 2]:
                 if a[key] != b[key]:
                     problems.append(
                         f"{first} - {second}, seed {seed}: {key} {a[key]} against {b[key]}"
                     )
     return problems
+
+
+def common_readout(
+    arms: Mapping[str, dict[int, dict[str, float]]], endpoints: Mapping[str, Mapping[int, dict]]
+) -> list[str]:
+    """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
+    over the targets the readout check kept in every seed of every arm
+    (`evaluation.determinable.determinable_readout`). A run's own readout averages the
+    targets its seed's check kept, which can differ between seeds; this one averages
+    the same targets in all. Returns them.
+
+    Raises:
+        ValueError: when a run has no readout check or no target is kept in all.
+    """
+    kept_sets = [
+        entry["readout_kept"] for per_seed in endpoints.values() for entry in per_seed.values()
+    ]
+    if not kept_sets or any(kept is None for kept in kept_sets):
+        raise ValueError(
+            "`--common-readout` needs image runs with the readout check "
+            "(`run.readout_determinable` in each results.json)."
+        )
+    common = sorted(set.intersection(*(set(kept) for kept in kept_sets)))
+    if not common:
+        raise ValueError("No readout target is kept in every seed of every arm.")
+    for per_seed in arms.values():
+        for scores in per_seed.values():
+            readout = determinable_readout(scores, {"kept": common})
+            scores.update(
+                {
+                    f"{key}_common": value
+                    for key, value in readout.items()
+                    if key.endswith("/augmentation_readout")
+                }
+            )
+    return common
 
 
 def compare(
@@ -232,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         action="store_true",
         help="pair runs whose steps or blocks differ (refused without it)",
     )
+    parser.add_argument(
+        "--common-readout",
+        action="store_true",
+        help="image runs: add <level>/augmentation_readout_common, the readout over the "
+        "targets the readout check kept in every seed of every arm",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     options = parser.parse_args(argv)
     try:
@@ -240,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             label, directory, variant = parse_arm(text)
             arms[label] = arm_scores(directory, variant)
             endpoints[label] = arm_endpoints(directory, variant)
+        common = common_readout(arms, endpoints) if options.common_readout else None
         pairs = []
         for text in options.pair:
             first, _, second = text.partition(":")
@@ -248,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             pairs.append((first, second))
         scores = [s.strip() for s in options.scores.split(",") if s.strip()]
         summary = compare(arms, pairs, scores)
-        mismatches = endpoint_mismatches(endpoints, pairs)
+        mismatches = endpoint_mismatches(endpoints, pairs, readout=common is None)
         if mismatches and not options.allow_other_endpoints:
             raise ValueError(
                 "Paired runs differ in their endpoint or blocks: "
@@ -258,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     except ValueError as error:
         parser.error(str(error))
     summary["endpoints"] = endpoints
+    if common is not None:
+        summary["common_readout_targets"] = common
     summary["endpoint_mismatches"] = mismatches
     summary["command"] = shlex.join(["python", "-m", "aninfonce_tf.compare", *argv])
     print(summary_table(summary, scores))
@@ -270,4 +326,12 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["arm_endpoints", "arm_scores", "compare", "endpoint_mismatches", "main", "parse_arm"]
+__all__ = [
+    "arm_endpoints",
+    "arm_scores",
+    "common_readout",
+    "compare",
+    "endpoint_mismatches",
+    "main",
+    "parse_arm",
+]

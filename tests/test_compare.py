@@ -83,3 +83,30 @@ def test_bad_arms_and_pairs_are_refused_with_the_fix(tmp_path):
         compare(arms, [], scores=["shape"])
     with pytest.raises(SystemExit):
         main([f"--arm=a={directory}:aninfonce", "--pair=a"])
+
+
+def _image_run(path, kept_by_seed):
+    """An image run's seeds: per-target readouts a 0.7, b 0.5, c 0.6; its check's kept."""
+    for seed, kept in kept_by_seed.items():
+        seed_dir = path / f"seed_{seed}"
+        seed_dir.mkdir(parents=True)
+        readout = {"a": 0.7, "b": 0.5, "c": 0.6}
+        result = {"projector": {"readout": readout}, "steps": 10}
+        run = {"readout_determinable": {"kept": kept, "targets": {}}}
+        (seed_dir / "results.json").write_text(json.dumps({"run": run, "variants": {"x": result}}))
+    return path
+
+
+def test_a_common_readout_averages_the_targets_kept_in_every_seed(tmp_path):
+    # Seed 1's check also kept c: its own readout averages other targets than seed 0's.
+    directory = _image_run(tmp_path / "run", {0: ["a", "b"], 1: ["a", "b", "c"]})
+    other = _image_run(tmp_path / "other", {0: ["a", "b"], 1: ["a", "b"]})
+    argv = [f"--arm=x={directory}:x", f"--arm=y={other}:x", "--pair=x:y"]
+    with pytest.raises(SystemExit):  # seed 1's targets differ between the arms
+        main(argv)
+    summary = main([*argv, "--common-readout"])
+    assert summary["common_readout_targets"] == ["a", "b"]
+    entry = summary["variants"]["x"]["projector/augmentation_readout_common"]
+    assert entry["mean"] == pytest.approx(0.6) and entry["n"] == 2
+    with pytest.raises(SystemExit):
+        main([f"--arm=x={_run_directory(tmp_path / 'plain', 'x', {0: 0.5})}:x", "--common-readout"])
