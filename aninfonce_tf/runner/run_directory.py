@@ -42,8 +42,9 @@ from aninfonce_tf.runner.lock import LOCK_NAME
 CODE = "code"
 # The user's files that `--import` brought in (`cli.import_user_code`).
 USER_CODE: list[Path] = []
-# What a `--seeds` run writes beside its `seed_<k>/` directories.
-SEEDS_FILES = ("summary.json", "seeds.png")
+# What a `--seeds` run writes beside its `seed_<k>/` directories: the summary, its
+# figure and the figures an experiment adds over the seeds (`Experiment.seeds_plots`).
+SEEDS_FILES = ("summary.json", "seeds.png", "r2_by_concentration.png")
 # The code entry of a run recorded before runs recorded their code.
 UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": None}
 # Entries of every `config.json` of a run: a file without them is not a run's.
@@ -138,8 +139,8 @@ def _comparable(values: dict) -> dict:
 
 
 def check_seeds_directory(run_dir: Path) -> None:
-    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/`,
-    `summary.json` and `seeds.png`.
+    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/` and
+    `SEEDS_FILES`.
 
     Raises:
         ValueError: naming the other files.
@@ -148,7 +149,7 @@ def check_seeds_directory(run_dir: Path) -> None:
         run_dir,
         "a --seeds run of aninfonce_tf",
         lambda path: path.name in SEEDS_FILES or re.fullmatch(r"seed_\d+", path.name),
-        "only seed_<k>/, summary.json and seeds.png",
+        f"only seed_<k>/, {', '.join(SEEDS_FILES)}",
     )
 
 
