@@ -64,39 +64,37 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
     return label.strip(), Path(directory), variant
 
 
-def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
-    """The scalar scores of `variant` in every finished seed of the run directory
-    `directory` (`seed_<k>/results.json`), by seed.
+def read_arm(directory: Path, variant: str) -> tuple[dict[int, dict], dict[int, dict]]:
+    """`variant`'s scalar scores in every finished seed of the run directory `directory`
+    (`seed_<k>/results.json`) and what must match for two arms to be paired, each by
+    seed, from one read of the files. What must match: the steps `variant` trained, the
+    run's blocks (rendered runs; None elsewhere) and the readout targets it averages
+    (image runs with the readout check; None elsewhere); with them, the code that
+    trained it and the check's supervised balanced accuracy of each target.
 
     Raises:
         ValueError: when no seed of `directory` has finished `variant`.
     """
-    return {
-        seed: variant_scores(result)
-        for seed, (result, _) in _arm_results(directory, variant).items()
-    }
+    found = _arm_results(directory, variant)
+    scores = {seed: variant_scores(result) for seed, (result, _) in found.items()}
+    return scores, {seed: _endpoint(result, run) for seed, (result, run) in found.items()}
 
 
-def arm_endpoints(directory: Path, variant: str) -> dict[int, dict]:
-    """What must match for two arms to be paired, per seed: the steps `variant` trained,
-    the run's blocks (rendered runs; None elsewhere) and the readout targets it averages
-    (image runs with the readout check; None elsewhere), with the code that trained it
-    and the check's supervised balanced accuracy of each target.
-    """
+def arm_scores(directory: Path, variant: str) -> dict[int, dict[str, float]]:
+    """The scalar scores of `read_arm`."""
+    return read_arm(directory, variant)[0]
+
+
+def _endpoint(result: dict, run: dict) -> dict:
+    check = run.get("readout_determinable") or {}
     return {
-        seed: {
-            "steps": result["steps"],
-            "blocks": run.get("blocks"),
-            "readout_kept": (run.get("readout_determinable") or {}).get("kept"),
-            "readout_supervised": {
-                target: entry["balanced_accuracy"]
-                for target, entry in (run.get("readout_determinable") or {})
-                .get("targets", {})
-                .items()
-            },
-            "code": run.get("code"),
-        }
-        for seed, (result, run) in _arm_results(directory, variant).items()
+        "steps": result["steps"],
+        "blocks": run.get("blocks"),
+        "readout_kept": check.get("kept"),
+        "readout_supervised": {
+            target: entry["balanced_accuracy"] for target, entry in check.get("targets", {}).items()
+        },
+        "code": run.get("code"),
     }
 
 
@@ -291,8 +289,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         arms, endpoints = {}, {}
         for text in options.arm:
             label, directory, variant = parse_arm(text)
-            arms[label] = arm_scores(directory, variant)
-            endpoints[label] = arm_endpoints(directory, variant)
+            arms[label], endpoints[label] = read_arm(directory, variant)
         common = common_readout(arms, endpoints) if options.common_readout else None
         pairs = []
         for text in options.pair:
@@ -327,11 +324,11 @@ if __name__ == "__main__":
 
 
 __all__ = [
-    "arm_endpoints",
     "arm_scores",
     "common_readout",
     "compare",
     "endpoint_mismatches",
     "main",
     "parse_arm",
+    "read_arm",
 ]

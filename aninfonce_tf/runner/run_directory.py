@@ -122,9 +122,13 @@ def _defaults(config: RunConfig) -> dict:
     """The default of each of `config`'s resume fields, as JSON gives it back. A field
     that a saved config lacks (one added to the code after that run) counts at its
     default, the behaviour the code had before the field existed."""
-    fields = dataclasses.fields(config)
-    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
-    return json.loads(json.dumps({k: v for k, v in defaults.items() if k in config.resume_key()}))
+    resumed = config.resume_key()
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(config)
+        if f.name in resumed and f.default is not dataclasses.MISSING
+    }
+    return json.loads(json.dumps(defaults))
 
 
 def _comparable(values: dict) -> dict:
