@@ -144,24 +144,37 @@ def endpoint_mismatches(
 
 
 def common_readout(
-    arms: Mapping[str, dict[int, dict[str, float]]], endpoints: Mapping[str, Mapping[int, dict]]
+    arms: Mapping[str, dict[int, dict[str, float]]],
+    endpoints: Mapping[str, Mapping[int, dict]],
+    check_seed: int | None = None,
 ) -> list[str]:
     """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
-    over the targets the readout check kept in every seed of every arm
-    (`evaluation.determinable.determinable_readout`). A run's own readout averages the
-    targets its seed's check kept, which can differ between seeds; this one averages
-    the same targets in all. Returns them.
+    over one set of targets in every run (`evaluation.determinable.determinable_readout`):
+    those the readout check kept in every seed of every arm, or with `check_seed` those
+    the check of that seed kept (the preset's check is seed 0's,
+    `configs.readout_check.CHECK_SEED`; runs whose check followed their own seed are
+    put on it so). Returns them.
 
     Raises:
-        ValueError: when a run has no readout check or no target is kept in all.
+        ValueError: when a run has no readout check, no target is kept in all, or the
+            arms' runs of `check_seed` are missing or kept other targets.
     """
     kept_sets = [
-        entry["readout_kept"] for per_seed in endpoints.values() for entry in per_seed.values()
+        entry["readout_kept"]
+        for per_seed in endpoints.values()
+        for seed, entry in per_seed.items()
+        if check_seed is None or seed == check_seed
     ]
     if not kept_sets or any(kept is None for kept in kept_sets):
         raise ValueError(
             "`--common-readout` needs image runs with the readout check "
-            "(`run.readout_determinable` in each results.json)."
+            "(`run.readout_determinable` in each results.json)"
+            + ("." if check_seed is None else f", among them seed {check_seed}.")
+        )
+    if check_seed is not None and len({tuple(sorted(kept)) for kept in kept_sets}) > 1:
+        raise ValueError(
+            f"The arms' runs of seed {check_seed} kept other readout targets: "
+            f"{sorted({tuple(sorted(kept)) for kept in kept_sets})}."
         )
     common = sorted(set.intersection(*(set(kept) for kept in kept_sets)))
     if not common:
@@ -283,6 +296,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         help="image runs: add <level>/augmentation_readout_common, the readout over the "
         "targets the readout check kept in every seed of every arm",
     )
+    parser.add_argument(
+        "--readout-check-seed",
+        type=int,
+        help="with --common-readout: the targets the check of this seed kept (0: the "
+        "preset's check) instead of those kept in every seed",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     options = parser.parse_args(argv)
     try:
@@ -290,7 +309,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for text in options.arm:
             label, directory, variant = parse_arm(text)
             arms[label], endpoints[label] = read_arm(directory, variant)
-        common = common_readout(arms, endpoints) if options.common_readout else None
+        if options.readout_check_seed is not None and not options.common_readout:
+            raise ValueError("`--readout-check-seed` needs `--common-readout`.")
+        common = (
+            common_readout(arms, endpoints, options.readout_check_seed)
+            if options.common_readout
+            else None
+        )
         pairs = []
         for text in options.pair:
             first, _, second = text.partition(":")
@@ -311,6 +336,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     summary["endpoints"] = endpoints
     if common is not None:
         summary["common_readout_targets"] = common
+        summary["common_readout_rule"] = (
+            "kept in every seed of every arm"
+            if options.readout_check_seed is None
+            else f"kept by the check of seed {options.readout_check_seed}"
+        )
     summary["endpoint_mismatches"] = mismatches
     summary["command"] = shlex.join(["python", "-m", "aninfonce_tf.compare", *argv])
     print(summary_table(summary, scores))

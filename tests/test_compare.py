@@ -110,3 +110,20 @@ def test_a_common_readout_averages_the_targets_kept_in_every_seed(tmp_path):
     assert entry["mean"] == pytest.approx(0.6) and entry["n"] == 2
     with pytest.raises(SystemExit):
         main([f"--arm=x={_run_directory(tmp_path / 'plain', 'x', {0: 0.5})}:x", "--common-readout"])
+
+
+def test_a_common_readout_of_one_seed_averages_that_seeds_targets_in_every_run(tmp_path):
+    directory = _image_run(tmp_path / "run", {0: ["a", "c"], 1: ["a"]})
+    other = _image_run(tmp_path / "other", {0: ["a", "c"], 1: ["a", "b"]})
+    argv = [f"--arm=x={directory}:x", f"--arm=y={other}:x", "--pair=x:y", "--common-readout"]
+    summary = main([*argv, "--readout-check-seed=0"])
+    assert summary["common_readout_targets"] == ["a", "c"]
+    assert summary["common_readout_rule"] == "kept by the check of seed 0"
+    entry = summary["variants"]["x"]["projector/augmentation_readout_common"]
+    assert entry["mean"] == pytest.approx(0.65) and entry["n"] == 2
+    assert main(argv)["common_readout_targets"] == ["a"]
+    for bad in (["--readout-check-seed=1"], ["--readout-check-seed=5"]):
+        with pytest.raises(SystemExit):  # seed 1's checks disagree; no run of seed 5
+            main([*argv, *bad])
+    with pytest.raises(SystemExit):  # the seed alone, without --common-readout
+        main([*argv[:-1], "--readout-check-seed=0"])

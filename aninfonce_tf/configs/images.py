@@ -52,7 +52,7 @@ from aninfonce_tf.configs.learning_rates import (
 )
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
-from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes, with_check_views
+from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, tfds_image_decoder
 from aninfonce_tf.data.probe_sets import (
@@ -265,8 +265,6 @@ def build(config: ImageConfig) -> Experiment:
     canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
     readout_seed = tf.constant([config.seed, 123], tf.int64)
     test_prepare = centre_squares_and_views(augment, readout_seed, canvas)
-    if config.readout_check_steps:
-        test_prepare = with_check_views(test_prepare, augment, config.seed, canvas)
     data_dir = config.data_dir or None
     with image_data.data_source(config):
         train_arrays, train_labels, train_pool = stratified_arrays(
@@ -296,17 +294,17 @@ def build(config: ImageConfig) -> Experiment:
             None if config.dataset == "photos" else tfds_image_decoder(config.dataset, data_dir)
         )
         final = image_data.final_evaluators(config, size, decode)
+        shape = (size, size, 3)
+        encoders = {
+            "small_cnn": lambda: small_cnn(shape, config.features),
+            "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
+            "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
+        }
+        kind, options, check = readout_probes(
+            config, encoders[config.encoder], augment, canvas, decode
+        )
     readout = slice(config.readout_size)
     probe_test = test_arrays["image"][: config.probe_size], test_labels[: config.probe_size]
-    shape = (size, size, 3)
-    encoders = {
-        "small_cnn": lambda: small_cnn(shape, config.features),
-        "resnet18_cifar": lambda: resnet18_cifar(shape, config.synchronized_batch_norm),
-        "resnet50": lambda: resnet50(shape, config.synchronized_batch_norm),
-    }
-    kind, options, check = readout_probes(
-        config, encoders[config.encoder], train, augment, test_arrays, readout, canvas, decode
-    )
     evaluator = kind(
         train_arrays["image"],
         train_labels,

@@ -214,6 +214,7 @@ def test_an_image_config_with_the_check_records_it_and_averages_what_it_keeps(mo
         return determinability(encoder, batches, test_views, test_params, *args, **kwargs)
 
     monkeypatch.setattr(readout_check, "determinability", recording)
+    monkeypatch.setattr(readout_check, "_RECORDS", {})
     config = images.ImageConfig(
         dataset="photos",
         patches_per_photo=4,
@@ -243,3 +244,15 @@ def test_an_image_config_with_the_check_records_it_and_averages_what_it_keeps(mo
     assert type(plain) is images.ImageProbeEvaluator
     assert "readout_determinable" not in unchecked.metadata
     np.testing.assert_array_equal(plain.views, evaluator.views)
+    # The check is the preset's: another training seed reuses it, readout views of
+    # its own beside it.
+    other = images.build(dataclasses.replace(config, seed=3))
+    assert len(checked) == 1 and other.metadata["readout_determinable"] is record
+    assert list(other.evaluators[0].kept) == record["kept"]
+    assert not np.allclose(other.evaluators[0].views, evaluator.views)
+    # A new process runs it again, seeded, to the same record.
+    monkeypatch.setattr(readout_check, "_RECORDS", {})
+    again = images.build(dataclasses.replace(config, seed=3)).metadata["readout_determinable"]
+    assert len(checked) == 2 and again == record
+    (_, seed_zero_views, _), (_, seed_three_views, _) = checked
+    np.testing.assert_array_equal(seed_three_views, seed_zero_views)
