@@ -30,6 +30,7 @@ from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line, run_name
 from aninfonce_tf.runner.lock import lock_run_directory
+from aninfonce_tf.runner.report import variant_scores
 from aninfonce_tf.sweep_tables import tradeoff_markdown
 
 # A cell: the config's values of the swept fields, and its seeds.
@@ -138,6 +139,30 @@ def _text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def read_seed_scores(cell_dir: Path, seeds: Sequence[int]) -> dict[int, dict]:
+    """Each seed's scalar scores per loss variant, `{seed: {variant: {score: value}}}`,
+    from `cell_dir/seed_<k>/results.json` (`report.variant_scores`, as `run_seeds`
+    summarises them); a seed without its results.json is left out.
+
+    Example:
+
+    >>> import tempfile
+    >>> cell_dir = Path(tempfile.mkdtemp())
+    >>> (cell_dir / "seed_1").mkdir()
+    >>> _ = write_json(cell_dir / "seed_1" / "results.json",
+    ...                {"run": {}, "variants": {"infonce": {"backbone": {"acc": 0.5}, "steps": 9}}})
+    >>> read_seed_scores(cell_dir, [0, 1])
+    {1: {'infonce': {'backbone/acc': 0.5}}}
+    """
+    scores = {}
+    for seed in seeds:
+        path = cell_dir / f"seed_{seed}" / "results.json"
+        if path.exists():
+            variants = read_json(path).get("variants", {})
+            scores[seed] = {name: variant_scores(result) for name, result in variants.items()}
+    return scores
+
+
 def run_cells(
     config: RunConfig,
     build: Callable[[RunConfig], Experiment],
@@ -148,8 +173,9 @@ def run_cells(
 ) -> list[dict]:
     """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
     then `run_dir/grid.json`: a list of `{"cell", "values", "changed", "summary",
-    "run"}` (`changed`: the values that differ from `config`'s; `run`: the
-    `RUN_RECORDS` of the cell's first seed's results.json).
+    "seed_scores", "run"}` (`changed`: the values that differ from `config`'s;
+    `seed_scores`: `read_seed_scores` of the summary's seeds, what the tables pair
+    seed by seed; `run`: the `RUN_RECORDS` of the cell's first seed's results.json).
 
     Rerun, every finished seed and variant is skipped and an interrupted one
     resumes, so a killed sweep continues where it stopped.
@@ -207,6 +233,9 @@ def run_cells(
                     "values": values,
                     "changed": changed_values(values, dataclasses.asdict(config)),
                     "summary": summary,
+                    "seed_scores": read_seed_scores(run_dir / name, summary["seeds"])
+                    if context.chief
+                    else {},
                     "run": {key: run[key] for key in RUN_RECORDS if key in run},
                 }
             )
@@ -245,7 +274,8 @@ def main(
     preset by default), `--design`, `--grid-<field>` for each axis of its
     `SWEEP_AXES`, `--corner-seeds` and `--allow-below-limits` (of its `SWEEP_LIMITS`);
     then `run_cells` into `--out` (seeds 0, 1, 2 unless `--seeds`), `tradeoff.md`
-    (`sweep_tables.tradeoff_markdown` of its `SWEEP_SCORES`) and `tradeoff.png`
+    (`sweep_tables.tradeoff_markdown` of its `SWEEP_SCORES`, block scores replaced by
+    the moved parts' R^2) and `tradeoff.png`
     (`plots.plot_tradeoff`).
 
     Args:
@@ -349,6 +379,7 @@ __all__ = [
     "check_limits",
     "grid_cells",
     "main",
+    "read_seed_scores",
     "run_cells",
     "run_grid",
     "star_cells",

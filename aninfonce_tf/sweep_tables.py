@@ -1,68 +1,211 @@
-"""The tables of a sweep (`aninfonce_tf.sweep`) in Markdown: each cell's scores over
-its seeds and the paired differences between its losses with their 95 % intervals
-(`tradeoff_table`, from each cell's `statistics.summarize` summary), and the blocks of
-latent parts each cell's pairs give (`blocks_table`).
+"""The tables of a sweep (`aninfonce_tf.sweep`) in Markdown, from each cell's per-seed
+scores (its record's `seed_scores`, read through `seed_scores`):
+
+- `tradeoff_table`: each cell's scores over its seeds and the paired differences
+  between its losses with their 95 % intervals;
+- `change_table`: how each paired difference changes from the centre cell (the
+  preset's point) to each other cell, seed by seed (a difference in differences);
+- `blocks_table`: the blocks of latent parts each cell's pairs give.
+
+Every entry rests on the seeds on which every loss of the cell has a finite score
+(`paired_scores`), so a loss's mean and the differences use the same seeds; `n`
+says how many. The columns (`table_scores`) mean the same in every cell: a block's
+score averages the parts of that cell's own blocks, which differ between cells, so
+it is left out; each latent part the sweep moves gets its own column instead.
 
 Example:
 
->>> entry = {"mean": 0.3, "sd": 0.01, "n": 3}
->>> cells = [{"changed": {"jitter_strength": 1.0}, "summary": {"variants": {"infonce": {"acc": entry}}}}]
->>> print(tradeoff_table(cells, ["acc"]).splitlines()[-1])
-| jitter 1 | InfoNCE | 0.300 ± 0.010 | 3 |
+>>> cell = {"changed": {"jitter_strength": 1.0},
+...         "seed_scores": {0: {"infonce": {"acc": 0.3}}, 1: {"infonce": {"acc": 0.5}}}}
+>>> print(tradeoff_table([cell], ["acc"]).splitlines()[-1])
+| jitter 1 | InfoNCE | 0.400 ± 0.141 | 2 |
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 from aninfonce_tf import plots
+from aninfonce_tf.plots.tradeoff import MOVED, axis_cells, moved_parts
+from aninfonce_tf.statistics import SeedScores, describe, paired_variants, summarize
+
+# The per-part score a table column gives for each part the sweep moves.
+PART_SCORE = "{level}/part_linear_r2/{part}"
+
+
+def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
+    """A cell's scores per seed, `{seed: {variant: {score: value}}}`, from its
+    record's `seed_scores` (seeds as numbers, also where JSON made them text).
+
+    Raises:
+        ValueError: for a record without them.
+
+    Example:
+
+    >>> seed_scores({"seed_scores": {"1": {"infonce": {"acc": 0.5}}}})
+    {1: {'infonce': {'acc': 0.5}}}
+    """
+    if "seed_scores" not in cell:
+        raise ValueError(
+            f"the sweep's record of {cell.get('cell', 'a cell')} has no `seed_scores`: rerun "
+            "the sweep's command, which skips the finished runs and writes them."
+        )
+    return {int(seed): dict(variants) for seed, variants in cell["seed_scores"].items()}
+
+
+def paired_scores(
+    scores: Mapping[int, SeedScores], names: Sequence[str]
+) -> dict[int, dict[str, dict[str, float | None]]]:
+    """`scores` (`{seed: {variant: {score: value}}}`) of the scores `names`, each
+    kept only on the seeds on which every variant has a finite value (None on the
+    others), so every summary of a score rests on the same seeds.
+
+    Example:
+
+    >>> paired_scores({0: {"a": {"acc": 0.5}, "b": {"acc": 0.4}},
+    ...                1: {"a": {"acc": 0.6}, "b": {"acc": float("nan")}}}, ["acc"])
+    {0: {'a': {'acc': 0.5}, 'b': {'acc': 0.4}}, 1: {'a': {'acc': None}, 'b': {'acc': None}}}
+    """
+    variants = _variants(scores)
+    paired = {seed: {name: {} for name in variants} for seed in scores}
+    for seed, per_seed in scores.items():
+        for score in names:
+            values = [per_seed.get(name, {}).get(score) for name in variants]
+            shared = all(value is not None and math.isfinite(value) for value in values)
+            for name, value in zip(variants, values, strict=True):
+                paired[seed][name][score] = value if shared else None
+    return paired
+
+
+def swept_parts(cells: Sequence[dict]) -> list[str]:
+    """The parts a sweep moves, as its figure draws them: `plots.tradeoff.moved_parts`
+    of each axis's cells (`axis_cells`), in order; of all `cells` when none changes
+    a field alone.
+
+    Example:
+
+    >>> run = lambda x, y: {"effective_concentration": {"parts": {"x": x, "y": y}}}
+    >>> swept_parts([{"changed": {}, "values": {"a": 0}, "run": run(0.6, 2.0)},
+    ...              {"changed": {"a": 1}, "values": {"a": 1}, "run": run(0.6, 9.0)}])
+    ['y']
+    """
+    groups = list(axis_cells(cells).values()) or [list(cells)]
+    return list(dict.fromkeys(part for members in groups for part in moved_parts(members)))
+
+
+def table_scores(
+    cells: Sequence[dict], scores: Sequence[str], level: str = "backbone"
+) -> list[str]:
+    """The columns of the tables: `scores` but block scores (`<level>/block_...`,
+    whose parts differ between cells), then `level`'s linear R^2 of each latent part
+    the sweep moves (`swept_parts`, the parts of its figure).
+
+    Example:
+
+    >>> run = lambda x: {"effective_concentration": {"parts": {"x": x, "y": 2.0}}}
+    >>> cells = [{"changed": {}, "values": {"a": 0}, "run": run(0.6)},
+    ...          {"changed": {"a": 1}, "values": {"a": 1}, "run": run(1.2)}]
+    >>> table_scores(cells, ["backbone/shape_accuracy", "backbone/block_linear_r2/style"])
+    ['backbone/shape_accuracy', 'backbone/part_linear_r2/x']
+    """
+    kept = [score for score in scores if not any(p.startswith("block_") for p in score.split("/"))]
+    parts = [PART_SCORE.format(level=level, part=part) for part in swept_parts(cells)]
+    return list(dict.fromkeys([*kept, *parts]))
 
 
 def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
     """A Markdown table of `run_cells`' result: per cell (by its `changed` values) a
-    row per loss variant, the mean +- sd of each of `scores` over the seeds, and a row
-    per paired difference of the cell's summary (`statistics.summarize`): its mean
-    and 95 % t-interval, uncorrected for the table's many comparisons.
+    row per loss variant, the mean +- sd of each of `scores` over the paired seeds
+    (`paired_scores`), and a row per paired difference (`statistics.summarize`): its
+    mean and 95 % t-interval, uncorrected for the table's many comparisons. `seeds`
+    gives n; an entry on fewer seeds than its row's most says its own.
 
     Example:
 
-    >>> entry = lambda mean, sd: {"mean": mean, "sd": sd, "n": 3}
-    >>> summary = {"variants": {"aninfonce": {"acc": entry(0.8, 0.01)}}, "differences": {
-    ...     "aninfonce - infonce": {"acc": {**entry(0.1, 0.02), "ci95": [0.05, 0.15]}}}}
-    >>> print(tradeoff_table([{"changed": {"crop_min_scale": 0.6}, "summary": summary}], ["acc"]))
+    >>> scores = {seed: {"aninfonce": {"acc": 0.8 + d}, "infonce": {"acc": 0.7}}
+    ...           for seed, d in enumerate([0.0, 0.02, 0.04])}
+    >>> cell = {"changed": {"crop_min_scale": 0.6}, "seed_scores": scores}
+    >>> print(tradeoff_table([cell], ["acc"]))
     | cell | loss | acc | seeds |
     |---|---|---|---|
-    | crop 0.6 | AnInfoNCE | 0.800 ± 0.010 | 3 |
-    | crop 0.6 | AnInfoNCE − InfoNCE | +0.100 [+0.050, +0.150] | 3 |
+    | crop 0.6 | AnInfoNCE | 0.820 ± 0.020 | 3 |
+    | crop 0.6 | InfoNCE | 0.700 ± 0.000 | 3 |
+    | crop 0.6 | AnInfoNCE − InfoNCE | +0.120 [+0.070, +0.170] | 3 |
     """
-    lines = [
-        "| " + " | ".join(["cell", "loss", *scores, "seeds"]) + " |",
-        "|" + "---|" * (len(scores) + 3),
-    ]
+    lines = _header(scores)
     for cell in cells:
-        label = plots.cell_label(cell["changed"])
-        summary = cell["summary"]
+        summary = summarize(paired_scores(seed_scores(cell), scores))
         rows = [(plots.variant_label(v), e) for v, e in summary["variants"].items()]
-        rows += [
-            (" − ".join(map(plots.variant_label, pair.split(" - "))), entries)
-            for pair, entries in summary.get("differences", {}).items()
-        ]
-        for loss, entries in rows:
-            found = [entries.get(score) for score in scores]
-            n = max((entry["n"] for entry in found if entry), default=0)
-            lines.append("| " + " | ".join([label, loss, *map(_entry, found), str(n)]) + " |")
+        rows += [(_pair_label(pair), e) for pair, e in summary["differences"].items()]
+        lines += [_row(plots.cell_label(cell["changed"]), loss, e, scores) for loss, e in rows]
     return "\n".join(lines)
 
 
-def _entry(entry: dict | None) -> str:
-    """Mean +- sd, or a difference's signed mean and interval; `-` where none."""
-    if entry is None or entry["mean"] is None:
-        return "-"
-    if "ci95" in entry:
-        interval = entry["ci95"]
-        shown = f" [{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else ""
-        return f"{entry['mean']:+.3f}{shown}"
-    return f"{entry['mean']:.3f}" + (f" ± {entry['sd']:.3f}" if entry["sd"] is not None else "")
+def difference_changes(
+    cell: Mapping, center: Mapping, scores: Sequence[str]
+) -> dict[str, dict[str, dict]]:
+    """Per paired difference `"A - B"` (`statistics.paired_variants`) and score, the
+    `statistics.describe` (with interval) of its change from `center` to `cell`,
+    seed by seed: seed k's A - B in `cell` minus seed k's A - B at `center`, over the
+    seeds both share (each cell's `paired_scores`).
+
+    Example:
+
+    >>> def cell(first, second):  # AnInfoNCE's accuracy at seeds 0 and 1
+    ...     return {"seed_scores": {0: {"aninfonce": {"acc": first}, "infonce": {"acc": 0.5}},
+    ...                             1: {"aninfonce": {"acc": second}, "infonce": {"acc": 0.4}}}}
+    >>> changes = difference_changes(cell(0.9, 0.6), cell(0.6, 0.5), ["acc"])
+    >>> entry = changes["aninfonce - infonce"]["acc"]
+    >>> round(entry["mean"], 3), entry["n"]  # ((0.4 - 0.1) + (0.2 - 0.1)) / 2
+    (0.2, 2)
+    """
+    here = paired_scores(seed_scores(cell), scores)
+    there = paired_scores(seed_scores(center), scores)
+    seeds = [seed for seed in here if seed in there]
+    names = [name for name in _variants(here) if name in _variants(there)]
+
+    def difference(per_seed: Mapping, first: str, second: str, score: str) -> float | None:
+        one, other = per_seed[first].get(score), per_seed[second].get(score)
+        return None if one is None or other is None else one - other
+
+    changes = {}
+    for first, second in paired_variants(names):
+        changes[f"{first} - {second}"] = {}
+        for score in scores:
+            values = {}
+            for seed in seeds:
+                now = difference(here[seed], first, second, score)
+                before = difference(there[seed], first, second, score)
+                values[seed] = None if now is None or before is None else now - before
+            changes[f"{first} - {second}"][score] = describe(values, interval=True)
+    return changes
+
+
+def change_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
+    """A Markdown table of how each paired difference changes from the centre cell
+    (`changed` empty) to each other cell (`difference_changes`): its mean and 95 %
+    t-interval over the shared seeds, uncorrected; empty without a centre cell.
+
+    Example:
+
+    >>> scores = lambda d: {s: {"aninfonce": {"acc": 0.5 + d + s / 100}, "infonce": {"acc": 0.5}}
+    ...                     for s in range(3)}
+    >>> cells = [{"changed": {}, "seed_scores": scores(0.1)},
+    ...          {"changed": {"jitter_strength": 1.0}, "seed_scores": scores(0.3)}]
+    >>> print(change_table(cells, ["acc"]).splitlines()[-1])
+    | jitter 1 | AnInfoNCE − InfoNCE | +0.200 [+0.200, +0.200] | 3 |
+    """
+    center = next((cell for cell in cells if not cell["changed"]), None)
+    if center is None:
+        return ""
+    lines = _header(scores)
+    for cell in cells:
+        if cell is not center:
+            label = plots.cell_label(cell["changed"])
+            for pair, entries in difference_changes(cell, center, scores).items():
+                lines.append(_row(label, _pair_label(pair), entries, scores))
+    return "\n".join(lines)
 
 
 def blocks_table(cells: Sequence[dict]) -> str:
@@ -97,26 +240,100 @@ def blocks_table(cells: Sequence[dict]) -> str:
 
 def tradeoff_markdown(cells: Sequence[dict], scores: Sequence[str], what: str) -> str:
     """A sweep's tradeoff.md: `what` ran, how to read it, `tradeoff_table` and
-    `blocks_table`.
+    `change_table` of `table_scores(cells, scores)`, and `blocks_table`.
 
     Example:
 
-    >>> summary = {"variants": {"infonce": {"acc": {"mean": 0.5, "sd": None, "n": 1}}}}
-    >>> text = tradeoff_markdown([{"changed": {}, "summary": summary, "run": {}}], ["acc"], "a test")
-    >>> text.splitlines()[0], text.splitlines()[-1]
-    ('# Trade-off map: a test', '| preset | InfoNCE | 0.500 | 1 |')
+    >>> cell = {"changed": {}, "run": {}, "seed_scores": {0: {"infonce": {"acc": 0.5}}}}
+    >>> text = tradeoff_markdown([cell], ["acc"], "a test")
+    >>> text.splitlines()[0], [line for line in text.splitlines() if "InfoNCE" in line]
+    ('# Trade-off map: a test', ['| preset | InfoNCE | 0.500 | 1 |'])
     """
+    columns = table_scores(cells, scores)
     parts = [
         f"# Trade-off map: {what}",
         "A row per cell (what it changes from the preset's point, with the command's flags) "
         "and loss: mean ± sd over the seeds; per pair of losses the paired difference over "
-        "the seeds, mean [95 % t-interval], uncorrected for the table's many comparisons.",
-        tradeoff_table(cells, scores),
+        "the seeds, mean [95 % t-interval], uncorrected for the table's many comparisons. "
+        "Each score rests on the seeds on which every loss of the cell has a finite value "
+        "(paired): `seeds` gives n, an entry on fewer seeds says its own. `R²`: the held-out "
+        "linear R² of one latent part, each part the sweep moves (its Λ_eff changes by a "
+        f"factor of {MOVED:g} or more between cells), the same part in "
+        "every cell.",
+        tradeoff_table(cells, columns),
     ]
+    changes = change_table(cells, columns)
+    if changes and len(cells) > 1:
+        parts += [
+            "## Change from the preset's point (difference in differences)",
+            "Per cell and pair of losses: the cell's paired difference minus the preset's "
+            "point's, seed by seed (seed k's difference here minus seed k's there), mean "
+            "[95 % t-interval] over the seeds both cells share, uncorrected.",
+            changes,
+        ]
     blocks = blocks_table(cells)
     if blocks:
-        parts += ["Each cell's blocks, from its pairs' effective concentration:", blocks]
+        parts += [
+            "## Blocks",
+            "Each cell's blocks, from its pairs' effective concentration. A block holds "
+            "different parts in different cells, so its scores (`block_linear_r2/...`) are "
+            "not comparable across cells and the tables above leave them out.",
+            blocks,
+        ]
     return "\n\n".join(parts)
 
 
-__all__ = ["blocks_table", "tradeoff_markdown", "tradeoff_table"]
+def _variants(scores: Mapping[int, Mapping]) -> list[str]:
+    return list(dict.fromkeys(name for per_seed in scores.values() for name in per_seed))
+
+
+def _pair_label(pair: str) -> str:
+    return " − ".join(map(plots.variant_label, pair.split(" - ")))
+
+
+def _column(score: str) -> str:
+    """A column's header: `backbone/part_linear_r2/x` as `backbone R² x`."""
+    return score.replace("/part_linear_r2/", " R² ").replace("/", " ").replace("_", " ")
+
+
+def _header(scores: Sequence[str]) -> list[str]:
+    return [
+        "| " + " | ".join(["cell", "loss", *map(_column, scores), "seeds"]) + " |",
+        "|" + "---|" * (len(scores) + 3),
+    ]
+
+
+def _row(label: str, loss: str, entries: Mapping[str, dict], scores: Sequence[str]) -> str:
+    """A table row: each score's entry, its n where fewer than the row's most, and n."""
+    found = [entries.get(score) for score in scores]
+    n = max((entry["n"] for entry in found if entry), default=0)
+    shown = [
+        _entry(entry) + (f" (n {entry['n']})" if entry and 0 < entry["n"] < n else "")
+        for entry in found
+    ]
+    return "| " + " | ".join([label, loss, *shown, str(n)]) + " |"
+
+
+def _entry(entry: dict | None) -> str:
+    """Mean +- sd, or a difference's signed mean and interval; `-` where none."""
+    if entry is None or entry["mean"] is None:
+        return "-"
+    if "ci95" in entry:
+        interval = entry["ci95"]
+        shown = f" [{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else ""
+        return f"{entry['mean']:+.3f}{shown}"
+    return f"{entry['mean']:.3f}" + (f" ± {entry['sd']:.3f}" if entry["sd"] is not None else "")
+
+
+__all__ = [
+    "PART_SCORE",
+    "blocks_table",
+    "change_table",
+    "difference_changes",
+    "paired_scores",
+    "seed_scores",
+    "swept_parts",
+    "table_scores",
+    "tradeoff_markdown",
+    "tradeoff_table",
+]

@@ -28,13 +28,19 @@ combination of the axes' values instead (18 cells, ~5.5 h; `--corner-seeds` give
 corners other seeds). Killed, the same command resumes where it stopped.
 
 Writes, besides every cell's runs in `OUT/<cell>/seed_<k>/`: `grid.json` (per cell its
-values, what it changes from `quick`'s point, its `summary.json` and its pairs'
-effective concentration and blocks), `tradeoff.md` (a row per cell and loss: shape
-accuracy and the content and style blocks' R^2 at the backbone and the projector, mean
-+- sd over the seeds, and the paired differences AnInfoNCE - InfoNCE (and - isotropic)
-with their 95 % intervals, uncorrected; then each cell's blocks) and `tradeoff.png`
-(per axis, each latent part the axis moves: its R^2 against its effective concentration
-per loss; and the shape accuracy per cell; a row per level, chance lines).
+values, what it changes from `quick`'s point, its `summary.json`, each seed's scores and
+its pairs' effective concentration and blocks); `tradeoff.md`, every entry over the
+seeds on which every loss of the cell has a finite score (paired, n given): a row per
+cell and loss with shape accuracy at the backbone and the projector and the backbone's
+R^2 of each latent part the sweep moves (the same part in every cell), mean +- sd, and
+the paired differences AnInfoNCE - InfoNCE (and - isotropic) with their 95 % intervals;
+then how each paired difference changes from `quick`'s point to each cell, seed by seed
+(a difference in differences), with its 95 % interval; all uncorrected; then each
+cell's blocks (their parts differ between cells, so block scores are left out of the
+comparisons); and `tradeoff.png` (per axis, each latent part the axis moves: its R^2
+against its effective concentration per loss, on the measured range, a part no pair
+changes in a slot of its own past a shaded break; and the shape accuracy per cell; a
+row per level, chance lines).
 
 Results: docs/results.md, "The trade-off map: augmentation strength against what each
 loss keeps".

@@ -144,26 +144,52 @@ def test_a_sweeps_parts_are_drawn_against_their_concentration_on_fixed_axes(
     panels = figure.axes
     assert len(panels) == 2 * 3  # a row per level: the two axes and the shape accuracy
     crop, jitter, shape = panels[:3]
+    # The measured Lambda_eff, 0.6 to 25, widened by 1.5; the parts no pair changes in a
+    # slot 4 times further out, behind a shaded break.
+    low, high, slot = 0.4, 37.5, 150.0
     for axis in (crop, jitter):
         assert axis.get_xscale() == "log"
-        assert axis.get_xlim() == pytest.approx((0.3, 300.0))
+        assert axis.get_xlim() == pytest.approx((low, slot * 1.5))
         assert axis.get_ylim() == pytest.approx((-0.03, 1.0))
         assert [line.get_ydata()[0] for line in axis.lines if line.get_label() == "chance"] == [0]
+        (gap,) = axis.patches
+        assert gap.get_x() == pytest.approx(high) and gap.get_width() == pytest.approx(100 - high)
+        *measured, never = axis.get_xticks()
+        assert never == pytest.approx(slot) and all(low <= tick <= high for tick in measured)
+        assert axis.get_xticklabels()[-1].get_text() == "never\nchanged"
     assert "smallest crop area" in crop.get_title() and "colour-jitter" in jitter.get_title()
     # The crop moves both parts, the jitter only y (x stays at 0.6): a line per part and loss.
     drawn = [container.lines[0] for container in crop.containers]  # each errorbar's line
     assert len(drawn) == 4 and list(drawn[0].get_xdata()) == [0.6, 1.2]
     assert list(drawn[0].get_ydata()) == pytest.approx([0.5, 0.0])
+    # y's measured point joined by a line, its never-changed one hollow in the slot,
+    # the two joined only by a dotted line.
     drawn = [container.lines[0] for container in jitter.containers]
-    assert len(drawn) == 2 and list(drawn[0].get_xdata()) == [2.0, 200.0]  # never changed
-    assert "never\nchanged" in [tick.get_text() for tick in jitter.get_xticklabels()]
+    assert [list(line.get_xdata()) for line in drawn] == [[2.0], [slot]] * 2
+    assert [line.get_markerfacecolor() for line in drawn[1::2]] == ["white"] * 2
+    dotted = [
+        line for line in jitter.lines if line.get_ls() == ":" and line.get_label() != "chance"
+    ]
+    assert [list(line.get_xdata()) for line in dotted] == [[2.0, slot]] * 2
     assert [t.get_text() for t in shape.get_xticklabels()] == ["preset", "crop 0.8", "jitter 1"]
     assert shape.get_ylim() == (0.0, 1.0)
     assert [line.get_ydata()[0] for line in shape.lines if line.get_label() == "chance"] == [
         pytest.approx(0.2)
     ]
     labels = [text.get_text() for text in figure.legends[0].get_texts()]
-    assert labels == ["AnInfoNCE", "InfoNCE", "x", "y", "chance"]
+    assert labels == ["AnInfoNCE", "InfoNCE", "x", "y", labels[4], "chance"]
+    assert "no pair changes" in labels[4] and "∞" in labels[4]
+
+
+def test_a_sweep_whose_every_part_is_measured_has_no_never_changed_entry(saved_figures, tmp_path):
+    cells = [_cell({}, {"x": 0.6}, 0.5), _cell({"crop_min_scale": 0.8}, {"x": 1.2}, 0.4)]
+    plots.plot_tradeoff(cells, tmp_path / "t.png", levels=["backbone"])
+    (figure,) = saved_figures
+    crop = figure.axes[0]
+    assert crop.get_xlim()[0] == pytest.approx(0.4) and crop.get_xlim()[1] < 30
+    assert [line.get_label() for line in crop.lines if line.get_ls() == ":"] == ["chance"]
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels == ["AnInfoNCE", "InfoNCE", "x", "chance"]
 
 
 def test_the_seeds_figure_shows_mean_and_sd_per_variant(saved_figures, tmp_path):

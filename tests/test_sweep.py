@@ -1,10 +1,12 @@
 """The sweep (`aninfonce_tf.sweep`) and the rendered trade-off recipe over it: which
 cells and seeds run where (a star through the preset's point by default, the product
-grid behind a flag), the refusal of crops that lose the object, the table with its
-paired intervals and the figure from the cells' summaries. Training itself is
-`run_seeds`' (tested with the runner); here it is replaced by a stand-in that records
-its calls, writes each seed's results.json `run` record and returns a summary made
-from the cell's values."""
+grid behind a flag), the refusal of crops that lose the object, the tables from the
+cells' per-seed scores (columns that mean the same in every cell, only the seeds every
+loss shares, each difference's change from the preset's point paired by seed) and the
+figure from the cells' summaries. Training itself is `run_seeds`' (tested with the
+runner); here it is replaced by a stand-in that records its calls, writes each seed's
+results.json (its `run` record and scores) and returns a summary made from the cell's
+values."""
 
 import json
 from pathlib import Path
@@ -17,7 +19,13 @@ from aninfonce_tf.configs import rendered
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.statistics import summarize
-from aninfonce_tf.sweep_tables import tradeoff_table
+from aninfonce_tf.sweep_tables import (
+    change_table,
+    difference_changes,
+    table_scores,
+    tradeoff_markdown,
+    tradeoff_table,
+)
 from tests.support import load_recipe
 
 CENTER = {field: getattr(rendered.SWEEP, field) for field in rendered.SWEEP_AXES}
@@ -32,9 +40,11 @@ def _concentration(config) -> dict[str, float]:
 
 @pytest.fixture
 def fake_runs(monkeypatch):
-    """`run_seeds` replaced: each call recorded; shape accuracy falls and style R^2
-    rises with the crop's smallest area, AnInfoNCE's style R^2 0.1 above InfoNCE's
-    plus 0.01 seed^2 (paired differences that vary over the seeds)."""
+    """`run_seeds` replaced: each call recorded, each seed's scores written to its
+    results.json; shape accuracy falls and style R^2 rises with the crop's smallest
+    area, AnInfoNCE's style R^2 0.1 above InfoNCE's plus 0.01 seed^2 (paired
+    differences that vary over the seeds), and AnInfoNCE's R^2 of x, the part the
+    crop moves, above InfoNCE's by a lead that grows with the crop."""
     calls = []
 
     def run_seeds(config, build, run_dir, seeds, context=None, **labels):
@@ -44,8 +54,6 @@ def fake_runs(monkeypatch):
         run = {"effective_concentration": {"parts": parts}, "blocks": effective_blocks(parts)}
         scores = {}
         for seed in seeds:
-            (Path(run_dir) / f"seed_{seed}").mkdir(parents=True, exist_ok=True)
-            write_json(Path(run_dir) / f"seed_{seed}" / "results.json", {"run": run})
             noise = 0.01 * seed
             base = {
                 "backbone/shape_accuracy": 1 - config.crop_min_scale / 2 + noise,
@@ -53,14 +61,29 @@ def fake_runs(monkeypatch):
                 "backbone/part_linear_r2/x": config.crop_min_scale / 2,
             }
             style = base["backbone/block_linear_r2/style"] + 0.1 + 0.01 * seed**2
+            # AnInfoNCE's lead on x grows with the crop, by 0.25 + 0.05 seed per unit.
+            lead = 0.05 + noise + (config.crop_min_scale - 0.4) * (0.25 + 0.05 * seed)
+            x = base["backbone/part_linear_r2/x"] + lead
             scores[seed] = {
-                "aninfonce": {**base, "backbone/block_linear_r2/style": style},
+                "aninfonce": {
+                    **base,
+                    "backbone/block_linear_r2/style": style,
+                    "backbone/part_linear_r2/x": x,
+                },
                 "infonce": base,
             }
+            (Path(run_dir) / f"seed_{seed}").mkdir(parents=True, exist_ok=True)
+            results = {"run": run, "variants": scores[seed]}
+            write_json(Path(run_dir) / f"seed_{seed}" / "results.json", results)
         return summarize(scores)
 
     monkeypatch.setattr(sweep, "run_seeds", run_seeds)
     return calls
+
+
+def _tables(text: str) -> list[list[str]]:
+    """The Markdown tables of a tradeoff.md, each as its lines."""
+    return [block.splitlines() for block in text.split("\n\n") if block.startswith("| cell |")]
 
 
 def _refused(out, flags, capsys) -> str:
@@ -168,6 +191,12 @@ def test_each_cell_runs_its_config_into_its_own_directory(fake_runs, tmp_path):
     # The cell's pairs, as its first seed's results.json records them.
     parts = saved[0]["run"]["effective_concentration"]["parts"]
     assert parts["x"] == pytest.approx(1.35) and saved[0]["run"]["blocks"]["style"] == ["x", "y"]
+    # Each seed's scores, as its results.json holds them, for the tables to pair.
+    assert sorted(saved[0]["seed_scores"]) == ["0", "1", "2"] and sorted(
+        saved[1]["seed_scores"]
+    ) == ["0"]
+    accuracy = saved[0]["seed_scores"]["2"]["infonce"]["backbone/shape_accuracy"]
+    assert accuracy == pytest.approx(1 - 0.9 / 2 + 0.02)
 
 
 def test_a_crop_that_loses_the_object_is_refused_saying_why(fake_runs, tmp_path, capsys):
@@ -193,7 +222,7 @@ def test_the_table_gives_each_paired_difference_with_its_interval():
         }
         for seed, difference in enumerate([0.10, 0.12, 0.14])
     }
-    cell = {"changed": {"jitter_strength": 1.0}, "summary": summarize(scores)}
+    cell = {"changed": {"jitter_strength": 1.0}, "seed_scores": scores}
     rows = tradeoff_table([cell], ["acc", "r2"]).splitlines()
     assert rows[0] == "| cell | loss | acc | r2 | seeds |"
     assert rows[2] == "| jitter 1 | AnInfoNCE | 0.620 ± 0.020 | 0.300 ± 0.000 | 3 |"
@@ -202,6 +231,99 @@ def test_the_table_gives_each_paired_difference_with_its_interval():
         rows[4]
         == "| jitter 1 | AnInfoNCE − InfoNCE | +0.120 [+0.070, +0.170] | +0.000 [+0.000, +0.000] | 3 |"
     )
+
+
+def _record(changed, differences, isotropic=(), parts=None):
+    """A cell's record: InfoNCE's `acc` 0.5 at every seed, AnInfoNCE's `differences`
+    (`{seed: d}`, None: a diverged run) above it, the isotropic control's `isotropic`
+    (`{seed: d}`) above it; `r2` 0.3 for every loss and seed."""
+    scores = {}
+    for seed, difference in differences.items():
+        acc = None if difference is None else 0.5 + difference
+        scores[seed] = {"aninfonce": {"acc": acc, "r2": 0.3}, "infonce": {"acc": 0.5, "r2": 0.3}}
+        if seed in dict(isotropic):
+            scores[seed]["aninfonce_isotropic"] = {"acc": 0.5 + dict(isotropic)[seed], "r2": 0.3}
+    run = {"effective_concentration": {"parts": parts or {}}, "blocks": {}}
+    values = {"crop_min_scale": 0.4, "jitter_strength": 0.5, **changed}
+    # As grid.json gives it back: the seeds as text.
+    seeds = {str(seed): per_seed for seed, per_seed in scores.items()}
+    return {"changed": changed, "values": values, "seed_scores": seeds, "run": run}
+
+
+def test_the_change_from_the_center_pairs_each_seed_with_itself():
+    center = _record({}, {0: 0.1, 1: 0.3, 2: 0.5}, isotropic={0: 0.0, 1: 0.1, 2: 0.2})
+    crop = _record({"crop_min_scale": 0.8}, {0: 0.2, 1: 0.5})  # seed 2 not run
+    jitter = _record({"jitter_strength": 1.0}, {0: 0.2, 1: 0.5, 2: 0.5}, {0: 0.1, 1: 0.1, 2: 0.1})
+    crop_change = difference_changes(crop, center, ["acc"])["aninfonce - infonce"]["acc"]
+    # Seeds 0 and 1 only: (0.2 - 0.1, 0.5 - 0.3) = (0.1, 0.2). Unpaired, the means'
+    # difference would be 0.35 - 0.3 = 0.05.
+    assert crop_change["seeds"] == [0, 1] and crop_change["mean"] == pytest.approx(0.15)
+    # t(0.975, 1) 12.706 x sd 0.0707 / sqrt(2) = 0.635 either side.
+    assert crop_change["ci95"] == pytest.approx([-0.485, 0.785], abs=1e-3)
+    changes = difference_changes(jitter, center, ["acc"])
+    # Against InfoNCE: (0.1, 0.2, 0.0), mean 0.1, sd 0.1, t(0.975, 2) 4.303 x 0.1 / sqrt(3).
+    assert changes["aninfonce - infonce"]["acc"]["mean"] == pytest.approx(0.1)
+    assert changes["aninfonce - infonce"]["acc"]["ci95"] == pytest.approx([-0.148, 0.348], abs=1e-3)
+    # Against the isotropic control: (0.1 - 0.1, 0.4 - 0.2, 0.4 - 0.3) = (0, 0.2, 0.1).
+    assert changes["aninfonce - aninfonce_isotropic"]["acc"]["mean"] == pytest.approx(0.1)
+    rows = change_table([center, crop, jitter], ["acc", "r2"]).splitlines()
+    assert rows[0] == "| cell | loss | acc | r2 | seeds |"
+    assert rows[2:] == [
+        "| crop 0.8 | AnInfoNCE − InfoNCE | +0.150 [-0.485, +0.785] | +0.000 [+0.000, +0.000] | 2 |",
+        "| jitter 1 | AnInfoNCE − InfoNCE | +0.100 [-0.148, +0.348] | +0.000 [+0.000, +0.000] | 3 |",
+        "| jitter 1 | AnInfoNCE − AnInfoNCE (isotropic) | +0.100 [-0.148, +0.348] "
+        "| +0.000 [+0.000, +0.000] | 3 |",
+    ]
+    assert change_table([crop, jitter], ["acc"]) == ""  # no centre cell
+
+
+def test_a_loss_with_fewer_seeds_leaves_the_others_to_the_shared_ones():
+    # AnInfoNCE diverged at seed 2: every loss's acc rests on seeds 0 and 1, r2 on all three.
+    cell = _record({"jitter_strength": 1.0}, {0: 0.1, 1: 0.3, 2: None})
+    cell["seed_scores"]["2"]["infonce"]["acc"] = 0.9  # left out with AnInfoNCE's
+    rows = tradeoff_table([cell], ["acc", "r2"]).splitlines()
+    assert rows[2:] == [
+        "| jitter 1 | AnInfoNCE | 0.700 ± 0.141 (n 2) | 0.300 ± 0.000 | 3 |",
+        "| jitter 1 | InfoNCE | 0.500 ± 0.000 (n 2) | 0.300 ± 0.000 | 3 |",
+        "| jitter 1 | AnInfoNCE − InfoNCE | +0.200 [-1.071, +1.471] (n 2) "
+        "| +0.000 [+0.000, +0.000] | 3 |",
+    ]
+
+
+def test_each_column_is_the_same_score_in_every_cell():
+    # The crop moves x, the jitter y; z moves nowhere. Each cell has its own blocks.
+    cells = [
+        _record({}, {0: 0.1}, parts={"x": 0.6, "y": 2.0, "z": 20.0}),
+        _record({"crop_min_scale": 0.8}, {0: 0.1}, parts={"x": 1.2, "y": 2.0, "z": 20.0}),
+        _record({"jitter_strength": 1.0}, {0: 0.1}, parts={"x": 0.6, "y": 9.0, "z": 20.0}),
+    ]
+    for cell, style in zip(cells, (["x", "y"], ["x"], ["y"]), strict=True):
+        cell["run"]["blocks"] = {"content": ["z"], "style": style}
+    columns = table_scores(cells, ["backbone/shape_accuracy", "backbone/block_linear_r2/style"])
+    assert columns == [
+        "backbone/shape_accuracy",
+        "backbone/part_linear_r2/x",
+        "backbone/part_linear_r2/y",
+    ]
+    scores, changes, blocks = _tables(tradeoff_markdown(cells, columns, "a test"))
+    assert (
+        scores[0]
+        == "| cell | loss | backbone shape accuracy | backbone R² x | backbone R² y | seeds |"
+    )
+    assert {row.count("|") for row in scores + changes} == {7}  # six columns in every row
+    # The blocks, kept in their own table: a block's parts differ from cell to cell.
+    assert blocks[2:] == [
+        "| preset | z 20 | x 0.6, y 2 |",
+        "| crop 0.8 | z 20 | x 1.2 |",
+        "| jitter 1 | z 20 | y 9 |",
+    ]
+
+
+def test_a_record_without_its_seeds_scores_says_how_to_get_them():
+    cell = _record({}, {0: 0.1})
+    del cell["seed_scores"]
+    with pytest.raises(ValueError, match="rerun the sweep's command"):
+        tradeoff_table([cell], ["acc"])
 
 
 def test_the_recipe_writes_the_table_and_figure_of_its_star(fake_runs, tmp_path, capsys):
@@ -216,21 +338,33 @@ def test_the_recipe_writes_the_table_and_figure_of_its_star(fake_runs, tmp_path,
     assert all(seeds == [0, 1] for _, _, seeds, _ in fake_runs)
     assert all(config.steps == rendered.SMOKE["steps"] for config, *_ in fake_runs)
     text = (tmp_path / "tradeoff.md").read_text()
-    assert "uncorrected" in text
-    table = [line for line in text.splitlines() if line.startswith("| ")]
-    assert table[0] == "| cell | loss | " + " | ".join(rendered.SWEEP_SCORES) + " | seeds |"
-    # Mean +- sd over the two seeds (0.01 apart): sd 0.007; AnInfoNCE's style 0.1 (and
-    # 0.01 seed^2) higher, the paired difference's interval t(0.975, 1) x 0.007 / sqrt(2).
-    assert [row.split(" | ")[:2] for row in table[1:4]] == [
+    assert "uncorrected" in text and "not comparable across cells" in text
+    scores, changes, blocks = _tables(text)
+    # No block columns: shape accuracy, then the backbone R^2 of x, the part the crop moves.
+    assert scores[0] == (
+        "| cell | loss | backbone shape accuracy | projector shape accuracy | backbone R² x "
+        "| seeds |"
+    )
+    assert changes[0] == scores[0]
+    # Mean +- sd over the two seeds (0.01 apart): sd 0.007.
+    assert [row.split(" | ")[:2] for row in scores[2:5]] == [
         ["| preset", "AnInfoNCE"],
         ["| preset", "InfoNCE"],
         ["| preset", "AnInfoNCE − InfoNCE"],
     ]
-    assert table[4].startswith("| crop 0.8 | AnInfoNCE | 0.605 ± 0.007 | - | 0.910 ± 0.014 |")
-    assert table[5].startswith("| crop 0.8 | InfoNCE | 0.605 ± 0.007 | - | 0.805 ± 0.007 |")
-    assert table[6].startswith("| crop 0.8 | AnInfoNCE − InfoNCE | +0.000 [+0.000, +0.000]")
-    assert "| +0.105 [+0.041, +0.169] |" in table[6]
-    assert table[-1] == "| crop 0.8 | object_hue_cos 20 | x 1.2, y 2 |"  # the blocks
+    assert scores[5] == "| crop 0.8 | AnInfoNCE | 0.605 ± 0.007 | - | 0.565 ± 0.021 | 2 |"
+    assert scores[6] == "| crop 0.8 | InfoNCE | 0.605 ± 0.007 | - | 0.400 ± 0.000 | 2 |"
+    # x: AnInfoNCE's lead 0.15 + 0.03 seed, over seeds 0 and 1: 0.165, sd 0.0212;
+    # t(0.975, 1) x 0.0212 / sqrt(2) = 0.191 either side.
+    assert scores[7].startswith("| crop 0.8 | AnInfoNCE − InfoNCE | +0.000 [+0.000, +0.000] |")
+    assert "| +0.165 [-0.026, +0.356] | 2 |" in scores[7]
+    # The lead's change from the preset's point: 0.4 x (0.25 + 0.05 seed) = 0.10, 0.12;
+    # mean 0.11, sd 0.0141, t(0.975, 1) x 0.0141 / sqrt(2) = 0.127 either side.
+    assert changes[2:] == [
+        "| crop 0.8 | AnInfoNCE − InfoNCE | +0.000 [+0.000, +0.000] | - "
+        "| +0.110 [-0.017, +0.237] | 2 |"
+    ]
+    assert blocks[-1] == "| crop 0.8 | object_hue_cos 20 | x 1.2, y 2 |"
     assert (tmp_path / "tradeoff.png").stat().st_size > 10_000
     assert json.loads((tmp_path / "grid.json").read_text())[1]["changed"] == {"crop_min_scale": 0.8}
 

@@ -3,7 +3,7 @@ titled with what they show and the run (preset, seed), their axes labelled in wo
 R^2 and accuracies on fixed 0-1 axes with their chance levels.
 
 `style`: the words, ranges, chance levels and saving every figure shares; `runs`:
-the figures of one run; `summaries`: those over seeds and over a sweep's grid.
+the figures of one run; `summaries`: those over seeds; `tradeoff`: a sweep's.
 """
 
 from aninfonce_tf.plots.runs import (
@@ -25,12 +25,8 @@ from aninfonce_tf.plots.style import (
     score_limits,
     variant_label,
 )
-from aninfonce_tf.plots.summaries import (
-    cell_label,
-    plot_r2_by_concentration,
-    plot_seeds,
-    plot_tradeoff,
-)
+from aninfonce_tf.plots.summaries import plot_r2_by_concentration, plot_seeds
+from aninfonce_tf.plots.tradeoff import cell_label, plot_tradeoff
 
 __all__ = [
     "CHANCE",
