@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -176,6 +177,13 @@ def readout_probes(
     if not config.readout_check_steps:
         return ImageProbeEvaluator, {}, {}
     record = preset_readout_check(config, encoder, augment, canvas, decode)
+    if not record["kept"]:
+        warnings.warn(
+            f"The readout check ({config.readout_check_steps} steps) kept no target: "
+            "augmentation_readout will be NaN (augmentation_readout_all_targets and each "
+            "target's score stay). Raise `readout_check_steps` for a readout.",
+            stacklevel=2,
+        )
     return DeterminableProbeEvaluator, {"kept": record["kept"]}, {"readout_determinable": record}
 
 

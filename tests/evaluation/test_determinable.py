@@ -256,3 +256,15 @@ def test_an_image_config_with_the_check_records_it_and_averages_what_it_keeps(mo
     assert len(checked) == 2 and again == record
     (_, seed_zero_views, _), (_, seed_three_views, _) = checked
     np.testing.assert_array_equal(seed_three_views, seed_zero_views)
+
+
+def test_a_check_that_keeps_no_target_says_the_readout_will_be_nan(monkeypatch):
+    monkeypatch.setattr(readout_check, "_RECORDS", {})
+    monkeypatch.setattr(
+        readout_check, "readout_check", lambda *args, **kwargs: {"kept": [], "targets": {}}
+    )
+    config = images.ImageConfig(
+        dataset="photos", probe_size=18, readout_size=60, readout_check_steps=2, features=8
+    )
+    with pytest.warns(UserWarning, match="kept no target: augmentation_readout will be NaN"):
+        images.build(config)
