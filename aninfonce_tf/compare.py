@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aninfonce_tf.evaluation.determinable import determinable_readout
-from aninfonce_tf.runner.report import variant_scores
+from aninfonce_tf.runner.report import scored_on, variant_scores
 from aninfonce_tf.statistics import describe, holm, paired_p_value, summary_table
 
 # Scores of one arm: {seed: {score: value}}.
@@ -89,8 +89,7 @@ def _endpoint(result: dict, run: dict) -> dict:
     check = run.get("readout_determinable") or {}
     return {
         "steps": result["steps"],
-        "blocks": run.get("blocks"),
-        "readout_kept": check.get("kept"),
+        **scored_on(run),
         "readout_supervised": {
             target: entry["balanced_accuracy"] for target, entry in check.get("targets", {}).items()
         },

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import keras
 
-from aninfonce_tf.checkpoints import Backup, remove_backup, write_json
+from aninfonce_tf.checkpoints import Backup, read_json, remove_backup, write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
@@ -120,6 +120,16 @@ def _run(
             anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
             check_targets(stop_at, experiment.evaluators, anisotropic)
         record = report.run_record(config, experiment, preset, smoke, code)
+        if results and len(results) < len(names):
+            # The finished variants' scores and the ones to come share one record.
+            saved_run = read_json(run_dir / "results.json").get("run", {})
+            changes = report.scoring_changes(saved_run, record)
+            if changes:
+                raise UsageError(
+                    f"{run_dir}'s finished variants were scored on other parts than this "
+                    f"code gives ({'; '.join(changes)}): the variants still to train would "
+                    "not compare with them. Rerun into a new --out."
+                )
         input_spec = (
             split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
         )

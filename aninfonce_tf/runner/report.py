@@ -36,6 +36,31 @@ RUN_ENTRIES = (
 )
 
 
+def scored_on(run: dict) -> dict:
+    """What a run's scores are computed on beside its config, from its `run` record:
+    its blocks (rendered runs) and the readout targets it averages (image runs with
+    the readout check); None where it has none. Two runs' scores compare only where
+    these agree.
+
+    Example:
+
+    >>> scored_on({"blocks": {"content": ["y"]}, "readout_determinable": {"kept": ["hue"]}})
+    {'blocks': {'content': ['y']}, 'readout_kept': ['hue']}
+    """
+    return {
+        "blocks": run.get("blocks"),
+        "readout_kept": (run.get("readout_determinable") or {}).get("kept"),
+    }
+
+
+def scoring_changes(saved: dict, record: dict) -> list[str]:
+    """Where a resumed run's `run` record (`record`) is scored on other blocks or
+    readout targets (`scored_on`) than the one saved with its finished variants
+    (`saved`), in words; empty where they agree."""
+    before, now = scored_on(saved), scored_on(record)
+    return [f"{key} {before[key]} -> {now[key]}" for key in before if before[key] != now[key]]
+
+
 def run_record(
     config: RunConfig,
     experiment: Experiment,
@@ -236,6 +261,8 @@ def _columns(indices, headers, rows, widths) -> str:
 
 
 __all__ = [
+    "scored_on",
+    "scoring_changes",
     "RUN_ENTRIES",
     "TABLE_WIDTH",
     "figure_title",

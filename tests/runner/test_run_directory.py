@@ -377,3 +377,37 @@ def test_a_field_added_after_a_run_counts_at_its_default_when_it_resumes(tmp_pat
     other = dataclasses.replace(CONFIG, momentum=0.5)
     with pytest.raises(ValueError, match=r"another config \(momentum: 0.9 -> 0.5"):
         run_directory.claim_run_directory(tmp_path, other)
+
+
+class _InterruptTheSecondVariant(keras.callbacks.Callback):
+    fits = 0
+
+    def on_train_begin(self, logs=None):
+        type(self).fits += 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if type(self).fits == 2 and epoch == 1:
+            raise KeyboardInterrupt
+
+
+def test_a_resume_scored_on_other_blocks_than_its_finished_variants_is_refused(tmp_path):
+    config = dataclasses.replace(CONFIG, losses="aninfonce,infonce")
+
+    def build_scored_on(blocks):
+        def build(config):
+            experiment = synthetic.build(config)
+            return dataclasses.replace(experiment, metadata={**experiment.metadata, **blocks})
+
+        return build
+
+    before = {"blocks": {"content": ["x"], "style": ["y"]}}
+    with pytest.raises(KeyboardInterrupt):  # aninfonce finished, infonce stopped at 20
+        runner.run(config, build_scored_on(before), tmp_path, 0, [_InterruptTheSecondVariant()])
+    assert list(read_json(tmp_path / "results.json")["variants"]) == ["aninfonce"]
+    other = {"blocks": {"content": ["x", "y"], "style": []}}
+    with pytest.raises(UsageError, match="finished variants were scored on other parts") as error:
+        runner.run(config, build_scored_on(other), tmp_path, verbose=0)
+    assert "blocks {'content': ['x'], 'style': ['y']} -> {'content': ['x', 'y']" in str(error.value)
+    assert list(read_json(tmp_path / "results.json")["variants"]) == ["aninfonce"]
+    results = runner.run(config, build_scored_on(before), tmp_path, verbose=0)
+    assert results["infonce"]["steps"] == 40
