@@ -90,6 +90,7 @@ def _endpoint(result: dict, run: dict) -> dict:
     return {
         "steps": result["steps"],
         **scored_on(run),
+        "readout_check_seed": check.get("seed"),
         "readout_supervised": {
             target: entry["balanced_accuracy"] for target, entry in check.get("targets", {}).items()
         },
@@ -158,26 +159,43 @@ def common_readout(
         ValueError: when a run has no readout check, no target is kept in all, or the
             arms' runs of `check_seed` are missing or kept other targets.
     """
-    kept_sets = [
-        entry["readout_kept"]
-        for per_seed in endpoints.values()
-        for seed, entry in per_seed.items()
-        if check_seed is None or seed == check_seed
-    ]
+    if check_seed is None:
+        kept_sets = [entry["readout_kept"] for e in endpoints.values() for entry in e.values()]
+    else:
+        missing = sorted(
+            label for label, per_seed in endpoints.items() if check_seed not in per_seed
+        )
+        if missing:
+            raise ValueError(
+                f"`--readout-check-seed {check_seed}`: no run of seed {check_seed} in the "
+                f"arms {missing}; give a seed every arm ran."
+            )
+        kept_sets = [per_seed[check_seed]["readout_kept"] for per_seed in endpoints.values()]
     if not kept_sets or any(kept is None for kept in kept_sets):
         raise ValueError(
             "`--common-readout` needs image runs with the readout check "
-            "(`run.readout_determinable` in each results.json)"
-            + ("." if check_seed is None else f", among them seed {check_seed}.")
+            "(`run.readout_determinable` in each results.json)."
         )
-    if check_seed is not None and len({tuple(sorted(kept)) for kept in kept_sets}) > 1:
-        raise ValueError(
-            f"The arms' runs of seed {check_seed} kept other readout targets: "
-            f"{sorted({tuple(sorted(kept)) for kept in kept_sets})}."
-        )
+    if check_seed is not None:
+        checks = {per_seed[check_seed]["readout_check_seed"] for per_seed in endpoints.values()}
+        if checks != {check_seed}:
+            raise ValueError(
+                f"`--readout-check-seed {check_seed}`: the runs of seed {check_seed} hold the "
+                f"checks of seeds {sorted(checks, key=str)}, not their own (runs made with the "
+                "preset's check share it already: leave the flag out)."
+            )
+        if len({tuple(sorted(kept)) for kept in kept_sets}) > 1:
+            raise ValueError(
+                f"The arms' runs of seed {check_seed} kept other readout targets: "
+                f"{sorted({tuple(sorted(kept)) for kept in kept_sets})}."
+            )
     common = sorted(set.intersection(*(set(kept) for kept in kept_sets)))
     if not common:
-        raise ValueError("No readout target is kept in every seed of every arm.")
+        raise ValueError(
+            "No readout target is kept in every seed of every arm."
+            if check_seed is None
+            else f"The check of seed {check_seed} kept no readout target."
+        )
     for per_seed in arms.values():
         for scores in per_seed.values():
             readout = determinable_readout(scores, {"kept": common})

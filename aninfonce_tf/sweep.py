@@ -169,10 +169,11 @@ def run_cells(
     run_dir: Path,
     cells: Sequence[Cell],
     limits: Mapping[str, tuple[float, str]] | None = None,
+    report: Callable[[list[dict]], None] | None = None,
     **labels,
 ) -> list[dict]:
     """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
-    then `run_dir/grid.json`: a list of `{"cell", "values", "changed", "summary",
+    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of `{"cell", "values", "changed", "summary",
     "seed_scores", "run"}` (`changed`: the values that differ from `config`'s;
     `seed_scores`: `read_seed_scores` of the summary's seeds, what the tables pair
     seed by seed; `run`: the `RUN_RECORDS` of the cell's first seed's results.json).
@@ -186,6 +187,7 @@ def run_cells(
         run_dir: the sweep's directory.
         cells: `(values, seeds)` of `star_cells` or `grid_cells`.
         limits: `check_limits`' lower limits of the values (None: none).
+        report: writes the sweep's tables and figure from its records.
         **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
 
     Raises:
@@ -241,6 +243,8 @@ def run_cells(
             )
         if context.chief:
             write_json(run_dir / "grid.json", records)
+            if report:
+                report(records)
     return records
 
 
@@ -348,26 +352,30 @@ def main(
             else:
                 cells = grid_cells(axes, seeds, options.corner_seeds or seeds)
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
+        recipe = config_module.__name__.rsplit(".", 1)[-1]
+        what = (
+            f"{recipe}, {options.design} of {len(cells)} cells, {run_line(options)}, "
+            f"{config.steps} steps of {config.batch_size} pairs"
+        )
+
+        def report(records: list[dict]) -> None:
+            table = tradeoff_markdown(records, config_module.SWEEP_SCORES, what)
+            (run_dir / "tradeoff.md").write_text(table + "\n")
+            plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
+            print(table)
+            print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
+
         records = run_cells(
             config,
             config_module.build,
             run_dir,
             cells,
             limits=None if options.allow_below_limits else limits,
+            report=report,
             preset=options.preset,
             smoke=options.smoke,
             allow_code_change=options.allow_code_change,
         )
-        recipe = config_module.__name__.rsplit(".", 1)[-1]
-        what = (
-            f"{recipe}, {options.design} of {len(cells)} cells, {run_line(options)}, "
-            f"{config.steps} steps of {config.batch_size} pairs"
-        )
-        table = tradeoff_markdown(records, config_module.SWEEP_SCORES, what)
-        (run_dir / "tradeoff.md").write_text(table + "\n")
-        plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
-    print(table)
-    print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
     return records
 
 

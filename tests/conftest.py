@@ -16,6 +16,14 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
+def _fresh_readout_checks(monkeypatch):
+    """Each test runs the readout checks it builds, as a new process would."""
+    from aninfonce_tf.configs import readout_check
+
+    monkeypatch.setattr(readout_check, "_RECORDS", {})
+
+
+@pytest.fixture(autouse=True)
 def _seed_and_policy():
     keras.utils.set_random_seed(0)
     yield

@@ -85,14 +85,16 @@ def test_bad_arms_and_pairs_are_refused_with_the_fix(tmp_path):
         main([f"--arm=a={directory}:aninfonce", "--pair=a"])
 
 
-def _image_run(path, kept_by_seed):
-    """An image run's seeds: per-target readouts a 0.7, b 0.5, c 0.6; its check's kept."""
+def _image_run(path, kept_by_seed, check_seed=None):
+    """An image run's seeds: per-target readouts a 0.7, b 0.5, c 0.6; its check's kept,
+    the check run at `check_seed` (default: each run's own seed)."""
     for seed, kept in kept_by_seed.items():
         seed_dir = path / f"seed_{seed}"
         seed_dir.mkdir(parents=True)
         readout = {"a": 0.7, "b": 0.5, "c": 0.6}
         result = {"projector": {"readout": readout}, "steps": 10}
-        run = {"readout_determinable": {"kept": kept, "targets": {}}}
+        check = {"kept": kept, "targets": {}, "seed": seed if check_seed is None else check_seed}
+        run = {"readout_determinable": check}
         (seed_dir / "results.json").write_text(json.dumps({"run": run, "variants": {"x": result}}))
     return path
 
@@ -112,7 +114,7 @@ def test_a_common_readout_averages_the_targets_kept_in_every_seed(tmp_path):
         main([f"--arm=x={_run_directory(tmp_path / 'plain', 'x', {0: 0.5})}:x", "--common-readout"])
 
 
-def test_a_common_readout_of_one_seed_averages_that_seeds_targets_in_every_run(tmp_path):
+def test_a_common_readout_of_one_seed_averages_that_seeds_targets_in_every_run(tmp_path, capsys):
     directory = _image_run(tmp_path / "run", {0: ["a", "c"], 1: ["a"]})
     other = _image_run(tmp_path / "other", {0: ["a", "c"], 1: ["a", "b"]})
     argv = [f"--arm=x={directory}:x", f"--arm=y={other}:x", "--pair=x:y", "--common-readout"]
@@ -122,8 +124,21 @@ def test_a_common_readout_of_one_seed_averages_that_seeds_targets_in_every_run(t
     entry = summary["variants"]["x"]["projector/augmentation_readout_common"]
     assert entry["mean"] == pytest.approx(0.65) and entry["n"] == 2
     assert main(argv)["common_readout_targets"] == ["a"]
-    for bad in (["--readout-check-seed=1"], ["--readout-check-seed=5"]):
-        with pytest.raises(SystemExit):  # seed 1's checks disagree; no run of seed 5
+    short = _image_run(tmp_path / "short", {1: ["a"]})
+    preset = _image_run(tmp_path / "preset", {0: ["a"], 1: ["a"]}, check_seed=0)
+    for bad, message in (
+        (["--readout-check-seed=1"], "The arms' runs of seed 1 kept other readout targets"),
+        (["--readout-check-seed=5"], "no run of seed 5 in the arms ['x', 'y']"),
+        ([f"--arm=z={short}:x", "--readout-check-seed=0"], "no run of seed 0 in the arms ['z']"),
+        (
+            [f"--arm=z={preset}:x", "--readout-check-seed=1"],
+            "hold the checks of seeds [0, 1], not their own",
+        ),
+    ):
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
             main([*argv, *bad])
+        assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the seed alone, without --common-readout
         main([*argv[:-1], "--readout-check-seed=0"])
+    assert "needs `--common-readout`" in capsys.readouterr().err

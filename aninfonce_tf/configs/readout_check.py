@@ -24,6 +24,7 @@ ValueError: `readout_check_steps` must be at least 0 (0: no check, the readout a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import warnings
@@ -160,7 +161,7 @@ def preset_readout_check(
         _RECORDS[key] = readout_check(
             check_config, encoder, train, augment, arrays["view"][rows], params, canvas, decode
         )
-    return _RECORDS[key]
+    return copy.deepcopy(_RECORDS[key])
 
 
 def readout_probes(
@@ -181,7 +182,8 @@ def readout_probes(
         warnings.warn(
             f"The readout check ({config.readout_check_steps} steps) kept no target: "
             "augmentation_readout will be NaN (augmentation_readout_all_targets and each "
-            "target's score stay). Raise `readout_check_steps` for a readout.",
+            "target's score stay). Expected of a smoke run's brief check; otherwise one "
+            "view determines none of the targets, or `readout_check_steps` is too few.",
             stacklevel=2,
         )
     return DeterminableProbeEvaluator, {"kept": record["kept"]}, {"readout_determinable": record}

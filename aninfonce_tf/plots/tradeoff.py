@@ -258,10 +258,18 @@ def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> 
 
 def _log_ticks(low: float, high: float) -> list[float]:
     """1, 2 and 5 times the powers of ten in [`low`, `high`]; the powers alone over a
-    range wider than a factor of 30."""
+    range wider than a factor of 30; the ends (to two digits) where fewer than two fall
+    inside.
+
+    Example:
+
+    >>> _log_ticks(2.1, 4.7)
+    [2.1, 4.7]
+    """
     steps = (1, 2, 5) if high / low <= 30 else (1,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    return [s * 10.0**p for p in powers for s in steps if low <= s * 10.0**p <= high]
+    ticks = [s * 10.0**p for p in powers for s in steps if low <= s * 10.0**p <= high]
+    return ticks if len(ticks) >= 2 else [float(f"{low:.2g}"), float(f"{high:.2g}")]
 
 
 def _handle(label: str, color: str = "0.3", **kwargs) -> matplotlib.lines.Line2D:
