@@ -108,12 +108,13 @@ The trade-off map on rendered images: what each loss keeps as the views change.
 
 A star through the quick preset's point: each setting of SimCLR's views varied alone (the
 smallest crop area 0.4, 0.6, 0.8, never below 0.4, where crops lose the object; the
-colour-jitter strength 0, 0.5, 1; the flip probability 0.5, 0; --grid-* flags), 6 cells,
-each quick's 1500 steps for seeds 0, 1, 2 (~2 h on a 2-core CPU). Scored by each latent
+colour-jitter strength 0, 0.5, 1; the flip and grayscale probabilities 0.5 and 0.2, 0;
+--grid-* flags), 7 cells, each quick's 1500 steps for seeds 0, 1, 2 (~2 h on a 2-core
+CPU). Scored by each latent
 part's R^2 against its effective concentration, the shape accuracy, and the paired
 differences between the losses. --design product: every combination instead.""",
         (
-            ("--smoke --seeds 0 --out runs/sweep-smoke", "6 tiny cells, ~3 min"),
+            ("--smoke --seeds 0 --out runs/sweep-smoke", "7 tiny cells, ~3 min"),
             ("--out runs/rendered-sweep", "~2 h on a 2-core CPU; the same command resumes"),
         ),
         command=sweep.main,

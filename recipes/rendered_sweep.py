@@ -4,7 +4,7 @@ preset's value.
 
 Run:
 
-    python recipes/rendered_sweep.py --smoke --seeds 0 --out runs/sweep-smoke  # 6 tiny cells
+    python recipes/rendered_sweep.py --smoke --seeds 0 --out runs/sweep-smoke  # 7 tiny cells
     python recipes/rendered_sweep.py --out runs/rendered-sweep                 # ~2 h
 
 A star through the `quick` preset's point of `recipes/rendered.py`: each setting of
@@ -16,15 +16,14 @@ SimCLR's views varied alone, the others at `quick`'s values:
 - the colour-jitter strength s 0, 0.5 (`quick`), 1 (brightness, contrast, saturation
   0.8 s, hue 0.2 s; `--grid-jitter-strength`);
 - the flip probability 0.5 (`quick`), 0 (`--grid-flip-probability`);
-- the grayscale probability 0.2 (`quick`) only, unless `--grid-grayscale-probability
-  0.2,0` adds its cell (~20 min more).
+- the grayscale probability 0.2 (`quick`), 0 (`--grid-grayscale-probability`).
 
-That is 6 cells (`quick`'s point once), each trained as `quick` is (1500 steps of 256
+That is 7 cells (`quick`'s point once), each trained as `quick` is (1500 steps of 256
 pairs; scored once, at the end, without the kernel ridge), for AnInfoNCE and InfoNCE
 (`--losses aninfonce,infonce,aninfonce_isotropic` adds the learned isotropic control,
-+50 %) and seeds 0, 1 and 2 (`--seeds`): 36 trainings of ~3 min each on a quiet 2-core
-CPU, ~2 h in all (more with other jobs on it). `--design product` runs every
-combination of the axes' values instead (18 cells, ~5.5 h; `--corner-seeds` gives its
++50 %) and seeds 0, 1 and 2 (`--seeds`): 42 trainings of ~2.5 min each on a quiet
+2-core CPU, ~1.8 h in all (more with other jobs on it). `--design product` runs every
+combination of the axes' values instead (36 cells, ~9 h; `--corner-seeds` gives its
 corners other seeds). Killed, the same command resumes where it stopped.
 
 Writes, besides every cell's runs in `OUT/<cell>/seed_<k>/`: `grid.json` (per cell its

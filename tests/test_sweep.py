@@ -135,7 +135,7 @@ def test_the_star_runs_the_center_once_and_changes_each_axis_alone():
         sweep.star_cells(axes, {"a": 2, "b": 0.5, "c": 7}, seeds=[])
 
 
-def test_the_default_map_is_a_star_of_six_cells_each_the_presets_training():
+def test_the_default_map_is_a_star_of_seven_cells_each_the_presets_training():
     cells = sweep.star_cells(rendered.SWEEP_AXES, CENTER, seeds=[0, 1, 2])
     changed = [sweep.changed_values(values, CENTER) for values, _ in cells]
     assert changed == [
@@ -145,6 +145,7 @@ def test_the_default_map_is_a_star_of_six_cells_each_the_presets_training():
         {"jitter_strength": 0.0},
         {"jitter_strength": 1.0},
         {"flip_probability": 0.0},
+        {"grayscale_probability": 0.0},
     ]
     assert CENTER == {
         "crop_min_scale": 0.4,
@@ -382,6 +383,8 @@ def test_the_product_design_runs_every_combination(fake_runs, tmp_path):
             "--grid-jitter-strength",
             "0,1",
             "--grid-flip-probability",
+            "",
+            "--grid-grayscale-probability",
             "",
             "--seeds",
             "0",

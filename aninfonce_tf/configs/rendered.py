@@ -319,13 +319,13 @@ PRESETS = {
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
 }
 # The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views made weaker or stronger
-# one field at a time from `quick`'s point, each axis's values (grayscale: `quick`'s
-# only unless asked); each cell `quick`'s training, scored once at its end, no kernel ridge.
+# one field at a time from `quick`'s point, each axis's values; each cell `quick`'s
+# training, scored once at its end, no kernel ridge.
 SWEEP_AXES = {
     "crop_min_scale": [AUGMENT_CROP_SCALE, 0.6, 0.8],
     "jitter_strength": [0.0, 0.5, 1.0],
     "flip_probability": [0.5, 0.0],
-    "grayscale_probability": [0.2],
+    "grayscale_probability": [0.2, 0.0],
 }
 SWEEP = dataclasses.replace(QUICK, eval_every=QUICK.steps, nonlinear=False)
 # The lowest value of a field a cell of the map may take, and why.
