@@ -184,10 +184,10 @@ def common_readout(
                 f"checks of seeds {sorted(checks, key=str)}, not their own (runs made with the "
                 "preset's check share it already: leave the flag out)."
             )
-        if len({tuple(sorted(kept)) for kept in kept_sets}) > 1:
+        distinct = sorted({tuple(sorted(kept)) for kept in kept_sets})
+        if len(distinct) > 1:
             raise ValueError(
-                f"The arms' runs of seed {check_seed} kept other readout targets: "
-                f"{sorted({tuple(sorted(kept)) for kept in kept_sets})}."
+                f"The arms' runs of seed {check_seed} kept other readout targets: {distinct}."
             )
     common = sorted(set.intersection(*(set(kept) for kept in kept_sets)))
     if not common:

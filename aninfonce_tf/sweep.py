@@ -173,8 +173,9 @@ def run_cells(
     **labels,
 ) -> list[dict]:
     """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
-    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of `{"cell", "values", "changed", "summary",
-    "seed_scores", "run"}` (`changed`: the values that differ from `config`'s;
+    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of
+    `{"cell", "values", "changed", "summary", "seed_scores", "run"}` (`changed`: the
+    values that differ from `config`'s;
     `seed_scores`: `read_seed_scores` of the summary's seeds, what the tables pair
     seed by seed; `run`: the `RUN_RECORDS` of the cell's first seed's results.json).
 
@@ -279,8 +280,7 @@ def main(
     `SWEEP_AXES`, `--corner-seeds` and `--allow-below-limits` (of its `SWEEP_LIMITS`);
     then `run_cells` into `--out` (seeds 0, 1, 2 unless `--seeds`), `tradeoff.md`
     (`sweep_tables.tradeoff_markdown` of its `SWEEP_SCORES`, block scores replaced by
-    the moved parts' R^2) and `tradeoff.png`
-    (`plots.plot_tradeoff`).
+    the moved parts' R^2) and `tradeoff.png` (`plots.plot_tradeoff`).
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,

@@ -261,8 +261,6 @@ def _columns(indices, headers, rows, widths) -> str:
 
 
 __all__ = [
-    "scored_on",
-    "scoring_changes",
     "RUN_ENTRIES",
     "TABLE_WIDTH",
     "figure_title",
@@ -273,6 +271,8 @@ __all__ = [
     "results_table",
     "run_record",
     "scalar_columns",
+    "scored_on",
+    "scoring_changes",
     "variant_scores",
     "write_plots",
     "write_seeds_figures",
