@@ -1,5 +1,6 @@
-"""Where the time of one training step goes: the paper's encoder and AnInfoNCE at
-B = 1000 (2000 rows), each part XLA-compiled and timed alone.
+"""Where the time of one training step and of one evaluation goes: the paper's encoder
+and AnInfoNCE at B = 1000 (2000 rows) with `paper-linear`'s optimizer, each part timed
+alone.
 
     python benchmarks/step_parts.py
     python benchmarks/step_parts.py --batch-size 500 --repeats 7
@@ -9,15 +10,23 @@ forward and backward, and with Adam's update (a sum-of-squares loss on its outpu
 the contrastive loss forward and backward on fixed embeddings, through the dense
 log-sum-exp kernel (`functional.info_nce`) and through automatic differentiation of the
 logits matrix (`functional.contrastive_logits`), each with its accuracy; the alignment and
-uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the step (`train_step.py`) is printed
-beside them.
+uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the step
+(`train_step.py`) is printed beside them.
+
+The evaluation's parts, as the recipe's evaluation callback runs them every
+`eval_every` steps: the embeddings of the held-out samples (`--eval-size`, the presets'
+4096), the whole evaluation on the weight average (embeddings, linear R^2, MCC,
+Lambda_hat's agreement), and the backup checkpoint written at the end of each Keras
+epoch.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import tempfile
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -25,8 +34,14 @@ import tensorflow as tf
 from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 
 from aninfonce_tf import functional
+from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build_setup
+from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.models import UNIFORMITY_ROWS
+from aninfonce_tf.optimizers import averaged_weights
 from aninfonce_tf.runner import build_model
+
+# The optimization of `paper-linear` (Muon on the output layer, a weight average).
+OPTIMIZATION = ("optimizer", "muon_exclude", "learning_rate", "warmup_steps", "ema_momentum")
 
 
 def milliseconds(function, calls: int, repeats: int) -> tuple[float, float]:
@@ -55,10 +70,15 @@ def loss_by_kernel(z1, z2):
     return tf.reduce_mean(losses), stats["accuracy"]
 
 
-def parts(batch_size: int) -> dict:
-    """`{part name: zero-argument function}` for the step at `batch_size`."""
+def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
+    """`({part name: zero-argument function}, model, config)` for the step at
+    `batch_size`."""
     config, experiment, _, fixed = synthetic_data(batch_size)
-    model = build_model(dataclasses.replace(config, jit_compile=True), experiment, "aninfonce")
+    preset = PRESETS["paper-linear"]
+    config = dataclasses.replace(
+        config, jit_compile=True, **{name: getattr(preset, name) for name in OPTIMIZATION}
+    )
+    model = build_model(config, experiment, "aninfonce")
     model.make_train_function()
     iterator = iter(fixed)
     batch = next(iter(fixed))
@@ -102,14 +122,36 @@ def parts(batch_size: int) -> dict:
             u[:UNIFORMITY_ROWS]
         )
 
+    return (
+        {
+            "train step (fixed batch)": lambda: model.train_function(iterator)["loss"],
+            "encoder forward": forward,
+            "encoder forward + backward": encoder_step(update=False),
+            "encoder forward + backward + Adam": encoder_step(update=True),
+            "loss + accuracy, dense kernel": loss_step(loss_by_kernel),
+            "loss + accuracy, logits autodiff": loss_step(loss_on_logits),
+            "alignment + uniformity": metrics,
+        },
+        model,
+        config,
+    )
+
+
+def evaluation_parts(model, config, eval_size: int, directory: Path) -> dict:
+    """`{part name: zero-argument function}` for one evaluation of `model` on
+    `eval_size` held-out samples, and for its backup checkpoint in `directory`."""
+    setup = build_setup(config)
+    observations, latents = setup.evaluation_set(eval_size, seed=config.seed + 10_000)
+    evaluator = IdentifiabilityEvaluator.for_setup(setup, observations, latents)
+
+    def evaluation():
+        with averaged_weights(model):
+            return evaluator.evaluate(model)["linear_r2"]
+
     return {
-        "train step (fixed batch)": lambda: model.train_function(iterator)["loss"],
-        "encoder forward": forward,
-        "encoder forward + backward": encoder_step(update=False),
-        "encoder forward + backward + Adam": encoder_step(update=True),
-        "loss + accuracy, dense kernel": loss_step(loss_by_kernel),
-        "loss + accuracy, logits autodiff": loss_step(loss_on_logits),
-        "alignment + uniformity": metrics,
+        f"embeddings of {eval_size} held-out samples": lambda: evaluator.features(model),
+        "evaluation on the weight average": evaluation,
+        "backup checkpoint": lambda: model.save_weights(directory / "backup.weights.h5"),
     }
 
 
@@ -118,13 +160,20 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--eval-size", type=int, default=4096, help="held-out samples")
     args = parser.parse_args()
-    for name, function in parts(args.batch_size).items():
+    step_parts, model, config = parts(args.batch_size)
+    for name, function in step_parts.items():
         median, best = milliseconds(function, args.calls, args.repeats)
         print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)
     gflops = max(matmul_gflops("float32", jit)[1] for jit in (False, True))
     bound = matmul_flops_per_step(args.batch_size) / gflops / 1e6
     print(f"{'matmul roofline of the step':>34}: {bound:6.1f} ms ({gflops:.0f} GFLOP/s)")
+    with tempfile.TemporaryDirectory() as scratch:
+        evaluation = evaluation_parts(model, config, args.eval_size, Path(scratch))
+        for name, function in evaluation.items():
+            median, best = milliseconds(function, max(args.calls // 10, 1), args.repeats)
+            print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,20 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
     np.testing.assert_allclose(content_style[[0, 4, 5, 9]], [100, 200, 10, 20])
 
 
+def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
+    # The time-to-target preset may change how it trains, never what it is scored on.
+    fast, paper = synthetic.PRESETS["paper-linear-fast"], synthetic.PRESETS["paper-linear"]
+    changed = {
+        field.name
+        for field in dataclasses.fields(paper)
+        if getattr(fast, field.name) != getattr(paper, field.name)
+    }
+    assert changed == {"batch_size"}
+    assert fast.batch_size < paper.batch_size
+    assert (fast.concentration, fast.dim, fast.hidden_units) == ("linear", 10, paper.hidden_units)
+    assert fast.eval_size >= 4096
+
+
 @pytest.mark.parametrize(
     "overrides, field",
     [
