@@ -166,10 +166,12 @@ PAPER_LINEAR = dict(
     steps=5000,
     eval_every=250,
 )
-# The same data, encoder and evaluation in the least time on a 2-core CPU: 500 pairs a step
-# cost 0.47x the time of 1000 (the encoder's matmuls scale with the batch, the loss's
-# with its square) and reach both targets in ~1.2x the steps. 250 pairs are cheaper still
-# but lose a latent for one of two seeds (docs/speed.md, "Time to identifiability").
+# The same data, encoder and evaluation in less time on a 2-core CPU: a step of 500 pairs
+# costs 0.43x one of 1000 (the encoder's matmuls scale with the batch, the loss's with
+# its square) and both targets need 1.1-2.0x the steps, so the median time to them falls
+# by 1.15x over seeds 0-4 (196 against 228 s, slowest seed 211 against 311). 250 pairs
+# lose a latent; a faster rate, a slower average or a faster Lambda_hat did not pay
+# (docs/speed.md, "Time to identifiability").
 PAPER_LINEAR_FAST = dict(PAPER_LINEAR, batch_size=500)
 # Each preset starts Lambda_hat below every true Lambda (docs/tuning.md, point 1), not
 # at 1 / infonce_temperature.
@@ -189,7 +191,7 @@ PRESETS = {
     "paper-linear": SyntheticConfig(
         concentration="linear", initial_concentration=2.0, **PAPER_LINEAR
     ),
-    # `paper-linear` in the least time (docs/speed.md, "Time to identifiability").
+    # `paper-linear` at half the batch, in less time (above).
     "paper-linear-fast": SyntheticConfig(
         concentration="linear", initial_concentration=2.0, **PAPER_LINEAR_FAST
     ),
