@@ -71,8 +71,11 @@ def loss_by_kernel(z1, z2):
 
 
 def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
-    """`({part name: zero-argument function}, model, config)` for the step at
-    `batch_size`."""
+    """The step's parts at `batch_size`.
+
+    Returns:
+        `{part name: zero-argument function}`, the model they train and its config.
+    """
     config, experiment, _, fixed = synthetic_data(batch_size)
     preset = PRESETS["paper-linear"]
     config = dataclasses.replace(
@@ -137,9 +140,16 @@ def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
     )
 
 
-def evaluation_parts(model, config, eval_size: int, directory: Path) -> dict:
-    """`{part name: zero-argument function}` for one evaluation of `model` on
-    `eval_size` held-out samples, and for its backup checkpoint in `directory`."""
+def evaluation_parts(
+    model: keras.Model, config: SyntheticConfig, eval_size: int, directory: Path
+) -> dict:
+    """The evaluation's parts: the recipe's callback scores the weight average, then
+    writes the history file and TensorBoard (not timed); each Keras epoch ends with a
+    backup whose weights this writes to `directory` (without its disk-space check).
+
+    Returns:
+        `{part name: zero-argument function}`.
+    """
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(eval_size, seed=config.seed + 10_000)
     evaluator = IdentifiabilityEvaluator.for_setup(setup, observations, latents)
@@ -150,8 +160,10 @@ def evaluation_parts(model, config, eval_size: int, directory: Path) -> dict:
 
     return {
         f"embeddings of {eval_size} held-out samples": lambda: evaluator.features(model),
-        "evaluation on the weight average": evaluation,
-        "backup checkpoint": lambda: model.save_weights(directory / "backup.weights.h5"),
+        "identifiability scores, weight average": evaluation,
+        "backup checkpoint's save_weights": lambda: model.save_weights(
+            directory / "backup.weights.h5"
+        ),
     }
 
 

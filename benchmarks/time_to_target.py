@@ -1,7 +1,9 @@
 """Wall time until AnInfoNCE reaches MCC >= 0.95 and linear R^2 >= 0.99 on the paper's
 linear setting, for several presets of `recipes/synthetic.py` side by side: each seed
-runs every preset in turn, so that they share the machine's load, and the script prints
-each run's time and step, each preset's median and range, and the ratios.
+runs every preset in turn (alternating which goes first), so that they share the
+machine's load, and the script prints each run's time and steps, each preset's median
+and range, and the first preset's time over the second's. A run that fails or never
+reaches the targets counts as infinitely long.
 
     python benchmarks/time_to_target.py --seeds 0,1,2,3,4     # paper-linear-fast vs paper-linear
     python benchmarks/time_to_target.py --presets paper-linear --seeds 0 -- --learning-rate 3e-3
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -31,8 +34,14 @@ RECIPE = Path(__file__).parent.parent / "recipes" / "synthetic.py"
 PRESETS = ("paper-linear-fast", "paper-linear")
 
 
-def run_seed(preset: str, seed: int, extra: list[str], out: Path) -> dict:
-    """Runs the recipe for one preset and seed; returns its time, step and final scores."""
+def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
+    """Runs the recipe for one preset and seed in a fresh process.
+
+    Returns:
+        Its seconds from start to exit, the step at which both targets held (None if
+        they never did) and each target first held, its steps and final scores; a run
+        that fails has `failed` set and no scores, and its error's last lines printed.
+    """
     command = [
         sys.executable,
         str(RECIPE),
@@ -40,14 +49,17 @@ def run_seed(preset: str, seed: int, extra: list[str], out: Path) -> dict:
         *("--seed", str(seed), "--out", str(out), *extra),
     ]
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seconds = time.perf_counter() - start
+    finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = round(time.perf_counter() - start, 1)
+    if finished.returncode:
+        print("\n".join(finished.stderr.splitlines()[-15:]), file=sys.stderr)
+        return {"preset": preset, "seed": seed, "seconds": seconds, "failed": True}
     result = json.loads((out / "results.json").read_text())["variants"]["aninfonce"]
     reached = result["target_reached"]
     return {
         "preset": preset,
         "seed": seed,
-        "seconds": round(seconds, 1),
+        "seconds": seconds,
         "fit_seconds": result["wall_seconds"],
         "reached_step": reached["step"] if reached else None,
         # Which target held last: the step each one first held.
@@ -63,29 +75,50 @@ def first_step(curve: list[dict], score: str) -> int | None:
     return next((point["step"] for point in curve if point[score] >= TARGET_VALUES[score]), None)
 
 
+def seconds_to_target(run: dict) -> float:
+    """A run's seconds, infinite when it failed or never reached the targets."""
+    return run["seconds"] if run.get("reached_step") else math.inf
+
+
 def summarize(runs: list[dict], presets: list[str]) -> dict:
-    """Per preset: median, range and steps of its runs, and whether every run reached
-    the targets; with two presets, the ratio of the second's median to the first's and
-    the median of the per-seed ratios."""
+    """The medians of `runs`.
+
+    Args:
+        runs: `run_one`'s records.
+        presets: the distinct presets they ran, the new one first.
+
+    Returns:
+        Per preset, the median and range of its seconds to target (infinite for a run
+        that failed or never reached them), its median step and whether every run
+        reached the targets; with two presets, `first_over_second`: the first's median
+        over the second's and the median of the per-seed ratios (seeds both finished).
+    """
     summary = {}
     for preset in presets:
         own = [run for run in runs if run["preset"] == preset]
-        seconds = [run["seconds"] for run in own]
+        seconds = [seconds_to_target(run) for run in own] or [math.nan]
         summary[preset] = {
+            "runs": len(own),
             "median_seconds": float(np.median(seconds)),
             "min_seconds": min(seconds),
             "max_seconds": max(seconds),
-            "median_step": float(np.median([run["steps"] for run in own])),
-            "all_reached": all(run["reached_step"] for run in own),
+            "median_step": float(
+                np.median([run.get("steps", math.nan) for run in own] or [math.nan])
+            ),
+            "all_reached": bool(own) and all(run.get("reached_step") for run in own),
         }
     if len(presets) == 2:
         first, second = presets
-        by_seed = {(run["preset"], run["seed"]): run["seconds"] for run in runs}
-        ratios = [by_seed[second, seed] / by_seed[first, seed] for p, seed in by_seed if p == first]
-        summary["ratio_of_medians"] = (
-            summary[second]["median_seconds"] / summary[first]["median_seconds"]
-        )
-        summary["median_paired_ratio"] = float(np.median(ratios))
+        by_seed = {(run["preset"], run["seed"]): seconds_to_target(run) for run in runs}
+        ratios = [
+            by_seed[first, seed] / by_seed[second, seed]
+            for preset, seed in by_seed
+            if preset == first and (second, seed) in by_seed
+        ]
+        summary["first_over_second"] = {
+            "of_medians": summary[first]["median_seconds"] / summary[second]["median_seconds"],
+            "median_per_seed": float(np.median(ratios)) if ratios else math.nan,
+        }
     return summary
 
 
@@ -93,26 +126,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument(
-        "--presets", default=",".join(PRESETS), help="comma-separated presets, run in turn"
+        "--presets",
+        default=",".join(PRESETS),
+        help="comma-separated presets, the new one first; each seed runs them in turn",
     )
-    parser.add_argument("--summary", type=Path, help="also write the runs and medians as JSON")
+    parser.add_argument("--summary", type=Path, help="write the runs and medians as JSON")
     parser.add_argument("extra", nargs="*", help="recipe flags (after --)")
     args = parser.parse_args()
     presets = args.presets.split(",")
+    if len(set(presets)) != len(presets):
+        parser.error(f"--presets must name each preset once; got {args.presets!r}")
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for preset in presets:
-                run = run_seed(preset, seed, args.extra, Path(scratch) / f"{preset}-{seed}")
+        for index, seed in enumerate(int(s) for s in args.seeds.split(",")):
+            # Alternate which preset runs first, so that neither always starts cold.
+            for preset in presets if index % 2 == 0 else presets[::-1]:
+                run = run_one(preset, seed, args.extra, Path(scratch) / f"{preset}-{seed}")
                 runs.append(run)
-                reached = f"step {run['reached_step']}" if run["reached_step"] else "not reached"
-                print(
-                    f"{preset} seed {seed}: {run['seconds']:.0f} s, targets {reached} "
-                    f"(R^2 {run['linear_r2']:.3f} from step {run['linear_r2_step']}, MCC "
-                    f"{run['mcc']:.3f} from step {run['mcc_step']}; {run['steps']} steps, fit "
-                    f"{run['fit_seconds']:.0f} s)",
-                    flush=True,
-                )
+                print_run(run)
+                if args.summary:
+                    write_summary(args.summary, runs, presets)
     summary = summarize(runs, presets)
     for preset in presets:
         own = summary[preset]
@@ -121,22 +154,41 @@ def main() -> None:
             f"{own['max_seconds']:.0f} s), median step {own['median_step']:.0f}; targets "
             + ("reached in every run" if own["all_reached"] else "NOT reached in every run")
         )
-    if "ratio_of_medians" in summary:
+    if "first_over_second" in summary:
+        ratio = summary["first_over_second"]
         print(
-            f"{presets[1]} / {presets[0]}: {summary['ratio_of_medians']:.2f}x the median time, "
-            f"median of the per-seed ratios {summary['median_paired_ratio']:.2f}x"
+            f"{presets[0]} takes {ratio['of_medians']:.2f}x the median time of {presets[1]} "
+            f"(median of the per-seed ratios {ratio['median_per_seed']:.2f}x)"
         )
-    if args.summary:
-        record = {
-            "command": " ".join(["python", "benchmarks/time_to_target.py", *sys.argv[1:]]),
-            "date": time.strftime("%Y-%m-%d"),
-            "machine": _cpu_name(),
-            "targets": TARGETS,
-            "runs": runs,
-            "summary": summary,
-        }
-        args.summary.parent.mkdir(parents=True, exist_ok=True)
-        args.summary.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def print_run(run: dict) -> None:
+    """One line per run: its time, and the steps at which the targets held."""
+    name = f"{run['preset']} seed {run['seed']}: {run['seconds']:.0f} s"
+    if run.get("failed"):
+        print(f"{name}, FAILED (its error above)", flush=True)
+        return
+    reached = f"step {run['reached_step']}" if run["reached_step"] else "not reached"
+    print(
+        f"{name}, targets {reached} (R^2 {run['linear_r2']:.3f} from step "
+        f"{run['linear_r2_step']}, MCC {run['mcc']:.3f} from step {run['mcc_step']}; "
+        f"{run['steps']} steps, fit {run['fit_seconds']:.0f} s)",
+        flush=True,
+    )
+
+
+def write_summary(path: Path, runs: list[dict], presets: list[str]) -> None:
+    """The runs so far, their medians, the command, date and CPU as JSON at `path`."""
+    record = {
+        "command": " ".join(["python", "benchmarks/time_to_target.py", *sys.argv[1:]]),
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _cpu_name(),
+        "targets": TARGETS,
+        "runs": runs,
+        "summary": summarize(runs, presets),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def _cpu_name() -> str:

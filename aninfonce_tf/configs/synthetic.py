@@ -2,7 +2,8 @@
 its MLP encoder and the identifiability scores, with the named presets that the
 recipe runs and the notebook starts from.
 
-Measured results: docs/results.md.
+Measured results: docs/results.md; `paper-linear-fast`'s time to its targets:
+docs/speed.md.
 
 Example:
 
@@ -166,11 +167,9 @@ PAPER_LINEAR = dict(
     steps=5000,
     eval_every=250,
 )
-# The same data, encoder and evaluation in less time on a 2-core CPU: a step of 500 pairs
-# costs 0.43x one of 1000 (the encoder's matmuls scale with the batch, the loss's with
-# its square) and both targets need 1.1-2.0x the steps, so the median time to them falls
-# by 1.15x over seeds 0-4 (196 against 228 s, slowest seed 211 against 311). 250 pairs
-# lose a latent; a faster rate, a slower average or a faster Lambda_hat did not pay
+# `paper-linear` at half the batch, for less time to its targets on a CPU: a step costs
+# about half and the targets take 1.1-2x the steps, so the median time falls (0.86x over
+# five seeds on a 2-core CPU). The data, encoder and evaluation stay the paper's
 # (docs/speed.md, "Time to identifiability").
 PAPER_LINEAR_FAST = dict(PAPER_LINEAR, batch_size=500)
 # Each preset starts Lambda_hat below every true Lambda (docs/tuning.md, point 1), not
@@ -191,7 +190,6 @@ PRESETS = {
     "paper-linear": SyntheticConfig(
         concentration="linear", initial_concentration=2.0, **PAPER_LINEAR
     ),
-    # `paper-linear` at half the batch, in less time (above).
     "paper-linear-fast": SyntheticConfig(
         concentration="linear", initial_concentration=2.0, **PAPER_LINEAR_FAST
     ),

@@ -107,7 +107,8 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
 
 
 def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
-    # The time-to-target preset may change how it trains, never what it is scored on.
+    # The time-to-target preset differs from the paper's setting in its batch alone: its
+    # data, encoder, optimiser and evaluation (4096 held-out samples) are `paper-linear`'s.
     fast, paper = synthetic.PRESETS["paper-linear-fast"], synthetic.PRESETS["paper-linear"]
     changed = {
         field.name
@@ -115,8 +116,6 @@ def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
         if getattr(fast, field.name) != getattr(paper, field.name)
     }
     assert changed == {"batch_size"}
-    assert fast.batch_size < paper.batch_size
-    assert (fast.concentration, fast.dim, fast.hidden_units) == ("linear", 10, paper.hidden_units)
     assert fast.eval_size >= 4096
 
 
