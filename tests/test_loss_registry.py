@@ -217,6 +217,7 @@ def test_a_loss_without_a_blockwise_form_refuses_a_block_size(decoupled):
 OWN_START = {
     ("synthetic", "quick"): 5.0,
     ("synthetic", "paper-linear"): 2.0,
+    ("synthetic", "paper-linear-fast"): 2.0,
     ("synthetic", "paper-two-valued"): 2.0,
     ("synthetic", "content-style"): 5.0,
     ("mnist_vae", "digits"): 5.0,
