@@ -34,8 +34,7 @@ import tensorflow as tf
 from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 
 from aninfonce_tf import functional
-from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build_setup
-from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
+from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build
 from aninfonce_tf.models import UNIFORMITY_ROWS
 from aninfonce_tf.optimizers import averaged_weights
 from aninfonce_tf.runner import build_model
@@ -150,9 +149,7 @@ def evaluation_parts(
     Returns:
         `{part name: zero-argument function}`.
     """
-    setup = build_setup(config)
-    observations, latents = setup.evaluation_set(eval_size, seed=config.seed + 10_000)
-    evaluator = IdentifiabilityEvaluator.for_setup(setup, observations, latents)
+    (evaluator,) = build(dataclasses.replace(config, eval_size=eval_size)).evaluators
 
     def evaluation():
         with averaged_weights(model):
