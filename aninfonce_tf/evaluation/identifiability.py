@@ -27,6 +27,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_blocks
+from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.features import level_features
 
 
@@ -195,6 +196,11 @@ class IdentifiabilityEvaluator:
         normalize_concentration: compare Lambda_hat up to a common factor
             (Euclidean latent spaces).
         nonlinear: also fit the kernel-ridge R^2 (slower).
+        alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
+            positive pairs (not the held-out ones); when given, every evaluation fits
+            the slow-feature alignment on their embeddings (`alignment.py`) and adds
+            `aligned_mcc` (the MCC of the aligned embeddings) and `alignment` (the
+            `[d, d]` matrix, to multiply the embeddings by).
 
     Example:
 
@@ -222,6 +228,7 @@ class IdentifiabilityEvaluator:
         normalize_concentration: bool = False,
         nonlinear: bool = False,
         batch_size: int = 4096,
+        alignment_pairs: tuple | None = None,
     ):
         self.observations = np.asarray(observations)
         self.latents = np.asarray(latents)
@@ -230,10 +237,24 @@ class IdentifiabilityEvaluator:
         self.normalize_concentration = normalize_concentration
         self.nonlinear = nonlinear
         self.batch_size = batch_size
+        if alignment_pairs is not None:
+            first, second = (np.asarray(side) for side in alignment_pairs)
+            if first.shape != second.shape:
+                raise ValueError(
+                    "`alignment_pairs` must be two arrays of the same shape, the inputs of "
+                    f"both sides of the pairs; got {first.shape} and {second.shape}."
+                )
+            alignment_pairs = first, second
+        self.alignment_pairs = alignment_pairs
 
     @classmethod
     def for_setup(
-        cls, setup: SyntheticSetup, observations, latents, nonlinear: bool = False
+        cls,
+        setup: SyntheticSetup,
+        observations,
+        latents,
+        nonlinear: bool = False,
+        alignment_pairs: tuple | None = None,
     ) -> IdentifiabilityEvaluator:
         """Scores against the latents of `setup`: per block of high and low concentration,
         and Lambda_hat against its Lambda (up to a common factor off the sphere).
@@ -243,6 +264,7 @@ class IdentifiabilityEvaluator:
             observations: `[N, ...]` held-out inputs.
             latents: `[N, n]` their latents.
             nonlinear: also fit the kernel-ridge R^2 (slower).
+            alignment_pairs: inputs of positive pairs to fit the alignment on (above).
         """
         return cls(
             observations,
@@ -251,6 +273,7 @@ class IdentifiabilityEvaluator:
             setup.concentration,
             normalize_concentration=setup.space != "sphere",
             nonlinear=nonlinear,
+            alignment_pairs=alignment_pairs,
         )
 
     def score_names(self, anisotropic: bool) -> set[str]:
@@ -259,6 +282,8 @@ class IdentifiabilityEvaluator:
         names |= {f"block_r2/{block}" for block, index in (self.blocks or {}).items() if len(index)}
         if self.nonlinear:
             names.add("nonlinear_r2")
+        if self.alignment_pairs is not None:
+            names.add("aligned_mcc")
         if anisotropic and self.true_concentration is not None:
             names |= {"lambda_spearman", "lambda_relative_error"}
         return names
@@ -266,10 +291,10 @@ class IdentifiabilityEvaluator:
     @property
     def summary_scores(self) -> frozenset[str]:
         """The scores TensorBoard shows by default (those `evaluate` returns): linear
-        R^2, MCC, the R^2 of each block and, with a Lambda_hat, its rank correlation
-        with the true Lambda."""
+        R^2, MCC, the aligned MCC (with `alignment_pairs`), the R^2 of each block and,
+        with a Lambda_hat, its rank correlation with the true Lambda."""
         names = self.score_names(anisotropic=True)
-        return frozenset({"linear_r2", "mcc", "lambda_spearman"} & names) | {
+        return frozenset({"linear_r2", "mcc", "aligned_mcc", "lambda_spearman"} & names) | {
             name for name in names if name.startswith("block_r2/")
         }
 
@@ -281,6 +306,15 @@ class IdentifiabilityEvaluator:
         """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
+        if self.alignment_pairs is not None:
+            alignment = slow_feature_alignment(
+                *(
+                    level_features(model, side, "projector", self.batch_size)
+                    for side in self.alignment_pairs
+                )
+            )
+            scores["aligned_mcc"] = mean_correlation_coefficient(self.latents, features @ alignment)
+            scores["alignment"] = alignment.tolist()
         if getattr(model, "scaling", None) is not None:
             learned = np.asarray(model.scaling.concentration)
             scores["lambda_hat"] = learned.tolist()

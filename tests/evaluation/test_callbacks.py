@@ -221,15 +221,18 @@ class _Model:
         return x
 
 
-@pytest.mark.parametrize("nonlinear", [False, True])
-def test_identifiability_score_names_are_the_scalars_it_returns(nonlinear):
-    z = np.random.default_rng(0).normal(size=(300, 3))
+@pytest.mark.parametrize("nonlinear, aligned", [(False, False), (True, False), (False, True)])
+def test_identifiability_score_names_are_the_scalars_it_returns(nonlinear, aligned):
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(300, 3))
+    pairs = (z, z + rng.normal(size=z.shape) * [0.1, 0.2, 0.3]) if aligned else None
     evaluator = IdentifiabilityEvaluator(
         z,
         z,
         {"high": np.array([2]), "low": np.array([0, 1]), "none": np.array([], int)},
         np.array([1.0, 2.0, 4.0]),
         nonlinear=nonlinear,
+        alignment_pairs=pairs,
     )
     for anisotropic in (False, True):
         scores = evaluator.evaluate(_Model(anisotropic))

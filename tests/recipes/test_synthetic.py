@@ -107,16 +107,17 @@ def test_every_preset_separates_a_high_and_a_low_concentration_block():
 
 
 def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
-    # The time-to-target preset differs from the paper's setting in its batch alone: its
-    # data, encoder, optimiser and evaluation (4096 held-out samples) are `paper-linear`'s.
+    # The time-to-target preset differs from the paper's setting in its batch and the
+    # alignment alone: its data, encoder, optimiser and held-out evaluation (4096
+    # samples) are `paper-linear`'s.
     fast, paper = synthetic.PRESETS["paper-linear-fast"], synthetic.PRESETS["paper-linear"]
     changed = {
         field.name
         for field in dataclasses.fields(paper)
         if getattr(fast, field.name) != getattr(paper, field.name)
     }
-    assert changed == {"batch_size"}
-    assert fast.eval_size >= 4096
+    assert changed == {"batch_size", "alignment_pairs"}
+    assert fast.eval_size >= 4096 and fast.alignment_pairs >= 4096
 
 
 @pytest.mark.parametrize(
@@ -146,6 +147,7 @@ def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
         (dict(losses="aninfonce,infonce_hard_negatives", loss_block_size=64), "loss_block_size"),
         (dict(initial_concentration=-1.0), "initial_concentration"),
         (dict(generator_draws=0), "generator_draws"),
+        (dict(alignment_pairs=100), "alignment_pairs"),  # 0 or enough pairs
     ],
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):
