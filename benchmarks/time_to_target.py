@@ -51,12 +51,17 @@ def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
 
     Returns:
         Its seconds from start to exit, the step at which both targets held (None if
-        they never did) and each target first held, its steps and final scores (`mcc`:
-        the score `mcc_score` names), and the scores on a second held-out set; a run
+        they never did), the score its MCC target read (`mcc_score`), the step at which
+        each score first reached its target, its steps, its final scores (MCC, aligned
+        MCC when it aligns, linear R^2) and the same on a second held-out set; a run
         that fails has `failed` set and no scores, and its error's last lines printed.
     """
     scores = {"mcc": mcc_score(preset), "linear_r2": "linear_r2"}
     targets = ",".join(f"{scores[target]}={value}" for target, value in TARGET_VALUES.items())
+    # Every score that the run records, with the value its target asks.
+    recorded = {"mcc": TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
+    if scores["mcc"] == "aligned_mcc":
+        recorded["aligned_mcc"] = TARGET_VALUES["mcc"]
     command = [
         sys.executable,
         str(RECIPE),
@@ -78,29 +83,33 @@ def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
         "seconds": seconds,
         "fit_seconds": result["wall_seconds"],
         "reached_step": reached["step"] if reached else None,
-        # Which target held last: the step each one first held.
+        # Which target held last: the step each score first reached its target's value.
         **{
-            f"{target}_step": first_step(result["curve"], scores[target], value)
-            for target, value in TARGET_VALUES.items()
+            f"{score}_step": first_step(result["curve"], score, value)
+            for score, value in recorded.items()
         },
         "steps": result["steps"],
-        **{target: result[scores[target]] for target in TARGET_VALUES},
-        **second_set_scores(out, result.get("alignment")),
+        **{score: result[score] for score in recorded},
+        **second_set_scores(out, result.get("slow_feature_alignment")),
     }
 
 
 def second_set_scores(out: Path, alignment: list | None) -> dict:
-    """The saved model's MCC (of its embedding times `alignment`, the run's last, when
-    given) and linear R^2 on a second held-out set of the run's data (seed + 20,000;
-    the run evaluates on seed + 10,000): stopping at the first evaluation that reaches
-    the targets selects on the run's own set, this one confirms."""
+    """The saved model's MCC, linear R^2 and, with `alignment` (the run's last matrix),
+    the MCC of its embedding times it, on a second held-out set of the run's data (seed
+    + 20,000; the run evaluates on seed + 10,000): stopping at the first evaluation that
+    reaches the targets selects on the run's own set, this one confirms."""
     import keras
 
+    from aninfonce_tf.checkpoints import read_json
     from aninfonce_tf.configs import synthetic
     from aninfonce_tf.evaluation.features import level_features
-    from aninfonce_tf.evaluation.identifiability import identifiability_scores
+    from aninfonce_tf.evaluation.identifiability import (
+        identifiability_scores,
+        mean_correlation_coefficient,
+    )
 
-    saved = json.loads((out / "config.json").read_text())
+    saved = read_json(out / "config.json")
     fields = {field.name for field in dataclasses.fields(synthetic.SyntheticConfig)}
     config = synthetic.SyntheticConfig(**{k: v for k, v in saved.items() if k in fields})
     observations, latents = synthetic.build_setup(config).evaluation_set(
@@ -108,10 +117,16 @@ def second_set_scores(out: Path, alignment: list | None) -> dict:
     )
     model = keras.saving.load_model(out / "aninfonce" / "model.keras")
     features = level_features(model, observations, "projector", config.eval_size)
-    if alignment is not None:
-        features = features @ np.asarray(alignment)
     scores = identifiability_scores(latents, features)
-    return {f"second_set_{score}": float(scores[score]) for score in TARGET_VALUES}
+    if alignment is not None:
+        scores["aligned_mcc"] = mean_correlation_coefficient(
+            latents, features @ np.asarray(alignment)
+        )
+    return {
+        f"second_set_{score}": float(scores[score])
+        for score in ("mcc", "linear_r2", "aligned_mcc")
+        if score in scores
+    }
 
 
 def first_step(curve: list[dict], score: str, value: float) -> int | None:
@@ -152,7 +167,8 @@ def summarize(runs: list[dict], presets: list[str]) -> dict:
             "all_reached": bool(own) and all(run.get("reached_step") for run in own),
             # Of the runs that reached the targets, those that also hold on a second set.
             "second_set_held": sum(
-                all(run[f"second_set_{score}"] >= value for score, value in TARGET_VALUES.items())
+                run[f"second_set_{run['mcc_score']}"] >= TARGET_VALUES["mcc"]
+                and run["second_set_linear_r2"] >= TARGET_VALUES["linear_r2"]
                 for run in own
                 if run.get("reached_step")
             ),
@@ -208,7 +224,15 @@ def main() -> None:
             f"{preset}: median {own['median_seconds']:.0f} s (range {own['min_seconds']:.0f}-"
             f"{own['max_seconds']:.0f} s), median step {own['median_step']:.0f}; targets "
             + ("reached in every run" if own["all_reached"] else "NOT reached in every run")
-            + f", held on a second held-out set in {own['second_set_held']}"
+            + f"; both held on a second held-out set in {own['second_set_held']} of "
+            f"{own['runs']}"
+        )
+    if len({mcc_score(preset) for preset in presets}) > 1:
+        print(
+            "The presets' MCC targets read different scores ("
+            + ", ".join(f"{preset}: {mcc_score(preset)}" for preset in presets)
+            + "): aligned_mcc is the MCC after the slow-feature alignment, which any "
+            "embedding that reads the latents linearly gets, whichever loss trained it."
         )
     if "first_over_second" in summary:
         ratio = summary["first_over_second"]
@@ -227,10 +251,11 @@ def print_run(run: dict) -> None:
     reached = f"step {run['reached_step']}" if run["reached_step"] else "not reached"
     print(
         f"{name}, targets {reached} (R^2 {run['linear_r2']:.3f} from step "
-        f"{run['linear_r2_step']}, {run['mcc_score']} {run['mcc']:.3f} from step "
-        f"{run['mcc_step']}; "
+        f"{run['linear_r2_step']}, {run['mcc_score']} {run[run['mcc_score']]:.3f} from step "
+        f"{run[run['mcc_score'] + '_step']}; "
         f"{run['steps']} steps, fit {run['fit_seconds']:.0f} s; a second held-out set: "
-        f"R^2 {run['second_set_linear_r2']:.3f}, {run['mcc_score']} {run['second_set_mcc']:.3f})",
+        f"R^2 {run['second_set_linear_r2']:.3f}, {run['mcc_score']} "
+        f"{run['second_set_' + run['mcc_score']]:.3f})",
         flush=True,
     )
 

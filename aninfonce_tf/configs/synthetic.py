@@ -114,12 +114,21 @@ class SyntheticConfig(RunConfig):
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
         if self.alignment_pairs:
+            width = self.embedding_dim or self.dim
             require_at_least(
                 self,
                 "alignment_pairs",
-                ALIGNMENT_PAIRS_MIN,
+                max(ALIGNMENT_PAIRS_MIN, 2 * width),
                 "covariances of the embedding's dimensions, or 0 for no alignment",
             )
+            hidden = split_list(self.hidden_units, int)
+            if width > (hidden[-1] if hidden else self.dim):
+                raise ValueError(
+                    f"`alignment_pairs` needs an embedding whose dimensions are independent; "
+                    f"`embedding_dim` {width} is wider than the layer before it: pass "
+                    "--embedding-dim no wider than the last of --hidden-units, or "
+                    "--alignment-pairs 0."
+                )
         if self.embedding_dim and self.embedding_dim < self.dim:
             raise ValueError(
                 f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "
@@ -171,8 +180,8 @@ def build(config: SyntheticConfig) -> Experiment:
     )
 
 
-# The fewest pairs `alignment_pairs` takes: enough for the covariances of n = 10 at the
-# paper's scale to order its latents; thousands make the alignment stable.
+# The fewest pairs `alignment_pairs` takes (and at least twice the embedding's width); the
+# paper's Lambda 5..25 needs 16384 for MCC 0.99 on an exact linear mixture (alignment.py).
 ALIGNMENT_PAIRS_MIN = 1000
 PAPER = dict(FAST, steps=6000, eval_every=500)
 # The paper's linear Lambda: a 300-step warm-up to a constant 4e-3, a moving average of
@@ -216,7 +225,7 @@ PRESETS = {
     ),
 }
 # `paper-linear` for less time to identifiability on a CPU: half the batch (a step costs
-# about half; R^2 0.99 takes 1.1-1.6x the steps) and the slow-feature alignment fitted at
+# about half; R^2 0.99 takes 1.3-1.6x the steps) and the slow-feature alignment fitted at
 # every evaluation on 16384 fresh pairs, which turns the embedding onto the latents in
 # closed form instead of waiting for the loss's slow last turn (evaluation/alignment.py),
 # so MCC is read as `aligned_mcc`. The data, encoder, optimiser and held-out evaluation

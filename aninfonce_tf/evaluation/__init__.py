@@ -1,9 +1,10 @@
-"""Identifiability metrics and their evaluator; the `Evaluator` protocol every
+"""Identifiability metrics and their evaluator, the slow-feature alignment (`alignment`); the `Evaluator` protocol every
 evaluator follows (`protocol`), the image probes (`probes`; `determinable`: which
 readout targets one view determines) and the Keras callbacks that run evaluators
 during `fit` (`callbacks`), those of the training itself (`training_callbacks`: the
 NaN stop, the training metrics' logger) and what they print (`console`)."""
 
+from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import (
     IdentifiabilityEvaluator,
     block_r2,
@@ -24,4 +25,5 @@ __all__ = [
     "linear_r2",
     "mean_correlation_coefficient",
     "nonlinear_r2",
+    "slow_feature_alignment",
 ]

@@ -9,7 +9,13 @@ generalised eigenvectors of the pairs' difference covariance against the feature
 covariance) are the rows of A's inverse up to order, sign and scale, provided the
 latents' concentrations differ. AnInfoNCE's loss reaches the same turn by gradient
 descent, slowly for latents of close concentration (docs/speed.md); this finds it in one
-eigendecomposition. MCC rises; linear R^2 does not change (an invertible linear map).
+eigendecomposition, from more pairs the closer the concentrations (on the paper's
+Lambda 5..25, steps of 2.2: MCC 0.975-0.99 from 8192 pairs, 0.99 from 16384 on exact
+linear mixtures; tests/evaluation/test_alignment.py). Latents of equal concentration
+stay mixed among themselves, and the aligned MCC can then be below the unaligned one.
+Linear R^2 does not change (an invertible linear map). It uses the data's anisotropy
+alone, so it turns any embedding that reads the latents linearly, whichever loss
+trained it.
 
 Example:
 
@@ -30,6 +36,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+# Dimensions count as dependent when the embedding's least variance is below this
+# fraction of its largest.
+DEPENDENT = 1e-10
+
 
 def slow_feature_alignment(first, second) -> np.ndarray:
     """The `[d, d]` alignment of an embedding, from its values on positive pairs.
@@ -44,8 +54,9 @@ def slow_feature_alignment(first, second) -> np.ndarray:
         per column.
 
     Raises:
-        ValueError: when the two sides' shapes differ, or there are fewer pairs than
-            twice the dimensions (the covariances would be singular or noisy).
+        ValueError: when the two sides' shapes differ, there are fewer pairs than
+            twice the dimensions, or the embedding's dimensions are linearly dependent
+            (its covariance is singular: an embedding wider than the layer before it).
     """
     first = np.asarray(first, dtype="float64")
     second = np.asarray(second, dtype="float64")
@@ -62,10 +73,15 @@ def slow_feature_alignment(first, second) -> np.ndarray:
         )
     features = np.concatenate([first, second])
     features -= features.mean(axis=0)
+    covariance = features.T @ features / len(features)
+    variances = np.linalg.eigvalsh(covariance) if np.isfinite(covariance).all() else [0.0]
+    if variances[0] <= DEPENDENT * variances[-1]:
+        raise ValueError(
+            f"The embedding's {dim} dimensions are linearly dependent (or not finite), so "
+            "no alignment exists: use an embedding no wider than the layer before it."
+        )
     difference = first - second
-    _, vectors = scipy.linalg.eigh(
-        difference.T @ difference / pairs, features.T @ features / len(features)
-    )
+    _, vectors = scipy.linalg.eigh(difference.T @ difference / pairs, covariance)
     return vectors
 
 

@@ -199,8 +199,9 @@ class IdentifiabilityEvaluator:
         alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
             positive pairs (not the held-out ones); when given, every evaluation fits
             the slow-feature alignment on their embeddings (`alignment.py`) and adds
-            `aligned_mcc` (the MCC of the aligned embeddings) and `alignment` (the
-            `[d, d]` matrix, to multiply the embeddings by).
+            `aligned_mcc` (the MCC of the aligned embeddings) and
+            `slow_feature_alignment` (the `[d, d]` matrix, to multiply the
+            embeddings by).
 
     Example:
 
@@ -314,7 +315,7 @@ class IdentifiabilityEvaluator:
                 )
             )
             scores["aligned_mcc"] = mean_correlation_coefficient(self.latents, features @ alignment)
-            scores["alignment"] = alignment.tolist()
+            scores["slow_feature_alignment"] = alignment.tolist()
         if getattr(model, "scaling", None) is not None:
             learned = np.asarray(model.scaling.concentration)
             scores["lambda_hat"] = learned.tolist()

@@ -53,7 +53,7 @@ def test_the_evaluator_scores_the_aligned_embedding_and_records_the_matrix():
     evaluator = IdentifiabilityEvaluator(held_out, held_out, alignment_pairs=(z, z_positive))
     scores = evaluator.evaluate(Mixed())
     assert scores["mcc"] < 0.8 < 0.97 < scores["aligned_mcc"]
-    features = held_out @ mixing @ np.asarray(scores["alignment"])
+    features = held_out @ mixing @ np.asarray(scores["slow_feature_alignment"])
     assert mean_correlation_coefficient(held_out, features) == pytest.approx(
         scores["aligned_mcc"], abs=1e-5
     )
@@ -64,6 +64,12 @@ def test_bad_pairs_are_refused_naming_the_argument():
         slow_feature_alignment(np.zeros((100, 3)), np.zeros((100, 4)))
     with pytest.raises(ValueError, match="Too few pairs"):
         slow_feature_alignment(np.zeros((5, 3)), np.zeros((5, 3)))
+    # Three dimensions that are two latents: no alignment exists.
+    rng = np.random.default_rng(0)
+    first, second = rng.normal(size=(2, 100, 2))
+    widen = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="linearly dependent"):
+        slow_feature_alignment(first @ widen, second @ widen)
     with pytest.raises(ValueError, match="`alignment_pairs`"):
         IdentifiabilityEvaluator(
             np.zeros((8, 2)), np.zeros((8, 2)), alignment_pairs=(np.zeros((4, 2)), np.zeros((5, 2)))

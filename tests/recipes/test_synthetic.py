@@ -148,6 +148,8 @@ def test_paper_linear_fast_keeps_the_papers_data_encoder_and_evaluation():
         (dict(initial_concentration=-1.0), "initial_concentration"),
         (dict(generator_draws=0), "generator_draws"),
         (dict(alignment_pairs=100), "alignment_pairs"),  # 0 or enough pairs
+        # An embedding wider than the layer before it has dependent dimensions.
+        (dict(alignment_pairs=2000, embedding_dim=200), "alignment_pairs"),
     ],
 )
 def test_run_config_errors_name_the_field(overrides, field, tmp_path):
