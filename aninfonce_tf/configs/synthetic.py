@@ -226,10 +226,10 @@ PRESETS = {
 }
 # `paper-linear` for less time to identifiability on a CPU: half the batch (a step costs
 # about half; R^2 0.99 takes 1.3-1.6x the steps) and the slow-feature alignment fitted at
-# every evaluation on 16384 fresh pairs, which turns the embedding onto the latents in
-# closed form instead of waiting for the loss's slow last turn (evaluation/alignment.py),
-# so MCC is read as `aligned_mcc`. The data, encoder, optimiser and held-out evaluation
-# stay the paper's (docs/speed.md, "Time to identifiability").
+# every evaluation on a fixed set of 16384 pairs, which maps the embedding onto the
+# latents in closed form instead of waiting for the loss's slow last turn
+# (evaluation/alignment.py), so MCC is read as `aligned_mcc`. The data, encoder, optimiser
+# and held-out evaluation stay `paper-linear`'s (docs/speed.md, "Time to identifiability").
 PRESETS["paper-linear-fast"] = dataclasses.replace(
     PRESETS["paper-linear"], batch_size=500, alignment_pairs=16384
 )

@@ -1,4 +1,4 @@
-"""Slow-feature alignment: the linear map that turns an embedding's axes onto the latents,
+"""Slow-feature alignment: the linear map that maps an embedding's axes onto the latents,
 fitted from positive pairs alone (no labels).
 
 When an embedding is an invertible linear map A of the latents (linear R^2 near 1) and a
@@ -14,7 +14,7 @@ Lambda 5..25, steps of 2.2: MCC 0.975-0.99 from 8192 pairs, 0.99 from 16384 on e
 linear mixtures; tests/evaluation/test_alignment.py). Latents of equal concentration
 stay mixed among themselves, and the aligned MCC can then be below the unaligned one.
 Linear R^2 does not change (an invertible linear map). It uses the data's anisotropy
-alone, so it turns any embedding that reads the latents linearly, whichever loss
+alone, so it maps any embedding that reads the latents linearly, whichever loss
 trained it.
 
 Example:
