@@ -548,6 +548,7 @@ ZERO_IS_A_SETTING = {
     "save_every",
     "loss_block_size",
     "embedding_dim",
+    "alignment_pairs",
     "epochs",
     "warmup_epochs",
     "eval_epochs",
