@@ -109,20 +109,21 @@ class SyntheticConfig(RunConfig):
         require_at_least(
             self, "generator_draws", 1, "candidate matrices per layer of the generator"
         )
-        layer_widths(self, "hidden_units", allow_empty=True)
+        hidden = layer_widths(self, "hidden_units", allow_empty=True)
+        width = self.embedding_dim or self.dim
+        # The width of the layer before the encoder's output layer.
+        before = hidden[-1] if hidden else self.dim
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
         if self.alignment_pairs:
-            width = self.embedding_dim or self.dim
             require_at_least(
                 self,
                 "alignment_pairs",
                 max(ALIGNMENT_PAIRS_MIN, 2 * width),
                 "covariances of the embedding's dimensions, or 0 for no alignment",
             )
-            hidden = split_list(self.hidden_units, int)
-            if width > (hidden[-1] if hidden else self.dim):
+            if width > before:
                 raise ValueError(
                     f"`alignment_pairs` needs an embedding whose dimensions are independent; "
                     f"`embedding_dim` {width} is wider than the layer before it: pass "
@@ -134,10 +135,8 @@ class SyntheticConfig(RunConfig):
                 f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "
                 f"latent can be matched to a feature; got {self.embedding_dim}."
             )
-        hidden = split_list(self.hidden_units, int)
-        width = self.embedding_dim or self.dim
         memory.check_fits(
-            memory.embedding_bytes(self.batch_size, hidden[-1] if hidden else self.dim, width),
+            memory.embedding_bytes(self.batch_size, before, width),
             f"`embedding_dim` {width} (the encoder's output layer and a batch's embeddings)",
             "pass a smaller --embedding-dim",
         )
