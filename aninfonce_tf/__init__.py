@@ -17,6 +17,7 @@ Losses and model:
 Layers and encoders:
     DiagonalScaling: the trainable Lambda_hat.
     SphereNormalization: projection onto the unit sphere.
+    LinearAlignment: the fitted slow-feature alignment (the `embed_aligned` endpoint).
     projection_head: SimCLR's MLP projector.
     mlp_encoder, small_cnn, resnet18_cifar, resnet50: the encoders of the recipes.
 
@@ -65,7 +66,12 @@ from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
 from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from aninfonce_tf.export import export_encoder
-from aninfonce_tf.layers import DiagonalScaling, SphereNormalization, projection_head
+from aninfonce_tf.layers import (
+    DiagonalScaling,
+    LinearAlignment,
+    SphereNormalization,
+    projection_head,
+)
 from aninfonce_tf.loss_variants import register_loss
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE, IsotropicAnInfoNCE
 from aninfonce_tf.models import ContrastiveModel
@@ -85,6 +91,7 @@ __all__ = [
     "InfoNCE",
     "IsotropicAnInfoNCE",
     "LARS",
+    "LinearAlignment",
     "SimCLRAugment",
     "SphereNormalization",
     "StopOnNonFiniteLoss",

@@ -26,7 +26,9 @@ def export_encoder(
       theory is about: the projector output, on the unit sphere when the model
       normalises, before the scaling (`model.embed(x, scaled=False)`);
     - `embed_scaled` (with a Lambda_hat): that embedding times sqrt(Lambda_hat), what
-      the loss compares (`model.embed(x)`).
+      the loss compares (`model.embed(x)`);
+    - `embed_aligned` (with an `alignment`): that embedding times the fitted
+      slow-feature alignment, one latent per dimension (`model.embed_aligned(x)`).
 
     The endpoints take observations as training saw them (`spec`'s dtype, and
     float64 cast to it); for float images they also take uint8 images, divided by
@@ -97,7 +99,7 @@ def export_encoder(
             )
         input_spec = tf.TensorSpec(encoder.inputs[0].shape, encoder.inputs[0].dtype)
     archive = keras.export.ExportArchive()
-    for layer in (encoder, model.projector, model.scaling):
+    for layer in (encoder, model.projector, model.scaling, model.alignment):
         if layer is not None:
             archive.track(layer)
     spec = tf.TensorSpec([None, *input_spec.shape[1:]], input_spec.dtype, name="observations")
@@ -107,6 +109,8 @@ def export_encoder(
     }
     if model.scaling is not None:
         endpoints["embed_scaled"] = lambda x: model.embed(x)
+    if model.alignment is not None:
+        endpoints["embed_aligned"] = lambda x: model.embed_aligned(x)
     specs = _accepted_specs(spec)
     for name, function in endpoints.items():
         archive.add_endpoint(name, _observations_function(function, spec, specs))

@@ -1,5 +1,6 @@
 """Keras layers of the contrastive head: the trainable concentration Lambda_hat,
-projection onto the unit sphere, and the projection head."""
+projection onto the unit sphere, the fitted slow-feature alignment, and the projection
+head."""
 
 from __future__ import annotations
 
@@ -172,6 +173,63 @@ class SphereNormalization(keras.layers.Layer):
 
     def call(self, z):
         return functional.l2_normalize(z)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class LinearAlignment(keras.layers.Layer):
+    """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment
+    that maps their axes onto the latents (`evaluation.slow_feature_alignment`).
+
+    It is not trained: an `IdentifiabilityEvaluator` with `alignment_pairs` fits it at
+    each evaluation (`set_matrix`), so it is saved with the model, in its checkpoints
+    and in `model.keras`, and exported as the `embed_aligned` endpoint. The identity
+    until fitted.
+
+    Example:
+
+    >>> alignment = LinearAlignment()
+    >>> z = np.array([[1.0, 2.0]], "float32")
+    >>> [float(v) for v in alignment(z)[0]]
+    [1.0, 2.0]
+    >>> alignment.set_matrix([[0.0, 1.0], [1.0, 0.0]])
+    >>> [float(v) for v in alignment(z)[0]]
+    [2.0, 1.0]
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        kwargs["trainable"] = False
+        super().__init__(**kwargs)
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        if dim is None:
+            raise ValueError("`LinearAlignment` needs a known last dimension.")
+        self.matrix = self.add_weight(
+            name="matrix", shape=(dim, dim), initializer="identity", trainable=False
+        )
+
+    def set_matrix(self, matrix) -> None:
+        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right).
+
+        Raises:
+            ValueError: when `matrix` is not `[d, d]` or not finite.
+        """
+        matrix = np.asarray(matrix, dtype="float64")
+        if not self.built:
+            self.build((None, matrix.shape[-1] if matrix.ndim == 2 else None))
+        if matrix.shape != tuple(self.matrix.shape) or not np.isfinite(matrix).all():
+            raise ValueError(
+                f"The alignment of {self.matrix.shape[0]}-dimensional embeddings must be a "
+                f"finite {tuple(self.matrix.shape)} matrix; got shape {matrix.shape}."
+            )
+        self.matrix.assign(matrix.astype(self.matrix.dtype))
+
+    def call(self, z):
+        return ops.matmul(ops.cast(z, self.compute_dtype), self.matrix)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -15,7 +15,7 @@ from keras import ops
 
 from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
-from aninfonce_tf.layers import DiagonalScaling
+from aninfonce_tf.layers import DiagonalScaling, LinearAlignment
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
 from aninfonce_tf.step_metrics import StepMetrics, refuse_compile_metrics
 
@@ -137,6 +137,9 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         projector: optional head applied to the features during training.
         normalize: project embeddings onto the unit sphere (in float32).
         scaling: optional `DiagonalScaling` holding Lambda_hat.
+        alignment: optional `LinearAlignment`, the slow-feature alignment of the
+            unscaled embeddings that an `IdentifiabilityEvaluator` fits
+            (`embed_aligned`); not trained.
 
     Example:
 
@@ -155,15 +158,21 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         projector: keras.layers.Layer | None = None,
         normalize: bool = True,
         scaling: DiagonalScaling | None = None,
+        alignment: LinearAlignment | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         if scaling is not None and not isinstance(scaling, DiagonalScaling):
             raise TypeError(f"`scaling` must be a DiagonalScaling; got {type(scaling).__name__}.")
+        if alignment is not None and not isinstance(alignment, LinearAlignment):
+            raise TypeError(
+                f"`alignment` must be a LinearAlignment; got {type(alignment).__name__}."
+            )
         self.encoder = encoder
         self.projector = projector
         self.normalize = bool(normalize)
         self.scaling = scaling
+        self.alignment = alignment
         self.concentration_optimizer = None
         self.contrastive_loss = None
         self.step_metrics = StepMetrics(concentration=scaling is not None)
@@ -174,8 +183,9 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         if isinstance(input_shape, dict):
             input_shape = input_shape["view1"]
         shape = _build_embedding(self.encoder, self.projector, input_shape)
-        if self.scaling is not None and not self.scaling.built:
-            self.scaling.build(shape)
+        for head in (self.scaling, self.alignment):
+            if head is not None and not head.built:
+                head.build(shape)
         self.built = True
         self._build_optimizers()
 
@@ -199,6 +209,22 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         if self.scaling is not None and scaled:
             z = self.scaling(z)
         return z
+
+    def embed_aligned(self, inputs, training=False):
+        """The unscaled embeddings (`embed(inputs, scaled=False)`) times the fitted
+        slow-feature alignment: one latent per dimension when the embedding reads the
+        latents linearly.
+
+        Raises:
+            ValueError: for a model without an `alignment`.
+        """
+        if self.alignment is None:
+            raise ValueError(
+                "This model has no `alignment`: build it with "
+                "`ContrastiveModel(..., alignment=LinearAlignment())` and evaluate it with "
+                "`IdentifiabilityEvaluator(..., alignment_pairs=...)`, which fits it."
+            )
+        return self.alignment(self.embed(inputs, training=training, scaled=False))
 
     @property
     def concentration(self):
@@ -364,14 +390,16 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
             projector=keras.saving.serialize_keras_object(self.projector),
             normalize=self.normalize,
             scaling=keras.saving.serialize_keras_object(self.scaling),
+            alignment=keras.saving.serialize_keras_object(self.alignment),
         )
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in ("encoder", "projector", "scaling"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
+        for key in ("encoder", "projector", "scaling", "alignment"):
+            if key in config:  # `alignment` is absent from models saved before it existed
+                config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
 
 

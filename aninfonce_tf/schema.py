@@ -22,8 +22,7 @@
       "null_values": {...}          # only when a value was NaN or infinite
     }
 
-A score is a number, a list of numbers (`lambda_hat`, `linear_r2_per_latent`) or of
-lists of numbers (the matrix `slow_feature_alignment`) or a
+A score is a number, a list of numbers (`lambda_hat`, `linear_r2_per_latent`) or a
 dict of scores (`block_r2`, `backbone`); JSON has no NaN or infinity, so such a value
 is written as null and listed in `null_values` (`checkpoints.write_json`, which
 `checkpoints.read_json` reverses). docs/results.md describes every entry.

@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import AnInfoNCE, DiagonalScaling, InfoNCE, SphereNormalization, projection_head
+from aninfonce_tf import (
+    AnInfoNCE,
+    DiagonalScaling,
+    InfoNCE,
+    LinearAlignment,
+    SphereNormalization,
+    projection_head,
+)
 from tests import reference, support
 
 
@@ -99,11 +106,18 @@ def test_per_dimension_concentration_must_match_embedding_dimension():
         DiagonalScaling([1.0, 2.0])(np.ones((2, 3), "float32"))
 
 
+def _fitted_alignment() -> LinearAlignment:
+    layer = LinearAlignment()
+    layer.set_matrix(np.arange(9.0).reshape(3, 3) / 7.0 + np.eye(3))
+    return layer
+
+
 @pytest.mark.parametrize(
     "make_layer",
     [
         lambda: DiagonalScaling([1.0, 2.0, 3.0], parametrization="exp", initial_noise=0.1, seed=3),
         lambda: SphereNormalization(),
+        lambda: _fitted_alignment(),
     ],
 )
 def test_layer_harness(make_layer, tmp_path):

@@ -38,6 +38,9 @@ class Experiment:
             figures, `title` naming the preset and seed.
         seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its own figures
             over seeds (`summary`: `runner.run_seeds`' `summary.json`).
+        aligned: the model holds a `layers.LinearAlignment`, which its evaluators fit
+            (`IdentifiabilityEvaluator(..., alignment_pairs=...)`), saved with it and
+            exported as `embed_aligned`.
         worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
             of one input pipeline's own shard in per-replica batches. Multi-worker
             runs read it, each worker only its shard, instead of every worker
@@ -71,6 +74,7 @@ class Experiment:
     metadata: dict = dataclasses.field(default_factory=dict)
     plots: Callable[[dict, Path], list[Path]] | None = None
     seeds_plots: Callable[[dict, Path], list[Path]] | None = None
+    aligned: bool = False
     worker_train_data: Callable[[int, tf.distribute.InputContext], tf.data.Dataset] | None = None
 
 

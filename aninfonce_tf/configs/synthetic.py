@@ -81,7 +81,8 @@ class SyntheticConfig(RunConfig):
     alignment_pairs: int = option(
         0,
         "fresh positive pairs on which each evaluation fits the slow-feature alignment of the "
-        "embedding and scores its MCC (aligned_mcc, and the matrix in results.json; 0: none)",
+        "embedding, kept in the model (exported as embed_aligned), and scores its MCC "
+        "(aligned_mcc; 0: none)",
         group="evaluation",
     )
     # The shared fields, at the authors' values.
@@ -173,6 +174,7 @@ def build(config: SyntheticConfig) -> Experiment:
         evaluators=[evaluator],
         normalize=config.space == "sphere",
         curve_keys=PRIMARY_SCORES + (("aligned_mcc",) if alignment_pairs else ()),
+        aligned=alignment_pairs is not None,
         primary_scores=PRIMARY_SCORES,
         metadata={"true_concentration": setup.concentration.tolist()},
         plots=functools.partial(plots.plot_identifiability, true_concentration=setup.concentration),

@@ -198,10 +198,10 @@ class IdentifiabilityEvaluator:
         nonlinear: also fit the kernel-ridge R^2 (slower).
         alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
             positive pairs (not the held-out ones); when given, every evaluation fits
-            the slow-feature alignment on their embeddings (`alignment.py`) and adds
-            `aligned_mcc` (the MCC of the aligned embeddings) and
-            `slow_feature_alignment` (the `[d, d]` matrix, to multiply the
-            embeddings by).
+            the slow-feature alignment on their embeddings (`alignment.py`), sets it
+            as the model's `alignment` when it has one (`layers.LinearAlignment`,
+            saved with the model and exported as `embed_aligned`) and adds
+            `aligned_mcc`, the MCC of the aligned embeddings.
 
     Example:
 
@@ -315,7 +315,8 @@ class IdentifiabilityEvaluator:
                 )
             )
             scores["aligned_mcc"] = mean_correlation_coefficient(self.latents, features @ alignment)
-            scores["slow_feature_alignment"] = alignment.tolist()
+            if getattr(model, "alignment", None) is not None:
+                model.alignment.set_matrix(alignment)
         if getattr(model, "scaling", None) is not None:
             learned = np.asarray(model.scaling.concentration)
             scores["lambda_hat"] = learned.tolist()

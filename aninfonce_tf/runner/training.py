@@ -19,6 +19,7 @@ from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
 from aninfonce_tf.evaluation.console import EpochLine
 from aninfonce_tf.evaluation.targets import Target, targets_reached
 from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
+from aninfonce_tf.layers import LinearAlignment
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
@@ -27,8 +28,8 @@ from aninfonce_tf.runner.run_directory import points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
-    """The encoder, projector, optional Lambda_hat and compiled loss of one variant,
-    under `config`'s precision (call it inside the strategy's scope)."""
+    """The encoder, projector, optional Lambda_hat and alignment, and compiled loss of
+    one variant, under `config`'s precision (call it inside the strategy's scope)."""
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")
@@ -41,7 +42,12 @@ def build_model(config: RunConfig, experiment: Experiment, variant: str) -> Cont
         variant, normalized=experiment.normalize, seed=config.seed, **config.loss_options()
     )
     model = ContrastiveModel(
-        encoder, projector=projector, normalize=experiment.normalize, scaling=scaling, name=variant
+        encoder,
+        projector=projector,
+        normalize=experiment.normalize,
+        scaling=scaling,
+        alignment=LinearAlignment() if experiment.aligned else None,
+        name=variant,
     )
     model.compile(
         optimizer=optimizers.encoder_optimizer(config),

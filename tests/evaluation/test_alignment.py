@@ -1,10 +1,12 @@
 """The slow-feature alignment on the paper's latents, where its answer is known."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from scipy.stats import ortho_group
 
+from aninfonce_tf import ContrastiveModel, LinearAlignment
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import (
@@ -39,13 +41,14 @@ def test_it_turns_a_mixed_embedding_of_the_papers_latents_onto_them():
     assert order.tolist() == list(range(9, -1, -1))
 
 
-def test_the_evaluator_scores_the_aligned_embedding_and_records_the_matrix():
+def test_the_evaluator_scores_the_aligned_embedding_and_sets_the_models_alignment():
     z, z_positive = _paper_latent_pairs(16384, seed=0)
     held_out, _ = _paper_latent_pairs(2048, seed=1)
     mixing = ortho_group.rvs(10, random_state=2)
 
     class Mixed:
         scaling = None
+        alignment = LinearAlignment()
 
         def embed(self, x, training=False, scaled=True):
             return tf.convert_to_tensor(np.asarray(x) @ mixing, tf.float32)
@@ -53,10 +56,24 @@ def test_the_evaluator_scores_the_aligned_embedding_and_records_the_matrix():
     evaluator = IdentifiabilityEvaluator(held_out, held_out, alignment_pairs=(z, z_positive))
     scores = evaluator.evaluate(Mixed())
     assert scores["mcc"] < 0.8 < 0.97 < scores["aligned_mcc"]
-    features = held_out @ mixing @ np.asarray(scores["slow_feature_alignment"])
+    features = np.asarray(Mixed.alignment(held_out @ mixing))
     assert mean_correlation_coefficient(held_out, features) == pytest.approx(
-        scores["aligned_mcc"], abs=1e-5
+        scores["aligned_mcc"], abs=1e-4
     )
+
+
+def test_the_alignment_layer_refuses_a_matrix_of_another_shape_and_a_model_without_one():
+    layer = LinearAlignment()
+    layer.build((None, 3))
+    with pytest.raises(ValueError, match=r"finite \(3, 3\) matrix"):
+        layer.set_matrix(np.eye(4))
+    with pytest.raises(ValueError, match="finite"):
+        layer.set_matrix(np.full((3, 3), np.nan))
+    encoder = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3)])
+    with pytest.raises(ValueError, match="alignment=LinearAlignment"):
+        ContrastiveModel(encoder).embed_aligned(np.zeros((2, 3), "float32"))
+    with pytest.raises(TypeError, match="`alignment` must be a LinearAlignment"):
+        ContrastiveModel(encoder, alignment=keras.layers.Dense(3))
 
 
 def test_bad_pairs_are_refused_naming_the_argument():

@@ -18,6 +18,8 @@ import tensorflow as tf
 from aninfonce_tf import distribute, optimizers, runner, schema
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.evaluation import slow_feature_alignment
+from aninfonce_tf.evaluation.identifiability import mean_correlation_coefficient
 from aninfonce_tf.runner import run_directory
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -43,6 +45,31 @@ def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path)
             mirrored[name]["final_loss"], single[name]["final_loss"], rtol=2e-3
         )
         assert (tmp_path / "mirrored" / name / "model.keras").exists()
+
+
+def test_the_fitted_alignment_is_saved_and_exported_with_the_model(tmp_path):
+    config = dataclasses.replace(
+        SMOKE, losses="aninfonce", alignment_pairs=1000, strategy="mirrored"
+    )
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    model = keras.saving.load_model(tmp_path / "aninfonce" / "model.keras", safe_mode=True)
+    experiment = synthetic.build(config)
+    evaluator = experiment.evaluators[0]
+    # The matrix in the saved model is the one the last evaluation fitted and scored.
+    first, second = evaluator.alignment_pairs
+    fitted = slow_feature_alignment(
+        model.embed(first, scaled=False), model.embed(second, scaled=False)
+    )
+    np.testing.assert_allclose(model.alignment.matrix, fitted, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(model.alignment.matrix, np.eye(SMOKE.dim))
+    aligned = model.embed_aligned(evaluator.observations)
+    assert mean_correlation_coefficient(evaluator.latents, aligned) == pytest.approx(
+        result["aligned_mcc"], abs=1e-4
+    )
+    exported = tf.saved_model.load(str(tmp_path / "aninfonce" / "encoder"))
+    np.testing.assert_allclose(
+        exported.embed_aligned(evaluator.observations), aligned, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_steps_per_execution_changes_the_speed_only(tmp_path):
