@@ -3,7 +3,7 @@ and AnInfoNCE at B = 1000 (2000 rows) with `paper-linear`'s optimizer, each part
 alone.
 
     python benchmarks/step_parts.py
-    python benchmarks/step_parts.py --batch-size 500 --repeats 7
+    python benchmarks/step_parts.py --batch-size 500 --alignment-pairs 16384  # paper-linear-fast
 
 Parts: the whole compiled train step on a fixed batch; the encoder's forward pass,
 forward and backward, and with Adam's update (a sum-of-squares loss on its outputs);
@@ -16,8 +16,10 @@ uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the
 The evaluation's parts, as the recipe's evaluation callback runs them every
 `eval_every` steps: the embeddings of the held-out samples (`--eval-size`, the presets'
 4096), the whole evaluation on the weight average (embeddings, linear R^2, MCC,
-Lambda_hat's agreement), and the backup checkpoint written at the end of each Keras
-epoch.
+Lambda_hat's agreement; with `--alignment-pairs`, also the slow-feature alignment and
+the aligned MCC), and the backup checkpoint written at the end of each Keras epoch. With
+`--alignment-pairs`, the alignment's two parts are also timed alone: the embeddings of
+both sides of the pairs, and the generalised eigendecomposition.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 
 from aninfonce_tf import functional
 from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build
+from aninfonce_tf.evaluation import slow_feature_alignment
+from aninfonce_tf.evaluation.features import level_features
 from aninfonce_tf.models import UNIFORMITY_ROWS
 from aninfonce_tf.optimizers import averaged_weights
 from aninfonce_tf.runner import build_model
@@ -140,7 +144,11 @@ def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
 
 
 def evaluation_parts(
-    model: keras.Model, config: SyntheticConfig, eval_size: int, directory: Path
+    model: keras.Model,
+    config: SyntheticConfig,
+    eval_size: int,
+    alignment_pairs: int,
+    directory: Path,
 ) -> dict:
     """The evaluation's parts: the recipe's callback scores the weight average, then
     writes the history file and TensorBoard (not timed); each Keras epoch ends with a
@@ -149,19 +157,33 @@ def evaluation_parts(
     Returns:
         `{part name: zero-argument function}`.
     """
-    (evaluator,) = build(dataclasses.replace(config, eval_size=eval_size)).evaluators
+    (evaluator,) = build(
+        dataclasses.replace(config, eval_size=eval_size, alignment_pairs=alignment_pairs)
+    ).evaluators
 
     def evaluation():
         with averaged_weights(model):
             return evaluator.evaluate(model)["linear_r2"]
 
-    return {
+    parts = {
         f"embeddings of {eval_size} held-out samples": lambda: evaluator.features(model),
         "identifiability scores, weight average": evaluation,
         "backup checkpoint's save_weights": lambda: model.save_weights(
             directory / "backup.weights.h5"
         ),
     }
+    if alignment_pairs:
+
+        def pair_embeddings():
+            return [
+                level_features(model, side, "projector", evaluator.batch_size)
+                for side in evaluator.alignment_pairs
+            ]
+
+        embedded = pair_embeddings()
+        parts[f"embeddings of 2 x {alignment_pairs} pairs"] = pair_embeddings
+        parts["slow-feature alignment (eigh)"] = lambda: slow_feature_alignment(*embedded)
+    return parts
 
 
 def main() -> None:
@@ -170,6 +192,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--eval-size", type=int, default=4096, help="held-out samples")
+    parser.add_argument(
+        "--alignment-pairs",
+        type=int,
+        default=0,
+        help="pairs the evaluation fits the slow-feature alignment on (paper-linear-fast: 16384)",
+    )
     args = parser.parse_args()
     step_parts, model, config = parts(args.batch_size)
     for name, function in step_parts.items():
@@ -179,7 +207,9 @@ def main() -> None:
     bound = matmul_flops_per_step(args.batch_size) / gflops / 1e6
     print(f"{'matmul roofline of the step':>34}: {bound:6.1f} ms ({gflops:.0f} GFLOP/s)")
     with tempfile.TemporaryDirectory() as scratch:
-        evaluation = evaluation_parts(model, config, args.eval_size, Path(scratch))
+        evaluation = evaluation_parts(
+            model, config, args.eval_size, args.alignment_pairs, Path(scratch)
+        )
         for name, function in evaluation.items():
             median, best = milliseconds(function, max(args.calls // 10, 1), args.repeats)
             print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)
