@@ -201,31 +201,39 @@ class LinearAlignment(keras.layers.Layer):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("dtype", "float32")
-        kwargs["trainable"] = False
-        super().__init__(**kwargs)
+        # Fitted, never trained: its matrix is a non-trainable variable whatever
+        # `trainable` a model sets on its layers (and so saves in their configs).
+        kwargs.pop("trainable", None)
+        super().__init__(trainable=False, **kwargs)
 
     def build(self, input_shape):
         dim = input_shape[-1]
         if dim is None:
             raise ValueError("`LinearAlignment` needs a known last dimension.")
+        memory.check_fits(
+            dim * dim * 4, f"A LinearAlignment of {dim} dimensions", "give it a narrower embedding"
+        )
         self.matrix = self.add_weight(
             name="matrix", shape=(dim, dim), initializer="identity", trainable=False
         )
 
     def set_matrix(self, matrix) -> None:
-        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right).
+        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right),
+        building the layer for `d` if it is not built.
 
         Raises:
-            ValueError: when `matrix` is not `[d, d]` or not finite.
+            ValueError: when `matrix` is not square, not of the built layer's `d`, or
+                not finite.
         """
         matrix = np.asarray(matrix, dtype="float64")
+        dim = self.matrix.shape[0] if self.built else None
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or dim not in (None, len(matrix)):
+            expected = f"[{dim}, {dim}]" if dim else "square [d, d]"
+            raise ValueError(f"`matrix` must be {expected}; got shape {matrix.shape}.")
+        if not np.isfinite(matrix).all():
+            raise ValueError("`matrix` must be finite; it holds NaN or infinite values.")
         if not self.built:
-            self.build((None, matrix.shape[-1] if matrix.ndim == 2 else None))
-        if matrix.shape != tuple(self.matrix.shape) or not np.isfinite(matrix).all():
-            raise ValueError(
-                f"The alignment of {self.matrix.shape[0]}-dimensional embeddings must be a "
-                f"finite {tuple(self.matrix.shape)} matrix; got shape {matrix.shape}."
-            )
+            self.build((None, len(matrix)))
         self.matrix.assign(matrix.astype(self.matrix.dtype))
 
     def call(self, z):

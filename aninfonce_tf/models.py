@@ -186,6 +186,12 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         for head in (self.scaling, self.alignment):
             if head is not None and not head.built:
                 head.build(shape)
+        if self.alignment is not None and self.alignment.matrix.shape[0] != shape[-1]:
+            raise ValueError(
+                f"`alignment` was built for {self.alignment.matrix.shape[0]}-dimensional "
+                f"embeddings; this model's are {shape[-1]}-dimensional: pass a new "
+                "`LinearAlignment()`."
+            )
         self.built = True
         self._build_optimizers()
 
@@ -390,15 +396,16 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
             projector=keras.saving.serialize_keras_object(self.projector),
             normalize=self.normalize,
             scaling=keras.saving.serialize_keras_object(self.scaling),
-            alignment=keras.saving.serialize_keras_object(self.alignment),
         )
+        if self.alignment is not None:  # absent otherwise: earlier releases load the file
+            config["alignment"] = keras.saving.serialize_keras_object(self.alignment)
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         for key in ("encoder", "projector", "scaling", "alignment"):
-            if key in config:  # `alignment` is absent from models saved before it existed
+            if key in config:  # `alignment` only where the model has one
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
 

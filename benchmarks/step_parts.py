@@ -73,8 +73,9 @@ def loss_by_kernel(z1, z2):
     return tf.reduce_mean(losses), stats["accuracy"]
 
 
-def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
-    """The step's parts at `batch_size`.
+def parts(batch_size: int, aligned: bool) -> tuple[dict, keras.Model, SyntheticConfig]:
+    """The step's parts at `batch_size`, of a model that holds an alignment when
+    `aligned`.
 
     Returns:
         `{part name: zero-argument function}`, the model they train and its config.
@@ -84,6 +85,7 @@ def parts(batch_size: int) -> tuple[dict, keras.Model, SyntheticConfig]:
     config = dataclasses.replace(
         config, jit_compile=True, **{name: getattr(preset, name) for name in OPTIMIZATION}
     )
+    experiment = dataclasses.replace(experiment, aligned=aligned)
     model = build_model(config, experiment, "aninfonce")
     model.make_train_function()
     iterator = iter(fixed)
@@ -165,7 +167,7 @@ def evaluation_parts(
         with averaged_weights(model):
             return evaluator.evaluate(model)["linear_r2"]
 
-    parts = {
+    timed = {
         f"embeddings of {eval_size} held-out samples": lambda: evaluator.features(model),
         "identifiability scores, weight average": evaluation,
         "backup checkpoint's save_weights": lambda: model.save_weights(
@@ -181,9 +183,9 @@ def evaluation_parts(
             ]
 
         embedded = pair_embeddings()
-        parts[f"embeddings of 2 x {alignment_pairs} pairs"] = pair_embeddings
-        parts["slow-feature alignment (eigh)"] = lambda: slow_feature_alignment(*embedded)
-    return parts
+        timed[f"embeddings of 2 x {alignment_pairs} pairs"] = pair_embeddings
+        timed["alignment: covariances + eigh"] = lambda: slow_feature_alignment(*embedded)
+    return timed
 
 
 def main() -> None:
@@ -199,7 +201,7 @@ def main() -> None:
         help="pairs the evaluation fits the slow-feature alignment on (paper-linear-fast: 16384)",
     )
     args = parser.parse_args()
-    step_parts, model, config = parts(args.batch_size)
+    step_parts, model, config = parts(args.batch_size, aligned=args.alignment_pairs > 0)
     for name, function in step_parts.items():
         median, best = milliseconds(function, args.calls, args.repeats)
         print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)

@@ -21,6 +21,7 @@ from aninfonce_tf import (
     ContrastiveModel,
     DiagonalScaling,
     InfoNCE,
+    LinearAlignment,
     SimCLRAugment,
     augment_pairs,
     functional,
@@ -45,6 +46,10 @@ from tests.support import ROOT, UndeclaredEvaluator
 BAD_INPUT_TABLE = ROOT / "docs" / "bad-input.md"
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
 X = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+
+
+def _aligned_model():
+    return ContrastiveModel(_model().encoder, alignment=LinearAlignment())
 
 
 def _model(scaling=True):
@@ -209,6 +214,16 @@ CASES = {
         lambda _: _model(scaling=False).compile("adam", loss=AnInfoNCE()),
         ValueError,
         "AnInfoNCE needs",
+    ),
+    "an alignment matrix of another shape or not finite": (
+        lambda _: _aligned_model().alignment.set_matrix(np.eye(3)),
+        ValueError,
+        "`matrix` must be \\[4, 4\\]; got shape \\(3, 3\\)",
+    ),
+    "`embed_aligned` of a model without an alignment": (
+        lambda _: _model().embed_aligned(X),
+        ValueError,
+        "This model has no `alignment`",
     ),
     "`compile(metrics=[...])` on a ContrastiveModel": (
         lambda _: _model().compile("adam", metrics=["accuracy"]),

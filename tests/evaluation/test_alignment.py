@@ -64,16 +64,44 @@ def test_the_evaluator_scores_the_aligned_embedding_and_sets_the_models_alignmen
 
 def test_the_alignment_layer_refuses_a_matrix_of_another_shape_and_a_model_without_one():
     layer = LinearAlignment()
-    layer.build((None, 3))
-    with pytest.raises(ValueError, match=r"finite \(3, 3\) matrix"):
+    # Refused before it builds: the layer still takes a square matrix afterwards.
+    for matrix in (np.eye(3)[:, :2], np.ones(3)):
+        with pytest.raises(ValueError, match=r"`matrix` must be square \[d, d\]"):
+            layer.set_matrix(matrix)
+    layer.set_matrix(2 * np.eye(3))
+    np.testing.assert_array_equal(layer(np.ones((1, 3), "float32")), [[2.0, 2.0, 2.0]])
+    with pytest.raises(ValueError, match=r"`matrix` must be \[3, 3\]; got shape \(4, 4\)"):
         layer.set_matrix(np.eye(4))
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="`matrix` must be finite"):
         layer.set_matrix(np.full((3, 3), np.nan))
+    # A model made trainable again (fine-tuning) saves `trainable: True` in its layers'
+    # configs: the alignment still loads, and its matrix is never trained.
+    restored = LinearAlignment.from_config({**layer.get_config(), "trainable": True})
+    restored.build((None, 3))
+    assert restored.trainable_variables == [] and len(restored.non_trainable_variables) == 1
     encoder = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3)])
     with pytest.raises(ValueError, match="alignment=LinearAlignment"):
         ContrastiveModel(encoder).embed_aligned(np.zeros((2, 3), "float32"))
     with pytest.raises(TypeError, match="`alignment` must be a LinearAlignment"):
         ContrastiveModel(encoder, alignment=keras.layers.Dense(3))
+    with pytest.raises(ValueError, match="built for 4-dimensional embeddings"):
+        ContrastiveModel(encoder, alignment=_built(LinearAlignment(), 4))
+
+
+def _built(layer, dim):
+    layer.build((None, dim))
+    return layer
+
+
+def test_a_model_without_an_alignment_saves_no_alignment_key():
+    encoder = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3)])
+    config = ContrastiveModel(encoder).get_config()
+    assert "alignment" not in config
+    assert ContrastiveModel.from_config(config).alignment is None
+    aligned = ContrastiveModel.from_config(
+        ContrastiveModel(encoder, alignment=LinearAlignment()).get_config()
+    )
+    assert isinstance(aligned.alignment, LinearAlignment)
 
 
 def test_bad_pairs_are_refused_naming_the_argument():
