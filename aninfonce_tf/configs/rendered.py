@@ -4,8 +4,8 @@ or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
 accuracy at the backbone and at the projector (`evaluation.latents`).
 
 The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
-8 %: the object is small, and a pair whose crop leaves it out teaches only the
-background (how often each crop scale loses it: docs/results.md, rendered images).
+8 %: the object is small (at the default `object_scale`), and a pair whose crop leaves
+it out teaches only the background (how often each crop scale loses it: docs/results.md, rendered images).
 
 Example:
 
@@ -32,7 +32,7 @@ from aninfonce_tf.data.rendered import (
     PAIR_MODES,
     RenderedPairs,
 )
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, MAX_SCALE, MIN_SCALE
 from aninfonce_tf.encoders import pooled_cnn, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
@@ -57,6 +57,12 @@ class RenderedConfig(RunConfig):
 
     mode: str = option("augment", "how a positive pair is made (RenderedPairs)", PAIR_MODES)
     size: int = option(32, "side of the renders and of the views, in pixels (at least 19)")
+    object_scale: str = option(
+        "0.09,0.14",
+        "range of the objects' scale, the radius of the disk of their area as a fraction of "
+        f"the side, two comma-separated values in [{MIN_SCALE}, {MAX_SCALE}] (area pi scale^2; the "
+        "centre's range narrows to keep larger objects inside)",
+    )
     concentration: str = option(
         "",
         "latent, spike-slab: Lambda of the conditional per continuous latent, "
@@ -131,6 +137,7 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
     """
     concentration = _numbers(config, "concentration") or dict(DEFAULT_CONCENTRATION)
     change = _numbers(config, "change_probability")
+    object_scale = tuple(_numbers(config, "object_scale"))
     if config.size < 19:
         raise ValueError(
             f"`size` must be at least 19 (the object then stays inside); got {config.size}."
@@ -158,6 +165,7 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
         concentration=concentration,
         conditional=config.conditional,
         change_probability=change,
+        object_scale=object_scale,
     )
 
 
@@ -203,7 +211,13 @@ def build(config: RenderedConfig) -> Experiment:
         else (None, None)
     )
     evaluator = LatentEvaluator(
-        images, latents, blocks, views, view_params, nonlinear=config.nonlinear
+        images,
+        latents,
+        blocks,
+        views,
+        view_params,
+        nonlinear=config.nonlinear,
+        specs=source.latents,
     )
     # The conditional's Lambda, of the pairs drawn from it.
     concentration = None if config.mode == "augment" else source.concentration_values
@@ -273,6 +287,8 @@ def build(config: RenderedConfig) -> Experiment:
     metadata = {
         "mode": config.mode,
         "latents": list(LATENT_NAMES),
+        # Each latent's range, which `object_scale` sets for x, y and scale.
+        "latent_ranges": {name: [spec.low, spec.high] for name, spec in source.latents.items()},
         "continuous_latents": list(CONTINUOUS),
         "effective_concentration": estimate,
         "blocks": {block: list(members) for block, members in blocks.items()},
@@ -332,7 +348,8 @@ SWEEP = dataclasses.replace(QUICK, eval_every=QUICK.steps, nonlinear=False)
 SWEEP_LIMITS = {
     "crop_min_scale": (
         AUGMENT_CROP_SCALE,
-        "smaller crops lose the object from view (it covers 2.5-6 % of the render; crops of "
+        "smaller crops lose the object from view (at the default --object-scale it covers "
+        "2.5-6 % of the render; crops of "
         "8-100 % left it wholly out of 7.5 % of views, docs/results.md), and a pair without "
         "it teaches only the background",
     )

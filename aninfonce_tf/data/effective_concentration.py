@@ -32,7 +32,9 @@ import tensorflow as tf
 
 from aninfonce_tf.data.renderer import (
     HUES,
+    LATENTS,
     PARTS,
+    Latent,
     latent_coordinates,
     part_names,
     sample_latents,
@@ -44,9 +46,12 @@ MAX_EFFECTIVE_CONCENTRATION = 1e4
 CIRCLE_RADIUS = math.sqrt(2) / math.pi
 
 
-def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
+def latent_parts(
+    latents: Mapping, erased=None, specs: Mapping[str, Latent] = LATENTS
+) -> dict[str, np.ndarray]:
     """`{part: [N]}` of the continuous `latents` (`{name: [N]}`) in units where each
-    latent's range is 2 wide; the hues' parts of rows where `erased` (`[N]` bool) are 0.
+    latent's range (in `specs`) is 2 wide; the hues' parts of rows where `erased` (`[N]`
+    bool) are 0.
 
     Example:
 
@@ -56,7 +61,7 @@ def latent_parts(latents: Mapping, erased=None) -> dict[str, np.ndarray]:
     >>> float(parts["x"][0]), round(float(parts["rotation_cos"][0]), 3)
     (-1.0, 0.45)
     """
-    parts = latent_coordinates(latents, radius=CIRCLE_RADIUS)
+    parts = latent_coordinates(latents, specs, radius=CIRCLE_RADIUS)
     if erased is not None:
         for part in part_names(HUES):
             parts[part] = np.where(erased, 0.0, parts[part])
@@ -103,15 +108,16 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
     latent_seed, pair_seed = tf.unstack(
         tf.random.experimental.stateless_split(tf.constant([seed, 3], tf.int64), 2)
     )
-    latents = sample_latents(count, latent_seed)
+    specs = source.latents
+    latents = sample_latents(count, latent_seed, specs)
     if source.mode == "augment":
         first, second = tf.unstack(tf.random.experimental.stateless_split(pair_seed, 2))
         augmentation = source.augmentation
-        parts1 = latent_parts(*view_latents(latents, augmentation.parameters(count, first)))
-        parts2 = latent_parts(*view_latents(latents, augmentation.parameters(count, second)))
+        parts1 = latent_parts(*view_latents(latents, augmentation.parameters(count, first)), specs)
+        parts2 = latent_parts(*view_latents(latents, augmentation.parameters(count, second)), specs)
     else:
-        parts1 = latent_parts(latents)
-        parts2 = latent_parts(source.positive_latents(latents, pair_seed))
+        parts1 = latent_parts(latents, specs=specs)
+        parts2 = latent_parts(source.positive_latents(latents, pair_seed), specs=specs)
     change = {part: float(np.mean((parts1[part] - parts2[part]) ** 2)) for part in PARTS}
     return {
         "parts": {

@@ -28,6 +28,7 @@ from aninfonce_tf.data.renderer import (
     _seed,
     latent_matrix,
     latent_units,
+    object_latents,
     render,
     sample_latents,
 )
@@ -104,6 +105,10 @@ class RenderedPairs:
         conditional: one of `PAIR_CONDITIONALS`.
         change_probability: `"spike-slab"`'s probability that a latent changes, one
             number or `{name: value}` (latents left out always change).
+        object_scale: the range `(low, high)` of the objects' `scale`, the radius of
+            the disk of their area as a fraction of the side (their centre's range
+            narrows to keep larger ones inside: `renderer.object_latents`); the
+            latents' ranges are `latents`.
 
     Example:
 
@@ -121,6 +126,7 @@ class RenderedPairs:
     )
     conditional: str = "normal"
     change_probability: float | Mapping[str, float] = 0.5
+    object_scale: tuple[float, float] = (LATENTS["scale"].low, LATENTS["scale"].high)
 
     def __post_init__(self):
         if self.mode not in PAIR_MODES:
@@ -137,6 +143,7 @@ class RenderedPairs:
         self.concentration_values = _per_latent(self.concentration, "concentration")
         if np.any(self.concentration_values <= 0):
             raise ValueError(f"`concentration` must be positive; got {self.concentration}.")
+        self.latents = object_latents(self.object_scale)
         self.change_values = _per_latent(self.change_probability, "change_probability", 1.0)
         if np.any((self.change_values < 0) | (self.change_values > 1)):
             raise ValueError(
@@ -162,11 +169,12 @@ class RenderedPairs:
     def positive_latents(self, latents: Mapping[str, tf.Tensor], seed) -> dict[str, tf.Tensor]:
         """z+ around `latents` by the conditional (`"latent"`) or its spike and slab
         (`"spike-slab"`); `shape` is kept."""
-        lows = tf.constant([LATENTS[n].low for n in CONTINUOUS], tf.float32)
-        widths = tf.constant([LATENTS[n].width for n in CONTINUOUS], tf.float32)
-        circular = tf.constant([LATENTS[n].circular for n in CONTINUOUS])
+        specs = self.latents
+        lows = tf.constant([specs[n].low for n in CONTINUOUS], tf.float32)
+        widths = tf.constant([specs[n].width for n in CONTINUOUS], tf.float32)
+        circular = tf.constant([specs[n].circular for n in CONTINUOUS])
         unit = tf.stack(
-            [latent_units(tf.cast(latents[n], tf.float32), LATENTS[n]) for n in CONTINUOUS], axis=1
+            [latent_units(tf.cast(latents[n], tf.float32), specs[n]) for n in CONTINUOUS], axis=1
         )
         positive_seed, change_seed = tf.unstack(
             tf.random.experimental.stateless_split(_seed(seed), 2)
@@ -194,7 +202,7 @@ class RenderedPairs:
         latents; in `"augment"` mode both are z's) and, in `"augment"` mode, the
         views' parameters `params1`, `params2`."""
         latent_seed, pair_seed = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), 2))
-        latents = sample_latents(batch_size, latent_seed)
+        latents = sample_latents(batch_size, latent_seed, self.latents)
         if self.mode == "augment":
             images = _render_compiled(latents, self.size)
             first, second = tf.unstack(tf.random.experimental.stateless_split(pair_seed, 2))
@@ -230,14 +238,14 @@ class RenderedPairs:
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:
         """`(images, latents)`: `count` un-augmented renders of fresh latents at
         `view_size`, as NumPy arrays (`latents`: `{name: [count]}`)."""
-        latents = sample_latents(count, tf.constant([seed, 1], tf.int64))
+        latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         images = _render_compiled(latents, self.view_size)
         return images.numpy(), {name: value.numpy() for name, value in latents.items()}
 
     def readout_set(self, count: int, seed: int = 10_001) -> tuple[np.ndarray, dict]:
         """`(views, params)`: one augmented view of each of `count` fresh renders, for
         the augmentation readout (`"augment"` mode's augmentation)."""
-        latents = sample_latents(count, tf.constant([seed, 1], tf.int64))
+        latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         views, params = self.augmentation(
             _render_compiled(latents, self.size), tf.constant([seed, 2], tf.int64)
         )

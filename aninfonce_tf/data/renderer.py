@@ -69,8 +69,8 @@ SHAPES = {
     ),
     "ell": _polygon([(-0.6, -0.9), (0.6, -0.9), (0.6, -0.3), (0, -0.3), (0, 0.9), (-0.6, 0.9)]),
 }
-# The farthest any vertex lies from its centroid, in units of `scale` (the triangle's
-# apex: 1.95).
+# The farthest any vertex lies from its centroid, in units of `scale` (the kite's
+# bottom vertex: 1.95).
 EXTENT = max(float(np.linalg.norm(v, axis=1).max()) for v in SHAPES.values())
 _VERTICES = max(len(v) for v in SHAPES.values())
 # Every polygon padded to the same vertex count by repeating its last vertex: the
@@ -80,8 +80,13 @@ _TABLE = np.stack(
 ).astype("float32")
 
 # With the centre in [0.3, 0.7] and `scale` at most 0.14 (EXTENT x 0.14 = 0.273), every
-# object stays 0.027 of the side inside the image: more than the half-pixel of its
-# anti-aliased edge at 19 pixels or more.
+# object stays INSIDE (0.027) of the side inside the image: more than the half-pixel of
+# its anti-aliased edge at 19 pixels or more.
+INSIDE = 0.027
+# The range of `scale` `object_latents` takes: at most 0.2, where the centre still moves
+# over 0.17 of the side (an object's area is pi scale^2 of the image: 12.6 % at 0.2), and
+# at least 0.05, a radius of one pixel at the smallest side, 19.
+MIN_SCALE, MAX_SCALE = 0.05, 0.2
 LATENTS = {
     "shape": Latent(0, len(SHAPES), classes=len(SHAPES)),
     "x": Latent(0.3, 0.7),
@@ -92,6 +97,46 @@ LATENTS = {
     "background_hue": Latent(0.0, 1.0, circular=True, hue=True),
 }
 LATENT_NAMES = tuple(LATENTS)
+
+
+def object_latents(object_scale: tuple[float, float] = (0.09, 0.14)) -> dict[str, Latent]:
+    """`LATENTS` with the objects' `scale` in `object_scale` (`low`, `high`), and their
+    centre `x`, `y` in [0.3, 0.7] narrowed as far as keeps every object `INSIDE` the
+    image.
+
+    Example:
+
+    >>> object_latents() == LATENTS
+    True
+    >>> latents = object_latents((0.16, 0.2))
+    >>> round(latents["x"].low, 3), round(latents["x"].high, 3)
+    (0.417, 0.583)
+
+    Raises:
+        ValueError: unless `object_scale` is two numbers `MIN_SCALE` <= low < high <=
+            `MAX_SCALE`.
+    """
+    message = (
+        f"`object_scale` must be two numbers {MIN_SCALE} <= low < high <= {MAX_SCALE} (the "
+        "radius of the disk of the object's area, as a fraction of the side; the area is pi "
+        f"scale^2); got {object_scale!r}."
+    )
+    try:
+        values = np.asarray(object_scale, dtype="float64")
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if values.shape != (2,) or not MIN_SCALE <= values[0] < values[1] <= MAX_SCALE:
+        raise ValueError(message)
+    low, high = (float(value) for value in values)
+    margin = max(LATENTS["x"].low, EXTENT * high + INSIDE)
+    return {
+        **LATENTS,
+        "x": Latent(margin, 1 - margin),
+        "y": Latent(margin, 1 - margin),
+        "scale": Latent(low, high),
+    }
+
+
 CONTINUOUS = tuple(name for name, latent in LATENTS.items() if not latent.classes)
 HUES = tuple(name for name in CONTINUOUS if LATENTS[name].hue)
 
@@ -183,19 +228,20 @@ def _seed(seed) -> tf.Tensor:
     return tf.cast(seed, tf.int64)
 
 
-def sample_latents(n: int, seed) -> dict[str, tf.Tensor]:
-    """`n` latents drawn uniformly from `LATENTS`' ranges.
+def sample_latents(n: int, seed, specs: Mapping[str, Latent] = LATENTS) -> dict[str, tf.Tensor]:
+    """`n` latents drawn uniformly from `specs`' ranges.
 
     Args:
         n: how many.
         seed: an int or a stateless seed of shape `[2]`.
+        specs: each latent's range (`LATENTS`, or `object_latents(...)`).
 
     Returns:
         `{name: [n] tensor}`: `shape` int32, the others float32.
     """
-    seeds = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), len(LATENTS)))
+    seeds = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), len(specs)))
     latents = {}
-    for (name, latent), seed_i in zip(LATENTS.items(), seeds, strict=True):
+    for (name, latent), seed_i in zip(specs.items(), seeds, strict=True):
         if latent.classes:
             latents[name] = tf.random.stateless_uniform(
                 [n], seed_i, 0, latent.classes, dtype=tf.int32
@@ -292,12 +338,15 @@ __all__ = [
     "HUES",
     "LATENTS",
     "LATENT_NAMES",
+    "MAX_SCALE",
+    "MIN_SCALE",
     "PARTS",
     "SHAPES",
     "Latent",
     "latent_coordinates",
     "latent_matrix",
     "latent_units",
+    "object_latents",
     "part_names",
     "render",
     "sample_latents",

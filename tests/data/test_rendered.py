@@ -73,20 +73,21 @@ def test_latents_lie_in_their_ranges_with_their_dtypes():
     assert not np.array_equal(latents["x"], sample_latents(4000, seed=4)["x"])
 
 
-def test_images_are_in_range_and_the_object_stays_inside():
+@pytest.mark.parametrize("specs", [LATENTS, renderer.object_latents((0.16, 0.2))])
+def test_images_are_in_range_and_the_object_stays_inside(specs):
     # The worst cases: every shape at the top-left corner of the centre's range, at the
     # largest scale, at every rotation (its farthest vertex towards each edge).
     count = 72
     latents = {
         "shape": np.repeat(np.arange(len(SHAPES), dtype="int32"), count),
-        "x": np.full(len(SHAPES) * count, LATENTS["x"].low, "float32"),
-        "y": np.full(len(SHAPES) * count, LATENTS["y"].low, "float32"),
-        "scale": np.full(len(SHAPES) * count, LATENTS["scale"].high, "float32"),
+        "x": np.full(len(SHAPES) * count, specs["x"].low, "float32"),
+        "y": np.full(len(SHAPES) * count, specs["y"].low, "float32"),
+        "scale": np.full(len(SHAPES) * count, specs["scale"].high, "float32"),
         "rotation": np.tile(np.arange(count) * 2 * np.pi / count, len(SHAPES)).astype("float32"),
         "object_hue": np.full(len(SHAPES) * count, 0.3, "float32"),
         "background_hue": np.full(len(SHAPES) * count, 0.8, "float32"),
     }
-    margin = LATENTS["x"].low - renderer.EXTENT * LATENTS["scale"].high
+    margin = specs["x"].low - renderer.EXTENT * specs["scale"].high
     # At 48 pixels the outermost pixel centres then lie beyond the anti-aliased edge.
     assert margin * 48 > 1.0
     images = render(latents, size=48).numpy()
@@ -95,6 +96,25 @@ def test_images_are_in_range_and_the_object_stays_inside():
     assert np.abs(np.concatenate([coverage[:, 0], coverage[:, :, 0]], 1)).max() < 1e-4
     # ... and the range is used: the farthest vertex comes within 2.5 pixels of the edge.
     assert (coverage[:, :3] > 1e-3).any() and (coverage[:, :, :3] > 1e-3).any()
+
+
+def test_larger_objects_cover_a_tenth_of_the_image_and_pairs_follow_their_ranges():
+    pairs = RenderedPairs(mode="latent", size=32, object_scale=(0.16, 0.2))
+    specs = pairs.latents
+    batch = pairs.sample_pairs(2000, seed=[0, 3])
+    for z in (batch["z1"].numpy(), batch["z2"].numpy()):
+        for name in CONTINUOUS:
+            column = z[:, LATENT_NAMES.index(name)]
+            assert specs[name].low <= column.min() and column.max() <= specs[name].high
+    scale = batch["z1"].numpy()[:, LATENT_NAMES.index("scale")]
+    assert 0.09 < np.mean(np.pi * scale**2) < 0.11
+    images, latents = pairs.evaluation_set(200, seed=1)
+    area = _coverage(images, latents).sum(axis=(1, 2)) / 32**2
+    np.testing.assert_allclose(area, np.pi * latents["scale"] ** 2, rtol=0.03)
+    # The conditional acts in units of each latent's own range: the same Lambda_eff.
+    default = RenderedPairs(mode="latent", size=32).effective_concentration(4000)["parts"]
+    larger = pairs.effective_concentration(4000)["parts"]
+    assert larger == pytest.approx(default, rel=1e-3)
 
 
 def test_the_object_centroid_follows_x_y_and_its_area_follows_scale():
@@ -326,6 +346,11 @@ def test_blocks_follow_the_measured_concentrations_of_every_mode():
         (dict(concentration=(1.0, 2.0)), "one number or 6"),
         (dict(concentration=-1.0), "positive"),
         (dict(change_probability=1.5), r"\[0, 1\]"),
+        (dict(object_scale=(0.1, 0.25)), "object_scale"),
+        (dict(object_scale=(0.01, 0.1)), "object_scale"),
+        (dict(object_scale=(0.15, 0.15)), "object_scale"),
+        (dict(object_scale=("a", "b")), "object_scale"),
+        (dict(object_scale=0.1), "object_scale"),
     ],
 )
 def test_bad_pair_arguments_raise_naming_them(arguments, message):

@@ -10,7 +10,7 @@ from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, PARTS
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, LATENTS, PARTS
 from aninfonce_tf.runner import run_directory
 from tests.support import check_run, load_recipe, printed_table_columns
 
@@ -45,6 +45,9 @@ def test_the_config_sets_the_pairs_views_and_conditional():
     assert pairs.change_values.tolist() == [0.25] * len(CONTINUOUS)
     augment = pairs.augmentation
     assert (augment.image_size, augment.crop_scale) == (24, (0.3, 1.0))
+    assert pairs.latents == LATENTS  # the objects' default scale
+    larger = rendered.pairs(dataclasses.replace(config, object_scale="0.16,0.2"))
+    assert (larger.latents["scale"].low, larger.latents["scale"].high) == (0.16, 0.2)
     assert (augment.flip_probability, augment.grayscale_probability) == (0.0, 0.7)
     # SimCLR's strength 1: jitter 0.8 / 0.8 / 0.8 / 0.2.
     assert (augment.brightness, augment.contrast, augment.saturation, augment.hue) == pytest.approx(
@@ -89,6 +92,9 @@ def test_the_table_shows_each_block_the_shape_and_in_augment_mode_the_readout():
         (dict(flip_probability=-0.1), "flip_probability"),
         (dict(grayscale_probability=float("nan")), "grayscale_probability"),
         (dict(size=16), "size"),
+        (dict(object_scale="0.1"), "object_scale"),
+        (dict(object_scale="0.15,0.3"), "object_scale"),
+        (dict(object_scale="0.2,0.1"), "object_scale"),
         (dict(encoder_filters="8,x"), "encoder_filters"),
         (dict(projector_units=""), "projector_units"),
         (dict(eval_size=50), "eval_size"),
