@@ -333,6 +333,10 @@ PRESETS = {
     # As `latent`, but each latent changes only in half of the pairs: a conditional
     # other than the normal one AnInfoNCE assumes.
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
+    # `quick` with objects of 8-12.6 % of the image (scale 0.16-0.2, the centre in
+    # 0.417-0.583), where shapes differ by many pixels. Linear scores only: the kernel
+    # ridge has no intercept, and the narrower ranges move its targets' means.
+    "large-objects": dataclasses.replace(QUICK, object_scale="0.16,0.2", nonlinear=False),
 }
 # The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views made weaker or stronger
 # one field at a time from `quick`'s point, each axis's values; each cell `quick`'s

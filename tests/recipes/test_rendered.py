@@ -22,7 +22,7 @@ def test_help_lists_the_presets_and_the_pair_flags(capsys):
         load_recipe("rendered").main(["--help"])
     assert stop.value.code == 0
     text = "".join(capsys.readouterr().out.split())
-    assert "--preset{quick,latent,spike-slab}" in text
+    assert "--preset{quick,latent,spike-slab,large-objects}" in text
     for flag in ("--mode", "--concentration", "--change-probability", "--crop-min-scale"):
         assert flag in text
     assert "--seeds" in text and "--smoke" in text
@@ -116,6 +116,9 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     mode = rendered.PRESETS[preset].mode
     assert (run["preset"], run["smoke"], run["mode"]) == (preset, True, mode)
     assert run["latents"] == list(LATENT_NAMES) and run["continuous_latents"] == list(CONTINUOUS)
+    scale = [float(value) for value in rendered.PRESETS[preset].object_scale.split(",")]
+    assert run["latent_ranges"]["scale"] == scale
+    kinds = ("linear_r2", "nonlinear_r2") if rendered.PRESETS[preset].nonlinear else ("linear_r2",)
     estimate = run["effective_concentration"]
     assert list(estimate["parts"]) == list(PARTS) and estimate["sample_size"] == 8192
     blocks = effective_blocks(estimate["parts"])
@@ -123,7 +126,7 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     for name in ("aninfonce", "infonce"):
         for level in ("backbone", "projector"):
             scores = results[name][level]
-            for kind in ("linear_r2", "nonlinear_r2"):
+            for kind in kinds:
                 assert list(scores[kind]) == list(CONTINUOUS)
                 assert all(value <= 1 for value in scores[kind].values())
                 assert set(scores[f"block_{kind}"]) == {"content", "style"}
