@@ -15,8 +15,9 @@ compilation, every evaluation, saving and export count. After each run, outside 
 time, the saved model is scored on a second held-out set of 4096 samples, which the
 stopping rule never saw. A preset that fits the slow-feature alignment at every
 evaluation (`paper-linear-fast`) reads MCC as `aligned_mcc`: the MCC of its embedding
-times that alignment, which the saved model holds and exports (`embed_aligned`). The
-authors' code needs ~41k steps for MCC 0.95.
+times that alignment, which the saved model holds and exports (`embed_aligned`); the
+alignment lifts any loss's MCC, so such a preset's MCC target no longer tells AnInfoNCE
+from InfoNCE (docs/speed.md). The authors' code needs ~41k steps for MCC 0.95.
 """
 
 from __future__ import annotations
