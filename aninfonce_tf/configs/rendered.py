@@ -323,6 +323,14 @@ QUICK = RenderedConfig(
 # The pair modes of the latents' conditional train longer than `quick`.
 LATENT = dataclasses.replace(QUICK, mode="latent", steps=2000, eval_every=500)
 PRESETS = {
+    # The main preset (the first is the default): `quick`'s views on objects of 8-12.6 %
+    # of the image (scale 0.16-0.2, the centre in 0.417-0.583), where shapes differ by
+    # many pixels, for 2500 steps at `quick`'s constant rate, evaluated every 500. Linear
+    # scores only: the kernel ridge has no intercept, and the narrower ranges move its
+    # targets' means.
+    "large-objects": dataclasses.replace(
+        QUICK, object_scale="0.16,0.2", nonlinear=False, steps=2500, eval_every=500
+    ),
     # SimCLR's views of one render (crops of 40-100 %, flips, jitter s 0.5 with p 0.8,
     # grayscale p 0.2) on 32-pixel renders, `pooled_cnn`: 1500 steps, two evaluations
     # per loss. Every preset's endpoint is its final step (`primary_scores`).
@@ -333,10 +341,6 @@ PRESETS = {
     # As `latent`, but each latent changes only in half of the pairs: a conditional
     # other than the normal one AnInfoNCE assumes.
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
-    # `quick` with objects of 8-12.6 % of the image (scale 0.16-0.2, the centre in
-    # 0.417-0.583), where shapes differ by many pixels. Linear scores only: the kernel
-    # ridge has no intercept, and the narrower ranges move its targets' means.
-    "large-objects": dataclasses.replace(QUICK, object_scale="0.16,0.2", nonlinear=False),
 }
 # The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views made weaker or stronger
 # one field at a time from `quick`'s point, each axis's values; each cell `quick`'s
