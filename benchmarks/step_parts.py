@@ -38,7 +38,6 @@ from train_step import matmul_flops_per_step, matmul_gflops, synthetic_data
 from aninfonce_tf import functional
 from aninfonce_tf.configs.synthetic import PRESETS, SyntheticConfig, build
 from aninfonce_tf.evaluation import slow_feature_alignment
-from aninfonce_tf.evaluation.features import level_features
 from aninfonce_tf.models import UNIFORMITY_ROWS
 from aninfonce_tf.optimizers import averaged_weights
 from aninfonce_tf.runner import build_model
@@ -175,15 +174,8 @@ def evaluation_parts(
         ),
     }
     if alignment_pairs:
-
-        def pair_embeddings():
-            return [
-                level_features(model, side, "projector", evaluator.batch_size)
-                for side in evaluator.alignment_pairs
-            ]
-
-        embedded = pair_embeddings()
-        timed[f"embeddings of 2 x {alignment_pairs} pairs"] = pair_embeddings
+        embedded = evaluator.pair_features(model)
+        timed[f"embeddings of 2 x {alignment_pairs} pairs"] = lambda: evaluator.pair_features(model)
         timed["alignment: covariances + eigh"] = lambda: slow_feature_alignment(*embedded)
     return timed
 

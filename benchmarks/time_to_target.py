@@ -23,7 +23,6 @@ from InfoNCE (docs/speed.md). The authors' code needs ~41k steps for MCC 0.95.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import subprocess
@@ -96,24 +95,23 @@ def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
 
 
 def second_set_scores(out: Path) -> dict:
-    """The saved model's MCC, linear R^2 and, when it holds an alignment, the MCC of
-    its aligned embedding (`model.embed_aligned`), on a second held-out set of the run's
+    """The saved model's MCC, linear R^2 and, when its preset fits an alignment
+    (`alignment_pairs`), the MCC of its aligned embedding (`model.embed_aligned`; a
+    model without the layer raises), on a second held-out set of the run's
     data (seed + 20,000; the run evaluates on seed + 10,000): stopping at the first
     evaluation that reaches the targets selects on the run's own set, this one
     confirms."""
     import keras
 
-    from aninfonce_tf.checkpoints import read_json
     from aninfonce_tf.configs import synthetic
     from aninfonce_tf.evaluation.features import level_features
     from aninfonce_tf.evaluation.identifiability import (
         identifiability_scores,
         mean_correlation_coefficient,
     )
+    from aninfonce_tf.runner import run_directory
 
-    saved = read_json(out / "config.json")
-    fields = {field.name for field in dataclasses.fields(synthetic.SyntheticConfig)}
-    config = synthetic.SyntheticConfig(**{k: v for k, v in saved.items() if k in fields})
+    config = run_directory.load_config(out, synthetic.SyntheticConfig)
     observations, latents = synthetic.build_setup(config).evaluation_set(
         config.eval_size, seed=config.seed + 20_000
     )
@@ -121,7 +119,6 @@ def second_set_scores(out: Path) -> dict:
     features = level_features(model, observations, "projector", config.eval_size)
     scores = identifiability_scores(latents, features)
     if config.alignment_pairs:
-        # The saved model's own endpoint: a model without an alignment raises.
         aligned = np.asarray(model.embed_aligned(observations))
         scores["aligned_mcc"] = mean_correlation_coefficient(latents, aligned)
     return {

@@ -416,7 +416,7 @@ def test_help_shows_the_sweep_flags(capsys):
     for field in rendered.SWEEP_AXES:
         assert f"--grid-{field.replace('_', '-')}" in text
     assert "(default: 0.4,0.6,0.8)" in text and "~2 h" in text
-    assert "--preset {sweep,quick,latent,spike-slab,large-objects}" in text
+    assert "--preset {sweep,large-objects,quick,latent,spike-slab}" in text
 
 
 def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_path, capsys):

@@ -303,17 +303,30 @@ class IdentifiabilityEvaluator:
         """`[N, d]` unscaled embeddings of the observations."""
         return level_features(model, self.observations, "projector", self.batch_size)
 
+    def pair_features(self, model) -> tuple[np.ndarray, np.ndarray]:
+        """`([M, d], [M, d])` unscaled embeddings of both sides of `alignment_pairs`,
+        which the slow-feature alignment is fitted on.
+
+        Raises:
+            ValueError: the evaluator was made without `alignment_pairs`.
+        """
+        if self.alignment_pairs is None:
+            raise ValueError(
+                "`pair_features` needs `alignment_pairs`: make the evaluator with "
+                "`alignment_pairs=(first, second)`."
+            )
+        first, second = (
+            level_features(model, side, "projector", self.batch_size)
+            for side in self.alignment_pairs
+        )
+        return first, second
+
     def evaluate(self, model) -> dict[str, Any]:
         """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
         if self.alignment_pairs is not None:
-            alignment = slow_feature_alignment(
-                *(
-                    level_features(model, side, "projector", self.batch_size)
-                    for side in self.alignment_pairs
-                )
-            )
+            alignment = slow_feature_alignment(*self.pair_features(model))
             scores["aligned_mcc"] = mean_correlation_coefficient(self.latents, features @ alignment)
             if getattr(model, "alignment", None) is not None:
                 model.alignment.set_matrix(alignment)

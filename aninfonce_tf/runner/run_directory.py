@@ -190,6 +190,26 @@ def _saved_config(run_dir: Path) -> dict | None:
     return saved
 
 
+def load_config(run_dir: Path, config_type: type[RunConfig]) -> RunConfig:
+    """The config a run in `run_dir` was trained with, as a `config_type`: the fields
+    of its `config.json` that `config_type` has (a field the file lacks keeps its
+    default).
+
+    Example:
+
+    >>> from aninfonce_tf.configs import synthetic
+    >>> config = load_config(Path("runs/quick"), synthetic.SyntheticConfig)  # doctest: +SKIP
+
+    Raises:
+        ValueError: `run_dir` holds no run's `config.json`.
+    """
+    saved = _saved_config(Path(run_dir))
+    if saved is None:
+        raise ValueError(f"{run_dir} holds no config.json: pass the directory of a run.")
+    fields = {field.name for field in dataclasses.fields(config_type)}
+    return config_type(**{name: value for name, value in saved.items() if name in fields})
+
+
 def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
     """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor left
     by a run before its config.json (the lock, temporaries, the other workers')."""
@@ -365,6 +385,7 @@ __all__ = [
     "final_files_problem",
     "finished_seeds",
     "finished_variants",
+    "load_config",
     "points_until",
     "refuse_others",
     "run_directory",

@@ -54,6 +54,11 @@ def test_the_evaluator_scores_the_aligned_embedding_and_sets_the_models_alignmen
             return tf.convert_to_tensor(np.asarray(x) @ mixing, tf.float32)
 
     evaluator = IdentifiabilityEvaluator(held_out, held_out, alignment_pairs=(z, z_positive))
+    first, second = evaluator.pair_features(Mixed())
+    np.testing.assert_allclose(first, z @ mixing, atol=1e-5)
+    np.testing.assert_allclose(second, z_positive @ mixing, atol=1e-5)
+    with pytest.raises(ValueError, match="`pair_features` needs `alignment_pairs`"):
+        IdentifiabilityEvaluator(held_out, held_out).pair_features(Mixed())
     scores = evaluator.evaluate(Mixed())
     assert scores["mcc"] < 0.8 < 0.97 < scores["aligned_mcc"]
     features = np.asarray(Mixed.alignment(held_out @ mixing))

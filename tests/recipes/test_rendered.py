@@ -22,7 +22,7 @@ def test_help_lists_the_presets_and_the_pair_flags(capsys):
         load_recipe("rendered").main(["--help"])
     assert stop.value.code == 0
     text = "".join(capsys.readouterr().out.split())
-    assert "--preset{quick,latent,spike-slab,large-objects}" in text
+    assert "--preset{large-objects,quick,latent,spike-slab}" in text
     for flag in ("--mode", "--concentration", "--change-probability", "--crop-min-scale"):
         assert flag in text
     assert "--seeds" in text and "--smoke" in text

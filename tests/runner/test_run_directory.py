@@ -411,3 +411,16 @@ def test_a_resume_scored_on_other_blocks_than_its_finished_variants_is_refused(t
     assert list(read_json(tmp_path / "results.json")["variants"]) == ["aninfonce"]
     results = runner.run(config, build_scored_on(before), tmp_path, verbose=0)
     assert results["infonce"]["steps"] == 40
+
+
+def test_a_run_directory_gives_back_its_config(tmp_path):
+    config = dataclasses.replace(CONFIG, alignment_pairs=64, seed=3)
+    run_directory.write_config(tmp_path, config, [])
+    assert run_directory.load_config(tmp_path, synthetic.SyntheticConfig) == config
+    # Entries the type lacks (the code record) are left out; a lacking field keeps its default.
+    saved = read_json(tmp_path / "config.json")
+    write_json(tmp_path / "config.json", {k: v for k, v in saved.items() if k != "alignment_pairs"})
+    loaded = run_directory.load_config(tmp_path, synthetic.SyntheticConfig)
+    assert loaded == dataclasses.replace(config, alignment_pairs=0)
+    with pytest.raises(ValueError, match="holds no config.json"):
+        run_directory.load_config(tmp_path / "empty", synthetic.SyntheticConfig)
