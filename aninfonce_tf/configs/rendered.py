@@ -4,7 +4,7 @@ or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
 accuracy at the backbone and at the projector (`evaluation.latents`).
 
 The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
-8 %: the object is small (at the default `object_scale`), and a pair whose crop leaves
+8 %: the object is small (at `quick`'s scale 0.09-0.14, the default `object_scale`), and a pair whose crop leaves
 it out teaches only the background (how often each crop scale loses it: docs/results.md, rendered images).
 
 Example:
@@ -322,6 +322,7 @@ QUICK = RenderedConfig(
 )
 # The pair modes of the latents' conditional train longer than `quick`.
 LATENT = dataclasses.replace(QUICK, mode="latent", steps=2000, eval_every=500)
+# Every preset's endpoint is its final step (`primary_scores`).
 PRESETS = {
     # The main preset (the first is the default): `quick`'s views on objects of 8-12.6 %
     # of the image (scale 0.16-0.2, the centre in 0.417-0.583), where shapes differ by
@@ -332,8 +333,8 @@ PRESETS = {
         QUICK, object_scale="0.16,0.2", nonlinear=False, steps=2500, eval_every=500
     ),
     # SimCLR's views of one render (crops of 40-100 %, flips, jitter s 0.5 with p 0.8,
-    # grayscale p 0.2) on 32-pixel renders, `pooled_cnn`: 1500 steps, two evaluations
-    # per loss. Every preset's endpoint is its final step (`primary_scores`).
+    # grayscale p 0.2) on 32-pixel renders of objects of 2.5-6.2 % of the image,
+    # `pooled_cnn`: 1500 steps, two evaluations per loss.
     "quick": QUICK,
     # The theory's setting: x, y and scale move little (Lambda 100), rotation and both
     # hues a lot (Lambda 5), shape is kept.
