@@ -28,6 +28,25 @@ def test_help_lists_the_presets_and_the_pair_flags(capsys):
     assert "--seeds" in text and "--smoke" in text
 
 
+def test_the_default_preset_is_the_main_one_with_large_objects_and_its_endpoint():
+    """`python recipes/rendered.py` runs `large-objects`: objects of scale 0.16-0.2 and
+    2500 steps with an evaluation at the last, its endpoint."""
+    config, options = runner.cli.parse_config(rendered.PRESETS, [])
+    assert options.preset == "large-objects"
+    assert config.object_scale == "0.16,0.2" and config.mode == "augment"
+    assert config.steps == 2500 and config.steps % config.eval_every == 0
+    assert (
+        dataclasses.replace(
+            config,
+            object_scale=rendered.QUICK.object_scale,
+            steps=1500,
+            eval_every=750,
+            nonlinear=True,
+        )
+        == rendered.QUICK
+    )
+
+
 def test_the_config_sets_the_pairs_views_and_conditional():
     config = rendered.RenderedConfig(
         mode="spike-slab",
