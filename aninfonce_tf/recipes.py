@@ -94,8 +94,9 @@ prepared (--data-dir) and a GPU.""",
 Rendered images with known latents: how much of each AnInfoNCE and InfoNCE keep.
 
 Positive pairs come from SimCLR's augmentations of one render (large-objects, the default,
-and quick, with smaller objects) or from the latents (latent, spike-slab); content and style are measured per latent part (its effective
-concentration); scored by each part's R^2, shape accuracy and augmentation readout.""",
+and quick, with smaller objects) or from the latents (latent, spike-slab); content and
+style are measured per latent part (its effective concentration); scored by each part's
+R^2, shape accuracy and augmentation readout.""",
         (
             ("--smoke", "the whole pipeline in < 1 min"),
             ("--preset latent --seeds 0,1,2", "the theory's pairs, three seeds"),

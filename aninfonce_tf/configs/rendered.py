@@ -4,8 +4,9 @@ or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
 accuracy at the backbone and at the projector (`evaluation.latents`).
 
 The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
-8 %: the object is small (at `quick`'s scale 0.09-0.14, the default `object_scale`), and a pair whose crop leaves
-it out teaches only the background (how often each crop scale loses it: docs/results.md, rendered images).
+8 %: the object is small (at `quick`'s scale 0.09-0.14, the default `object_scale`),
+and a pair whose crop leaves it out teaches only the background (how often each crop
+scale loses it: docs/results.md, rendered images).
 
 Example:
 
