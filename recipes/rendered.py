@@ -40,9 +40,9 @@ Prints per loss, at the backbone and at the projector, the mean linear R^2 of th
 content and style blocks, the shape accuracy and (augment) the augmentation readout.
 Writes `results.json` (every latent's and part's linear R^2, and kernel-ridge R^2 but
 in large-objects), `latent_r2.png`, `r2_by_concentration.png`, `lambda_hat.png`,
-`positive_pairs.png`, `curves.png`, TensorBoard logs and the models to `--out`; with `--seeds`, one such run
-per seed, `summary.json` (mean, sd, and AnInfoNCE's paired differences with their 95 %
-intervals) and the figures over seeds.
+`positive_pairs.png`, `curves.png`, TensorBoard logs and the models to `--out`; with
+`--seeds`, one such run per seed, `summary.json` (mean, sd, and AnInfoNCE's paired
+differences with their 95 % intervals) and the figures over seeds.
 
 Results: docs/results.md, "Images rendered from known latents".
 """
