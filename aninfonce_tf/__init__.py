@@ -18,6 +18,7 @@ Layers and encoders:
     DiagonalScaling: the trainable Lambda_hat.
     SphereNormalization: projection onto the unit sphere.
     LinearAlignment: the fitted slow-feature alignment (the `embed_aligned` endpoint).
+    LearnedRotation: a trainable rotation of an embedding, one angle per pair of axes.
     projection_head: SimCLR's MLP projector.
     mlp_encoder, small_cnn, resnet18_cifar, resnet50: the encoders of the recipes.
 
@@ -38,7 +39,7 @@ Evaluation during `fit`:
     TrainingLogger: the training metrics and Lambda_hat to TensorBoard every N steps.
 
 Submodules: `functional` (pure functions), `losses`, `layers`, `models`, `export`,
-`encoders`, `data` (pair sources, augmentations, datasets), `evaluation` (metrics,
+`rotation`, `encoders`, `data` (pair sources, augmentations, datasets), `evaluation` (metrics,
 probes, callbacks), `optimizers`, `statistics` (scores over seeds), `runner` (the
 runner of the recipes), `configs` (one module per experiment) and `recipes` (every
 recipe by name, the command line `python -m aninfonce_tf RECIPE` and `aninfonce-tf`).
@@ -76,6 +77,7 @@ from aninfonce_tf.loss_variants import register_loss
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE, IsotropicAnInfoNCE
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.optimizers import LARS, CoupledSGD
+from aninfonce_tf.rotation import LearnedRotation
 
 __version__ = "0.1.0"
 
@@ -91,6 +93,7 @@ __all__ = [
     "InfoNCE",
     "IsotropicAnInfoNCE",
     "LARS",
+    "LearnedRotation",
     "LinearAlignment",
     "SimCLRAugment",
     "SphereNormalization",

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import keras
 
 from aninfonce_tf.layers import batch_normalization
+from aninfonce_tf.rotation import LearnedRotation
 
 PAPER_MLP_HIDDEN = (100, 500, 500, 500, 500, 100)
 
@@ -18,11 +19,14 @@ def mlp_encoder(
     hidden_units: Sequence[int] = PAPER_MLP_HIDDEN,
     negative_slope: float = 0.01,
     name: str = "mlp_encoder",
+    rotation_gain: float = 0.0,
 ) -> keras.Model:
     """The authors' synthetic encoder: Dense + LeakyReLU blocks and a linear output.
 
     The default widths give their 10-100-500-500-500-500-100-10 network. The hidden
-    layers are named `hidden_1`, `hidden_2`, ... and the output layer `features`.
+    layers are named `hidden_1`, `hidden_2`, ... and the output layer `features`. A
+    positive `rotation_gain` follows it with a `LearnedRotation` of that gain, named
+    `rotation`.
 
     Example:
 
@@ -36,6 +40,8 @@ def mlp_encoder(
         x = keras.layers.Dense(units, name=f"hidden_{index}")(x)
         x = keras.layers.LeakyReLU(negative_slope, name=f"hidden_{index}_activation")(x)
     outputs = keras.layers.Dense(output_dim, name="features")(x)
+    if rotation_gain:
+        outputs = LearnedRotation(rotation_gain, name="rotation")(outputs)
     return keras.Model(inputs, outputs, name=name)
 
 

@@ -3,7 +3,8 @@ and AnInfoNCE at B = 1000 (2000 rows) with `paper-linear`'s optimizer, each part
 alone.
 
     python benchmarks/step_parts.py
-    python benchmarks/step_parts.py --batch-size 500 --alignment-pairs 16384  # paper-linear-fast
+    python benchmarks/step_parts.py --batch-size 500 --rotation-gain 6  # paper-linear-fast
+    python benchmarks/step_parts.py --batch-size 500 --alignment-pairs 16384
 
 Parts: the whole compiled train step on a fixed batch; the encoder's forward pass,
 forward and backward, and with Adam's update (a sum-of-squares loss on its outputs);
@@ -12,6 +13,8 @@ log-sum-exp kernel (`functional.info_nce`) and through automatic differentiation
 logits matrix (`functional.contrastive_logits`), each with its accuracy; the alignment and
 uniformity metrics (as `ContrastiveModel` logs them). The matmul roofline of the step
 (`train_step.py`) is printed beside them.
+
+`--rotation-gain` ends the encoder with `paper-linear-fast`'s learned rotation.
 
 The evaluation's parts, as the recipe's evaluation callback runs them every
 `eval_every` steps: the embeddings of the held-out samples (`--eval-size`, the presets'
@@ -72,19 +75,25 @@ def loss_by_kernel(z1, z2):
     return tf.reduce_mean(losses), stats["accuracy"]
 
 
-def parts(batch_size: int, aligned: bool) -> tuple[dict, keras.Model, SyntheticConfig]:
+def parts(
+    batch_size: int, aligned: bool, rotation_gain: float
+) -> tuple[dict, keras.Model, SyntheticConfig]:
     """The step's parts at `batch_size`, of a model that holds an alignment when
-    `aligned`.
+    `aligned` and whose encoder ends with a learned rotation of `rotation_gain` (0:
+    none).
 
     Returns:
         `{part name: zero-argument function}`, the model they train and its config.
     """
-    config, experiment, _, fixed = synthetic_data(batch_size)
+    config, _, _, fixed = synthetic_data(batch_size)
     preset = PRESETS["paper-linear"]
     config = dataclasses.replace(
-        config, jit_compile=True, **{name: getattr(preset, name) for name in OPTIMIZATION}
+        config,
+        jit_compile=True,
+        rotation_gain=rotation_gain,
+        **{name: getattr(preset, name) for name in OPTIMIZATION},
     )
-    experiment = dataclasses.replace(experiment, aligned=aligned)
+    experiment = dataclasses.replace(build(config), aligned=aligned)
     model = build_model(config, experiment, "aninfonce")
     model.make_train_function()
     iterator = iter(fixed)
@@ -190,10 +199,16 @@ def main() -> None:
         "--alignment-pairs",
         type=int,
         default=0,
-        help="pairs the evaluation fits the slow-feature alignment on (paper-linear-fast: 16384)",
+        help="pairs the evaluation fits the slow-feature alignment on (e.g. 16384)",
+    )
+    parser.add_argument(
+        "--rotation-gain",
+        type=float,
+        default=0.0,
+        help="end the encoder with a learned rotation of this gain (paper-linear-fast: 6)",
     )
     args = parser.parse_args()
-    step_parts, model, config = parts(args.batch_size, aligned=args.alignment_pairs > 0)
+    step_parts, model, config = parts(args.batch_size, args.alignment_pairs > 0, args.rotation_gain)
     for name, function in step_parts.items():
         median, best = milliseconds(function, args.calls, args.repeats)
         print(f"{name:>34}: {median:6.1f} ms (best {best:.1f})", flush=True)

@@ -1,4 +1,5 @@
-"""DiagonalScaling, SphereNormalization and the projection head."""
+"""DiagonalScaling, SphereNormalization, LinearAlignment, LearnedRotation and the projection
+head."""
 
 import keras
 import numpy as np
@@ -9,6 +10,7 @@ from aninfonce_tf import (
     AnInfoNCE,
     DiagonalScaling,
     InfoNCE,
+    LearnedRotation,
     LinearAlignment,
     SphereNormalization,
     projection_head,
@@ -112,12 +114,20 @@ def _fitted_alignment() -> LinearAlignment:
     return layer
 
 
+def _turned_rotation() -> LearnedRotation:
+    layer = LearnedRotation(gain=3.0)
+    layer.build((None, 3))
+    layer.angles.assign([0.4, -0.2, 0.7])
+    return layer
+
+
 @pytest.mark.parametrize(
     "make_layer",
     [
         lambda: DiagonalScaling([1.0, 2.0, 3.0], parametrization="exp", initial_noise=0.1, seed=3),
         lambda: SphereNormalization(),
         lambda: _fitted_alignment(),
+        lambda: _turned_rotation(),
     ],
 )
 def test_layer_harness(make_layer, tmp_path):

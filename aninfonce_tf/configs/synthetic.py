@@ -76,6 +76,11 @@ class SyntheticConfig(RunConfig):
     embedding_dim: int = option(
         0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (docs/tuning.md)"
     )
+    rotation_gain: float = option(
+        0.0,
+        "a learned rotation after the encoder's output layer (LearnedRotation), its angles "
+        "turning at this multiple of the learning rate (0: none; docs/tuning.md, 10)",
+    )
     eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
     nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)", group="evaluation")
     alignment_pairs: int = option(
@@ -117,6 +122,10 @@ class SyntheticConfig(RunConfig):
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
+        if self.rotation_gain < 0:
+            raise ValueError(
+                f"`rotation_gain` must be 0 (no rotation) or positive; got {self.rotation_gain}."
+            )
         if self.alignment_pairs:
             require_at_least(
                 self,
@@ -170,7 +179,12 @@ def build(config: SyntheticConfig) -> Experiment:
     hidden = split_list(config.hidden_units, int)
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),
-        encoder=lambda: mlp_encoder(config.dim, config.embedding_dim or config.dim, hidden),
+        encoder=lambda: mlp_encoder(
+            config.dim,
+            config.embedding_dim or config.dim,
+            hidden,
+            rotation_gain=config.rotation_gain,
+        ),
         evaluators=[evaluator],
         normalize=config.space == "sphere",
         curve_keys=PRIMARY_SCORES + (("aligned_mcc",) if alignment_pairs else ()),
@@ -226,16 +240,14 @@ PRESETS = {
     ),
 }
 # `paper-linear` for less time to identifiability on a CPU: half the batch (a step costs
-# about half; R^2 0.99 takes 1.3-1.6x the steps) and the slow-feature alignment fitted at
-# every evaluation on a fixed set of 16384 pairs, which maps the embedding onto the
-# latents in closed form instead of waiting for the loss's slow last turn
-# (evaluation/alignment.py), so MCC is read as `aligned_mcc`; the model keeps the matrix
-# (`LinearAlignment`, in model.keras and the export's `embed_aligned`). The data, encoder,
-# optimiser and held-out evaluation stay `paper-linear`'s (docs/speed.md, "Time to
-# identifiability": 104 s against 180 s, median of five seeds). The alignment lifts any
-# loss's MCC (InfoNCE's too); the unaligned `embed` scores MCC 0.80-0.90 when it stops.
+# about half) and a learned rotation after the encoder's output layer, its angles at 6x
+# the learning rate (`LearnedRotation`): Adam turns each pair of axes at full speed,
+# where the loss's pull onto the latents' axes is weakest for latents of close Lambda
+# (docs/tuning.md, points 8 and 10). MCC is the plain MCC of the embedding. The data,
+# encoder's layers, optimiser and held-out evaluation stay `paper-linear`'s
+# (docs/speed.md, "Time to identifiability").
 PRESETS["paper-linear-fast"] = dataclasses.replace(
-    PRESETS["paper-linear"], batch_size=500, alignment_pairs=16384
+    PRESETS["paper-linear"], batch_size=500, rotation_gain=6.0
 )
 SMOKE = dict(
     steps=40,

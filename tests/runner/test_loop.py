@@ -48,7 +48,7 @@ def test_mirrored_strategy_on_two_logical_cpus_trains_the_smoke_config(tmp_path)
 
 
 def test_the_fitted_alignment_is_saved_and_exported_with_the_model(tmp_path):
-    # With a weight average, as `paper-linear-fast`: the matrix is fitted on the average,
+    # With a weight average, as `paper-linear`: the matrix is fitted on the average,
     # which the saved model holds.
     config = dataclasses.replace(
         SMOKE, losses="aninfonce", alignment_pairs=1000, strategy="mirrored", ema_momentum=0.9
@@ -92,13 +92,15 @@ def test_steps_per_execution_changes_the_speed_only(tmp_path):
 
 
 def test_saved_model_and_exported_encoder_round_trip_in_a_fresh_process(tmp_path):
-    config = dataclasses.replace(SMOKE, steps=20, losses="aninfonce")
+    # With the learned rotation that `paper-linear-fast` ends its encoder with.
+    config = dataclasses.replace(SMOKE, steps=20, losses="aninfonce", rotation_gain=6.0)
     result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
     observations = np.random.default_rng(1).normal(size=(64, SMOKE.dim)).astype("float32")
     np.save(tmp_path / "x.npy", observations)
 
     model = keras.saving.load_model(tmp_path / "aninfonce" / "model.keras", safe_mode=True)
     np.testing.assert_allclose(model.concentration, result["lambda_hat"], rtol=1e-6)
+    assert np.abs(model.encoder.get_layer("rotation").angles).max() > 1e-3  # trained
     assert model.contrastive_loss.get_config()["similarity"] == "euclidean"
     features = np.asarray(model(observations))
 

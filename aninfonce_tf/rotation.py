@@ -1,0 +1,128 @@
+"""A learned rotation of an embedding, whose angles an optimizer moves as fast for two
+latents of close concentration as for two far apart.
+
+AnInfoNCE turns an embedding that reads the latents linearly onto their axes with a
+force proportional to the difference of their concentrations (docs/tuning.md, point 8),
+so neighbours of close Lambda separate last. `LearnedRotation` gives that turn its own
+variables, one angle per pair of axes, updated by Adam: Adam's step does not shrink with
+its gradient, so a weak pair turns at the rate of a strong one. A loss that does not
+change under rotations (InfoNCE, a learned isotropic concentration) gives the angles no
+gradient: the rotation only acts where the similarity is anisotropic.
+
+Example:
+
+>>> rotation = LearnedRotation()
+>>> z = np.array([[1.0, 2.0, 3.0]], "float32")
+>>> [float(v) for v in rotation(z)[0]]
+[1.0, 2.0, 3.0]
+>>> _ = rotation.angles.assign([np.pi / 2, 0.0, 0.0])
+>>> [round(float(v), 5) + 0.0 for v in rotation(z)[0]]
+[-2.0, 1.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from keras import ops
+
+from aninfonce_tf import memory
+
+# exp(A) as (Taylor series of exp(A / 2^SQUARINGS) to order TAYLOR_ORDER)^(2^SQUARINGS),
+# then one Newton-Schulz step towards the nearest orthogonal matrix, which removes the
+# rounding that the squarings multiply: matmuls only (XLA compiles it and its gradient),
+# within 1e-6 of exp(A) and of orthogonal in float32 for generators of norm up to 50
+# (tests/test_rotation.py).
+SQUARINGS = 6
+TAYLOR_ORDER = 8
+
+
+def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of the `dim * (dim - 1) / 2` angles sits in a `[dim, dim]` skew matrix.
+
+    Returns:
+        `index`: `[dim, dim]` positions into `[0, *angles]` (0 on the diagonal), and
+        `sign`: +1 above the diagonal, -1 below it, 0 on it.
+    """
+    upper_rows, upper_columns = np.triu_indices(dim, k=1)
+    index = np.zeros((dim, dim), "int32")
+    index[upper_rows, upper_columns] = np.arange(1, len(upper_rows) + 1)
+    index[upper_columns, upper_rows] = index[upper_rows, upper_columns]
+    sign = np.triu(np.ones((dim, dim), "float32"), k=1)
+    return index, sign - sign.T
+
+
+def rotation_matrix(generator):
+    """exp(`generator`) for a `[d, d]` skew-symmetric generator: a rotation."""
+    scaled = generator / float(2**SQUARINGS)
+    identity = ops.eye(ops.shape(generator)[0], dtype=generator.dtype)
+    matrix, term = identity, identity
+    for order in range(1, TAYLOR_ORDER + 1):
+        term = ops.matmul(term, scaled) / float(order)
+        matrix = matrix + term
+    for _ in range(SQUARINGS):
+        matrix = ops.matmul(matrix, matrix)
+    return ops.matmul(matrix, 1.5 * identity - 0.5 * ops.matmul(ops.transpose(matrix), matrix))
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class LearnedRotation(keras.layers.Layer):
+    """Multiplies features by a trainable rotation, the identity at the start.
+
+    The rotation is exp(A), A skew-symmetric with `gain * angles[k]` above the
+    diagonal: one variable per pair of axes, a 1-D vector, so Keras' Muon leaves it to
+    Adam. `gain` multiplies how far an optimizer's step turns it (at `gain` 6 and the
+    `paper-linear-fast` rate of 4e-3, Adam turns each pair by up to 0.024 rad a step).
+
+    Args:
+        gain: angle per unit of each variable; positive.
+
+    Example:
+
+    >>> rotation = LearnedRotation(gain=6.0)
+    >>> z = np.eye(4, dtype="float32")
+    >>> matrix = np.asarray(rotation(z))
+    >>> bool(np.allclose(matrix, np.eye(4)))
+    True
+    >>> rotation.angles.shape
+    (6,)
+    """
+
+    def __init__(self, gain: float = 1.0, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(**kwargs)
+        if isinstance(gain, bool) or not (np.isfinite(gain) and gain > 0):
+            raise ValueError(f"`gain` must be a finite number above 0; got {gain!r}.")
+        self.gain = float(gain)
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        if dim is None:
+            raise ValueError("`LearnedRotation` needs a known last dimension.")
+        memory.check_fits(
+            3 * dim * dim * 4,
+            f"A LearnedRotation of {dim} dimensions",
+            "give it a narrower embedding",
+        )
+        self.index, self.sign = skew_index(dim)
+        self.angles = self.add_weight(
+            name="angles", shape=(dim * (dim - 1) // 2,), initializer="zeros"
+        )
+
+    def matrix(self):
+        """The `[d, d]` rotation that features are multiplied by (on the right)."""
+        angles = ops.concatenate([ops.zeros((1,), self.angles.dtype), self.angles])
+        generator = self.gain * ops.take(angles, self.index) * self.sign
+        return rotation_matrix(generator)
+
+    def call(self, features):
+        return ops.matmul(ops.cast(features, "float32"), self.matrix())
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "gain": self.gain}
+
+
+__all__ = ["LearnedRotation", "rotation_matrix", "skew_index"]
