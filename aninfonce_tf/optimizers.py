@@ -25,6 +25,8 @@ import keras
 from keras import ops
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
+# The variable name of `rotation.LearnedRotation`'s angles.
+ROTATION_ANGLES = "angles"
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 
 
@@ -326,7 +328,15 @@ def encoder_optimizer(config) -> keras.optimizers.Optimizer:
     """The encoder's (and projector's) optimizer and learning-rate schedule from a run
     config (`aninfonce_tf.configs.base.RunConfig`: `optimizer`, `learning_rate`,
     `learning_rate_schedule`, `warmup_steps`, `steps`, `momentum`, `weight_decay`,
-    `l2_weight_decay`, `ema_momentum`, `muon_exclude`)."""
+    `l2_weight_decay`, `ema_momentum`, `muon_exclude`). Weight decay leaves the angles
+    of a `LearnedRotation` alone: it would pull the rotation towards an arbitrary one,
+    the identity."""
+    optimizer = _encoder_optimizer(config)
+    optimizer.exclude_from_weight_decay(var_names=[ROTATION_ANGLES])
+    return optimizer
+
+
+def _encoder_optimizer(config) -> keras.optimizers.Optimizer:
     learning_rate = config.learning_rate
     cosine = config.learning_rate_schedule == "cosine"
     if cosine or config.warmup_steps:

@@ -1,13 +1,16 @@
-"""A learned rotation of an embedding, whose angles an optimizer moves as fast for two
-latents of close concentration as for two far apart.
+"""A learned rotation of an embedding, whose angles Adam moves as fast for two latents
+of close concentration as for two far apart.
 
 AnInfoNCE turns an embedding that reads the latents linearly onto their axes with a
 force proportional to the difference of their concentrations (docs/tuning.md, point 8),
 so neighbours of close Lambda separate last. `LearnedRotation` gives that turn its own
-variables, one angle per pair of axes, updated by Adam: Adam's step does not shrink with
-its gradient, so a weak pair turns at the rate of a strong one. A loss that does not
-change under rotations (InfoNCE, a learned isotropic concentration) gives the angles no
-gradient: the rotation only acts where the similarity is anisotropic.
+variables, one angle per pair of axes. Adam normalises each variable's step by the
+size of its gradient, so the factor Lambda_hat_i - Lambda_hat_j, common to a pair's
+signal and its noise, no longer slows the pair; the pair's own signal-to-noise ratio
+still does once the angle left is small. A loss that does not change under rotations
+(InfoNCE, a learned isotropic concentration) gives the angles no gradient in exact
+arithmetic; in float32 a rounding-level one, which moves them by little (measured in
+tests/test_rotation.py) and never changes that loss.
 
 Example:
 
@@ -22,19 +25,24 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+
 import keras
 import numpy as np
 from keras import ops
 
 from aninfonce_tf import memory
+from aninfonce_tf.optimizers import ROTATION_ANGLES
 
 # exp(A) as (Taylor series of exp(A / 2^SQUARINGS) to order TAYLOR_ORDER)^(2^SQUARINGS),
 # then one Newton-Schulz step towards the nearest orthogonal matrix, which removes the
-# rounding that the squarings multiply: matmuls only (XLA compiles it and its gradient),
-# within 1e-6 of exp(A) and of orthogonal in float32 for generators of norm up to 50
-# (tests/test_rotation.py).
+# non-orthogonal part of the rounding that the squarings multiply: matmuls only (XLA
+# compiles it and its gradient). In float32, within 2e-6 of exp(A) and of orthogonal
+# for generators of norm up to 50 (tests/test_rotation.py).
 SQUARINGS = 6
 TAYLOR_ORDER = 8
+# The [d, d] matrices a forward and backward pass of the rotation keep.
+KEPT_MATRICES = 20
 
 
 def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -43,6 +51,12 @@ def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         `index`: `[dim, dim]` positions into `[0, *angles]` (0 on the diagonal), and
         `sign`: +1 above the diagonal, -1 below it, 0 on it.
+
+    Example:
+
+    >>> index, sign = skew_index(3)
+    >>> index.tolist(), sign.tolist()
+    ([[0, 1, 2], [1, 0, 3], [2, 3, 0]], [[0.0, 1.0, 1.0], [-1.0, 0.0, 1.0], [-1.0, -1.0, 0.0]])
     """
     upper_rows, upper_columns = np.triu_indices(dim, k=1)
     index = np.zeros((dim, dim), "int32")
@@ -53,7 +67,22 @@ def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rotation_matrix(generator):
-    """exp(`generator`) for a `[d, d]` skew-symmetric generator: a rotation."""
+    """exp(`generator`), a rotation, for a `[d, d]` skew-symmetric float generator.
+
+    Args:
+        generator: a `[d, d]` tensor with `generator == -generator.T`.
+
+    Returns:
+        The `[d, d]` matrix exponential, in the generator's dtype.
+
+    Example:
+
+    >>> quarter = np.array([[0.0, np.pi / 2], [-np.pi / 2, 0.0]], "float32")
+    >>> np.round(np.asarray(rotation_matrix(quarter)), 5) + 0.0
+    array([[ 0.,  1.],
+           [-1.,  0.]], dtype=float32)
+    """
+    generator = ops.convert_to_tensor(generator)
     scaled = generator / float(2**SQUARINGS)
     identity = ops.eye(ops.shape(generator)[0], dtype=generator.dtype)
     matrix, term = identity, identity
@@ -71,11 +100,18 @@ class LearnedRotation(keras.layers.Layer):
 
     The rotation is exp(A), A skew-symmetric with `gain * angles[k]` above the
     diagonal: one variable per pair of axes, a 1-D vector, so Keras' Muon leaves it to
-    Adam. `gain` multiplies how far an optimizer's step turns it (at `gain` 6 and the
-    `paper-linear-fast` rate of 4e-3, Adam turns each pair by up to 0.024 rad a step).
+    Adam. Under Adam, `gain` multiplies how far a step turns it (at `gain` 6 and
+    `paper-linear-fast`'s rate of 4e-3, about 0.024 rad a step for a pair's angle);
+    under SGD the turn grows with `gain` squared. Computed in float32 whatever the
+    dtype policy.
 
     Args:
-        gain: angle per unit of each variable; positive.
+        gain: angle per unit of each variable; a finite number above 0.
+
+    Raises:
+        ValueError: for a `gain` that is not a finite number above 0.
+
+    Reference: docs/tuning.md, point 10 (what it is for and what it was measured to do).
 
     Example:
 
@@ -91,27 +127,32 @@ class LearnedRotation(keras.layers.Layer):
     def __init__(self, gain: float = 1.0, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
-        if isinstance(gain, bool) or not (np.isfinite(gain) and gain > 0):
+        number = float("nan")
+        if not isinstance(gain, (bool, str)):
+            with contextlib.suppress(TypeError, ValueError):
+                number = float(gain)
+        if not (np.isfinite(number) and number > 0):
             raise ValueError(f"`gain` must be a finite number above 0; got {gain!r}.")
-        self.gain = float(gain)
+        self.gain = number
 
     def build(self, input_shape):
         dim = input_shape[-1]
         if dim is None:
             raise ValueError("`LearnedRotation` needs a known last dimension.")
         memory.check_fits(
-            3 * dim * dim * 4,
+            KEPT_MATRICES * dim * dim * 4,
             f"A LearnedRotation of {dim} dimensions",
             "give it a narrower embedding",
         )
         self.index, self.sign = skew_index(dim)
         self.angles = self.add_weight(
-            name="angles", shape=(dim * (dim - 1) // 2,), initializer="zeros"
+            name=ROTATION_ANGLES, shape=(dim * (dim - 1) // 2,), initializer="zeros"
         )
 
     def matrix(self):
         """The `[d, d]` rotation that features are multiplied by (on the right)."""
-        angles = ops.concatenate([ops.zeros((1,), self.angles.dtype), self.angles])
+        angles = ops.cast(self.angles, "float32")
+        angles = ops.concatenate([ops.zeros((1,), "float32"), angles])
         generator = self.gain * ops.take(angles, self.index) * self.sign
         return rotation_matrix(generator)
 

@@ -8,7 +8,8 @@ reaches the targets counts as infinitely long.
     python benchmarks/time_to_target.py --seeds 0,1,2,3,4     # paper-linear-fast vs paper-linear
     python benchmarks/time_to_target.py --presets paper-linear --seeds 0 -- --learning-rate 3e-3
     python benchmarks/time_to_target.py --summary docs/summaries/time-to-target.json
-    python benchmarks/time_to_target.py --presets paper-linear-fast --seeds 0 -- --alignment-pairs 16384
+    python benchmarks/time_to_target.py --presets paper-linear \\
+        -- --batch-size 500 --alignment-pairs 16384         # the slow-feature alignment
 
 Flags after `--` go to the recipe and override every preset. Each run is the recipe in a
 fresh process (`--stop-at`), timed from process start to exit, so that import,
@@ -40,23 +41,41 @@ RECIPE = Path(__file__).parent.parent / "recipes" / "synthetic.py"
 PRESETS = ("paper-linear-fast", "paper-linear")
 
 
+# Recipe flags that this script sets for every run, refused after `--`.
+SET_HERE = ("--preset", "--smoke", "--losses", "--stop-at", "--seed", "--seeds", "--out")
+
+
 def mcc_score(preset: str, extra: list[str]) -> str:
     """The score that the MCC target reads: `aligned_mcc` for a run that fits the
     slow-feature alignment at every evaluation (its preset's `alignment_pairs`, or the
-    last `--alignment-pairs` of the recipe flags `extra`), else `mcc`."""
+    last `--alignment-pairs` of the recipe flags `extra`), else `mcc`.
+
+    Raises:
+        ValueError: for an unknown preset or an `--alignment-pairs` without a whole
+            number.
+    """
     from aninfonce_tf.configs import synthetic
 
+    if preset not in synthetic.PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(synthetic.PRESETS)}")
     pairs = synthetic.PRESETS[preset].alignment_pairs
     for index, flag in enumerate(extra):
         if flag.startswith("--alignment-pairs="):
-            pairs = int(flag.split("=", 1)[1])
-        elif flag == "--alignment-pairs" and index + 1 < len(extra):
-            pairs = int(extra[index + 1])
+            pairs = _whole_number(flag.split("=", 1)[1])
+        elif flag == "--alignment-pairs":
+            pairs = _whole_number(extra[index + 1] if index + 1 < len(extra) else "")
     return "aligned_mcc" if pairs else "mcc"
 
 
-def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
-    """Runs the recipe for one preset and seed in a fresh process.
+def _whole_number(text: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"--alignment-pairs after -- takes a whole number of pairs; got {text!r}")
+    return int(text)
+
+
+def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> dict:
+    """Runs the recipe for one preset, whose MCC target reads `score` (`mcc_score`),
+    and seed in a fresh process.
 
     Returns:
         Its seconds from start to exit, the step at which both targets held (None if
@@ -65,7 +84,7 @@ def run_one(preset: str, seed: int, extra: list[str], out: Path) -> dict:
         MCC when it aligns, linear R^2) and the same on a second held-out set; a run
         that fails has `failed` set and no scores, and its error's last lines printed.
     """
-    scores = {"mcc": mcc_score(preset, extra), "linear_r2": "linear_r2"}
+    scores = {"mcc": score, "linear_r2": "linear_r2"}
     targets = ",".join(f"{scores[target]}={value}" for target, value in TARGET_VALUES.items())
     # Every score that the run records, with the value its target asks.
     recorded = {"mcc": TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
@@ -210,16 +229,20 @@ def main() -> None:
     presets = args.presets.split(",")
     if len(set(presets)) != len(presets):
         parser.error(f"--presets must name each preset once; got {args.presets!r}")
+    fixed = [flag for flag in args.extra if flag.split("=", 1)[0] in SET_HERE]
+    if fixed:
+        parser.error(f"{', '.join(fixed)} after -- would change what this script sets per run")
     try:
         scores = {preset: mcc_score(preset, args.extra) for preset in presets}
-    except ValueError:
-        parser.error("--alignment-pairs after -- takes a whole number of pairs")
+    except ValueError as error:
+        parser.error(str(error))
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         for index, seed in enumerate(int(s) for s in args.seeds.split(",")):
             # Alternate which preset runs first, so that neither always starts cold.
             for preset in presets if index % 2 == 0 else presets[::-1]:
-                run = run_one(preset, seed, args.extra, Path(scratch) / f"{preset}-{seed}")
+                out = Path(scratch) / f"{preset}-{seed}"
+                run = run_one(preset, scores[preset], seed, args.extra, out)
                 runs.append(run)
                 print_run(run)
                 if args.summary:

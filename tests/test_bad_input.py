@@ -21,6 +21,7 @@ from aninfonce_tf import (
     ContrastiveModel,
     DiagonalScaling,
     InfoNCE,
+    LearnedRotation,
     LinearAlignment,
     SimCLRAugment,
     augment_pairs,
@@ -144,6 +145,11 @@ CASES = {
         "`view1` and `view2` must have the same shape",
     ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
+    "a rotation gain of 0, negative, not finite or a bool": (
+        lambda _: LearnedRotation(0.0),
+        ValueError,
+        "`gain` must be a finite number above 0",
+    ),
     "embeddings of rank 3": (
         lambda _: functional.info_nce(np.zeros((4, 2, 3)), np.zeros((4, 2, 3))),
         ValueError,
