@@ -9,8 +9,9 @@ size of its gradient, so the factor Lambda_hat_i - Lambda_hat_j, common to a pai
 signal and its noise, no longer slows the pair; the pair's own signal-to-noise ratio
 still does once the angle left is small. A loss that does not change under rotations
 (InfoNCE, a learned isotropic concentration) gives the angles no gradient in exact
-arithmetic; in float32 a rounding-level one, which moves them by little (measured in
-tests/test_rotation.py) and never changes that loss.
+arithmetic, so it cannot turn such a loss's embedding onto the latents; in float32 it
+gives them rounding, which Adam's normalised step turns into a random walk: the loss
+stays the same, the rotation does not (docs/speed.md, "Time to identifiability").
 
 Example:
 
@@ -120,7 +121,7 @@ class LearnedRotation(keras.layers.Layer):
     >>> matrix = np.asarray(rotation(z))
     >>> bool(np.allclose(matrix, np.eye(4)))
     True
-    >>> rotation.angles.shape
+    >>> tuple(rotation.angles.shape)
     (6,)
     """
 

@@ -6,7 +6,7 @@ Run (the README's main job; `quick` is the default preset), times on a 2-core CP
 
     python recipes/synthetic.py                       # quick, ~1.5 min
     python recipes/synthetic.py --preset paper-linear # ~5 min per loss
-    python recipes/synthetic.py --preset paper-linear-fast  # 500 pairs, a learned rotation
+    python recipes/synthetic.py --preset paper-linear-fast  # ~3 min per loss, 500 pairs
     python recipes/synthetic.py --preset paper-two-valued   # ~6 min per loss
     python recipes/synthetic.py --preset content-style      # ~12 min
     python recipes/synthetic.py --smoke               # whole pipeline in < 1 min

@@ -97,24 +97,14 @@ def test_anisotropic_loss_turns_a_rotated_embedding_onto_the_latents_axes():
 
 
 def test_an_isotropic_loss_gives_the_angles_no_gradient():
+    # Up to float32 rounding, which Adam's normalised step still turns into a random walk
+    # of the rotation over training (docs/speed.md): the rotation cannot align such a
+    # loss's embedding, but it is not inert.
     _, view1, view2 = _pairs(512, seed=0)
     anisotropic = _angle_gradient(_rotation_model(CONCENTRATION), view1, view2)
     isotropic = _angle_gradient(_rotation_model(5.0), view1, view2)
     assert np.abs(anisotropic).max() > 1e-2
     assert np.abs(isotropic).max() < 1e-5 * np.abs(anisotropic).max()
-
-
-def test_an_isotropic_loss_leaves_the_rotation_and_the_mcc_where_they_were():
-    # Its angles' gradient is float32 rounding, which Adam normalises: they may move a
-    # little, but the embedding's MCC must not change.
-    latents, view1, view2 = _pairs(4096, seed=0)
-    model = _rotation_model(5.0)
-    before = mean_correlation_coefficient(latents, np.asarray(model.embed(view1, scaled=False)))
-    model.fit((view1, view2), batch_size=512, epochs=40, verbose=0)
-    after = mean_correlation_coefficient(latents, np.asarray(model.embed(view1, scaled=False)))
-    rotation = model.encoder.get_layer("rotation")
-    assert np.abs(rotation.gain * np.asarray(rotation.angles)).max() < 0.05
-    assert after == pytest.approx(before, abs=0.01)
 
 
 def test_weight_decay_leaves_the_angles_alone():
