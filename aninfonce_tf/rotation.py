@@ -42,8 +42,31 @@ from aninfonce_tf.optimizers import ROTATION_ANGLES
 # for generators of norm up to 50 (tests/test_rotation.py).
 SQUARINGS = 6
 TAYLOR_ORDER = 8
+# What a gain of 0 means where it is allowed.
+NO_ROTATION = "no rotation"
 # The [d, d] matrices a forward and backward pass of the rotation keep.
 KEPT_MATRICES = 20
+
+
+def checked_gain(gain, name: str = "gain", none: str = "") -> float:
+    """`gain` as a float, or a `ValueError` naming `name` unless it is a finite number
+    above 0 (or 0 itself, when `none` says what 0 means).
+
+    Example:
+
+    >>> checked_gain(6)
+    6.0
+    """
+    number = float("nan")
+    if not isinstance(gain, (bool, str)):
+        with contextlib.suppress(TypeError, ValueError):
+            number = float(gain)
+    if none and number == 0:
+        return 0.0
+    if not (np.isfinite(number) and number > 0):
+        zero = f" or 0 ({none})" if none else ""
+        raise ValueError(f"`{name}` must be a finite number above 0{zero}; got {gain!r}.")
+    return number
 
 
 def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,13 +151,7 @@ class LearnedRotation(keras.layers.Layer):
     def __init__(self, gain: float = 1.0, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
-        number = float("nan")
-        if not isinstance(gain, (bool, str)):
-            with contextlib.suppress(TypeError, ValueError):
-                number = float(gain)
-        if not (np.isfinite(number) and number > 0):
-            raise ValueError(f"`gain` must be a finite number above 0; got {gain!r}.")
-        self.gain = number
+        self.gain = checked_gain(gain)
 
     def build(self, input_shape):
         dim = input_shape[-1]
@@ -167,4 +184,4 @@ class LearnedRotation(keras.layers.Layer):
         return {**super().get_config(), "gain": self.gain}
 
 
-__all__ = ["LearnedRotation", "rotation_matrix", "skew_index"]
+__all__ = ["LearnedRotation", "checked_gain", "rotation_matrix", "skew_index"]

@@ -58,6 +58,8 @@ def test_a_negative_rotation_gain_is_refused_before_training():
     config = dataclasses.replace(synthetic.PRESETS["quick"], rotation_gain=-1.0)
     with pytest.raises(ValueError, match="`rotation_gain`"):
         config.validate()
+    with pytest.raises(ValueError, match="`rotation_gain`"):
+        mlp_encoder(4, 4, [8], rotation_gain=-1.0)
 
 
 def _pairs(count: int, seed: int):

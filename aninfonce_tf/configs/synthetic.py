@@ -33,6 +33,7 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
+from aninfonce_tf.rotation import NO_ROTATION, checked_gain
 
 
 @dataclasses.dataclass
@@ -122,10 +123,7 @@ class SyntheticConfig(RunConfig):
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
-        if self.rotation_gain < 0:
-            raise ValueError(
-                f"`rotation_gain` must be 0 (no rotation) or positive; got {self.rotation_gain}."
-            )
+        checked_gain(self.rotation_gain, "rotation_gain", none=NO_ROTATION)
         if self.alignment_pairs:
             require_at_least(
                 self,
