@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import keras
 
 from aninfonce_tf.layers import batch_normalization
-from aninfonce_tf.rotation import NO_ROTATION, LearnedRotation, checked_gain
+from aninfonce_tf.rotation import LearnedRotation, checked_gain
 
 PAPER_MLP_HIDDEN = (100, 500, 500, 500, 500, 100)
 
@@ -40,7 +40,7 @@ def mlp_encoder(
         x = keras.layers.Dense(units, name=f"hidden_{index}")(x)
         x = keras.layers.LeakyReLU(negative_slope, name=f"hidden_{index}_activation")(x)
     outputs = keras.layers.Dense(output_dim, name="features")(x)
-    if checked_gain(rotation_gain, "rotation_gain", none=NO_ROTATION):
+    if checked_gain(rotation_gain, "rotation_gain", allow_zero=True):
         outputs = LearnedRotation(rotation_gain, name="rotation")(outputs)
     return keras.Model(inputs, outputs, name=name)
 

@@ -42,15 +42,13 @@ from aninfonce_tf.optimizers import ROTATION_ANGLES
 # for generators of norm up to 50 (tests/test_rotation.py).
 SQUARINGS = 6
 TAYLOR_ORDER = 8
-# What a gain of 0 means where it is allowed.
-NO_ROTATION = "no rotation"
 # The [d, d] matrices a forward and backward pass of the rotation keep.
 KEPT_MATRICES = 20
 
 
-def checked_gain(gain, name: str = "gain", none: str = "") -> float:
+def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
     """`gain` as a float, or a `ValueError` naming `name` unless it is a finite number
-    above 0 (or 0 itself, when `none` says what 0 means).
+    above 0 (or 0, no rotation, when `allow_zero`).
 
     Example:
 
@@ -61,10 +59,10 @@ def checked_gain(gain, name: str = "gain", none: str = "") -> float:
     if not isinstance(gain, (bool, str)):
         with contextlib.suppress(TypeError, ValueError):
             number = float(gain)
-    if none and number == 0:
+    if allow_zero and number == 0:
         return 0.0
     if not (np.isfinite(number) and number > 0):
-        zero = f" or 0 ({none})" if none else ""
+        zero = " or 0 (no rotation)" if allow_zero else ""
         raise ValueError(f"`{name}` must be a finite number above 0{zero}; got {gain!r}.")
     return number
 

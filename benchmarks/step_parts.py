@@ -85,15 +85,12 @@ def parts(
     Returns:
         `{part name: zero-argument function}`, the model they train and its config.
     """
-    config, _, _, fixed = synthetic_data(batch_size)
+    config, experiment, _, fixed = synthetic_data(batch_size, rotation_gain=rotation_gain)
     preset = PRESETS["paper-linear"]
     config = dataclasses.replace(
-        config,
-        jit_compile=True,
-        rotation_gain=rotation_gain,
-        **{name: getattr(preset, name) for name in OPTIMIZATION},
+        config, jit_compile=True, **{name: getattr(preset, name) for name in OPTIMIZATION}
     )
-    experiment = dataclasses.replace(build(config), aligned=aligned)
+    experiment = dataclasses.replace(experiment, aligned=aligned)
     model = build_model(config, experiment, "aninfonce")
     model.make_train_function()
     iterator = iter(fixed)

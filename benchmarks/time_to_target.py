@@ -47,30 +47,19 @@ SET_HERE = ("--preset", "--smoke", "--losses", "--stop-at", "--seed", "--seeds",
 
 def mcc_score(preset: str, extra: list[str]) -> str:
     """The score that the MCC target reads: `aligned_mcc` for a run that fits the
-    slow-feature alignment at every evaluation (its preset's `alignment_pairs`, or the
-    last `--alignment-pairs` of the recipe flags `extra`), else `mcc`.
-
-    Raises:
-        ValueError: for an unknown preset or an `--alignment-pairs` without a whole
-            number.
-    """
+    slow-feature alignment at every evaluation (`alignment_pairs` of the config that
+    the recipe's own parser makes of the preset and the recipe flags `extra`), else
+    `mcc`. An unknown preset or a bad flag exits with the recipe's usage error."""
     from aninfonce_tf.configs import synthetic
+    from aninfonce_tf.runner import cli
 
-    if preset not in synthetic.PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(synthetic.PRESETS)}")
-    pairs = synthetic.PRESETS[preset].alignment_pairs
-    for index, flag in enumerate(extra):
-        if flag.startswith("--alignment-pairs="):
-            pairs = _whole_number(flag.split("=", 1)[1])
-        elif flag == "--alignment-pairs":
-            pairs = _whole_number(extra[index + 1] if index + 1 < len(extra) else "")
-    return "aligned_mcc" if pairs else "mcc"
-
-
-def _whole_number(text: str) -> int:
-    if not text.isdigit():
-        raise ValueError(f"--alignment-pairs after -- takes a whole number of pairs; got {text!r}")
-    return int(text)
+    config, _ = cli.parse_config(
+        synthetic.PRESETS,
+        ["--preset", preset, *extra],
+        smoke=synthetic.SMOKE,
+        prog=f"python {RECIPE.relative_to(RECIPE.parent.parent)}",
+    )
+    return "aligned_mcc" if config.alignment_pairs else "mcc"
 
 
 def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> dict:
@@ -232,10 +221,7 @@ def main() -> None:
     fixed = [flag for flag in args.extra if flag.split("=", 1)[0] in SET_HERE]
     if fixed:
         parser.error(f"{', '.join(fixed)} after -- would change what this script sets per run")
-    try:
-        scores = {preset: mcc_score(preset, args.extra) for preset in presets}
-    except ValueError as error:
-        parser.error(str(error))
+    scores = {preset: mcc_score(preset, args.extra) for preset in presets}
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         for index, seed in enumerate(int(s) for s in args.seeds.split(",")):

@@ -45,11 +45,12 @@ MODES = {
 }
 
 
-def synthetic_data(batch_size: int, autotune: bool = False):
+def synthetic_data(batch_size: int, autotune: bool = False, **fields):
     """`(config, experiment, pipeline, fixed)`: the synthetic experiment at
-    `batch_size`, its `tf.data` pipeline and one of its batches repeated, like the
-    pipeline without tf.data's autotuning unless `autotune` (see "Two speeds")."""
-    config = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16)
+    `batch_size` (and any other `SyntheticConfig` `fields`), its `tf.data` pipeline and
+    one of its batches repeated, like the pipeline without tf.data's autotuning unless
+    `autotune` (see "Two speeds")."""
+    config = SyntheticConfig(batch_size=batch_size, generator_draws=1000, eval_size=16, **fields)
     experiment = build(config)
     pipeline = experiment.train_data(0)
     fixed = tf.data.Dataset.from_tensors(next(iter(pipeline))).repeat()

@@ -33,7 +33,7 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
-from aninfonce_tf.rotation import NO_ROTATION, checked_gain
+from aninfonce_tf.rotation import checked_gain
 
 
 @dataclasses.dataclass
@@ -123,7 +123,7 @@ class SyntheticConfig(RunConfig):
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
-        checked_gain(self.rotation_gain, "rotation_gain", none=NO_ROTATION)
+        checked_gain(self.rotation_gain, "rotation_gain", allow_zero=True)
         if self.alignment_pairs:
             require_at_least(
                 self,
