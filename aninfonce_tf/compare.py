@@ -37,7 +37,7 @@ from pathlib import Path
 
 from aninfonce_tf.evaluation.determinable import determinable_readout
 from aninfonce_tf.runner.report import scored_on, variant_scores
-from aninfonce_tf.statistics import describe, holm, paired_p_value, summary_table
+from aninfonce_tf.statistics import describe, holm, summary_table
 
 # Scores of one arm: {seed: {score: value}}.
 ArmScores = Mapping[int, Mapping[str, float]]
@@ -281,7 +281,6 @@ def _difference(first: ArmScores, second: ArmScores, seeds: list[int], score: st
     for name, arm in (("first_mean", first), ("second_mean", second)):
         own = [arm[seed].get(score) for seed in entry["seeds"]]
         entry[name] = float(sum(own) / len(own)) if own else None
-    entry["p"] = paired_p_value([v for v in values.values() if v is not None])
     entry["p_holm"] = None
     return entry
 

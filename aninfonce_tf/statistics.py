@@ -58,15 +58,27 @@ def paired_variants(names: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+# The power at which `describe` states the smallest difference the seeds could detect
+# (two-sided, at the level of its 95 % interval).
+DETECTION_POWER = 0.8
+
+
 def describe(values: Mapping[int, float | None], interval: bool = False) -> dict:
     """Mean, standard deviation (ddof=1) and `n` of the finite values of `{seed: value}`,
-    the seeds they come from and, with `interval`, the 95 % t-interval of the mean.
-    The mean is None for n = 0, the sd and the interval for n < 2.
+    the seeds they come from and their values (`values`, in the seeds' order); with `interval` (for
+    paired differences), the 95 % and 90 % t-intervals of the mean (the 90 % one
+    bounds an unresolved difference, as in a TOST), the paired t-test's `p` and
+    `detectable`, the smallest true difference the seeds detect with power 0.8 at a
+    two-sided 0.05, (t(0.975) + t(0.8)) sd / sqrt(n). The mean is None for n = 0, the
+    rest for n < 2.
 
     Example:
 
-    >>> describe({0: 1.0, 1: 2.0, 2: None, 3: 6.0}, interval=True)
+    >>> entry = describe({0: 1.0, 1: 2.0, 2: None, 3: 6.0}, interval=True)
+    >>> {key: entry[key] for key in ("mean", "sd", "n", "seeds", "ci95")}
     {'mean': 3.0, 'sd': 2.646, 'n': 3, 'seeds': [0, 1, 3], 'ci95': [-3.572, 9.572]}
+    >>> entry["values"], entry["ci90"], round(entry["p"], 3), round(entry["detectable"], 2)
+    ([1.0, 2.0, 6.0], [-1.46, 7.46], 0.188, 8.19)
     """
     seeds = [seed for seed, value in values.items() if value is not None and math.isfinite(value)]
     sample = np.array([values[seed] for seed in seeds], dtype=np.float64)
@@ -74,27 +86,38 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
     mean = float(sample.mean()) if n else None
     sd = float(sample.std(ddof=1)) if n > 1 else None
     entry = {"mean": mean, "sd": sd, "n": n, "seeds": seeds}
+    entry["values"] = sample.tolist()
     if interval:
-        entry["ci95"] = None
+        entry.update(ci95=None, ci90=None, p=paired_p_value(sample), detectable=None)
         if n > 1:
-            half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-            entry["ci95"] = [mean - half, mean + half]
+            error = sd / math.sqrt(n)
+            for key, level in (("ci95", 0.975), ("ci90", 0.95)):
+                half = float(stats.t.ppf(level, n - 1)) * error
+                entry[key] = [mean - half, mean + half]
+            quantiles = stats.t.ppf(0.975, n - 1) + stats.t.ppf(DETECTION_POWER, n - 1)
+            entry["detectable"] = float(quantiles * error)
     return entry
 
 
 def paired_p_value(differences: Sequence[float]) -> float | None:
     """The two-sided p-value of a paired t-test that the mean of the per-seed
-    `differences` is 0; None (no test) for fewer than 2, or for differences equal up to
-    round-off, whose t is not defined.
+    `differences` is 0; None (no test) for fewer than 2. Differences equal up to
+    round-off, whose t is not defined, count as a test all the same (so that a family
+    counts them): p 0 for a non-zero constant, 1 for zero.
 
     Example:
 
     >>> round(paired_p_value([0.1, 0.2, 0.15]), 3), paired_p_value([0.02, 0.02, 0.02])
-    (0.035, None)
+    (0.035, 0.0)
+    >>> paired_p_value([0.0, 0.0]), paired_p_value([0.3])
+    (1.0, None)
     """
     sample = np.asarray(differences, dtype=np.float64)
-    if sample.size < 2 or np.ptp(sample) <= 1e-9 * max(1.0, float(np.abs(sample).max())):
+    if sample.size < 2:
         return None
+    largest = float(np.abs(sample).max())
+    if np.ptp(sample) <= 1e-9 * max(1.0, largest):
+        return 0.0 if largest > 1e-12 else 1.0
     return float(stats.ttest_1samp(sample, 0.0).pvalue)
 
 
@@ -116,17 +139,20 @@ def holm(p_values: Mapping) -> dict:
     return adjusted
 
 
-def summarize(scores: Mapping[int, SeedScores]) -> dict:
+def summarize(scores: Mapping[int, SeedScores], family: Sequence[str] = ()) -> dict:
     """Per variant and score the `describe` of its values over the seeds, and per
     `paired_variants` pair the `describe` (with interval) of the per-seed
-    difference of every score both variants have.
+    difference of every score both variants have; the differences of the `family`'s
+    scores (the experiment's primary scores) get `p_holm`, Holm over every pair and
+    score of the family that has a test.
 
     Args:
         scores: `{seed: {variant: {score: value}}}`, scalar scores only.
+        family: the scores whose differences are tested as one family.
 
     Returns:
         `{"seeds": [...], "variants": {variant: {score: entry}},
-        "differences": {"A - B": {score: entry}}}`.
+        "differences": {"A - B": {score: entry}}, "family": [...]}`.
     """
     names = list(dict.fromkeys(name for per_seed in scores.values() for name in per_seed))
 
@@ -145,6 +171,14 @@ def summarize(scores: Mapping[int, SeedScores]) -> dict:
             score: describe(_subtract(values(first, score), values(second, score)), interval=True)
             for score in shared
         }
+    tests = {
+        (pair, score): entries[score]["p"]
+        for pair, entries in differences.items()
+        for score in family
+        if score in entries and entries[score]["p"] is not None
+    }
+    for (pair, score), adjusted in holm(tests).items():
+        differences[pair][score]["p_holm"] = adjusted
     return {
         "seeds": list(scores),
         "variants": {
@@ -152,6 +186,7 @@ def summarize(scores: Mapping[int, SeedScores]) -> dict:
             for name in names
         },
         "differences": differences,
+        "family": list(family),
     }
 
 

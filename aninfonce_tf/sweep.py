@@ -36,7 +36,13 @@ from aninfonce_tf.sweep_tables import tradeoff_markdown
 # A cell: the config's values of the swept fields, and its seeds.
 Cell = tuple[dict, list[int]]
 # What a sweep writes beside its cells' directories.
-GRID_FILES = ("grid.json", "tradeoff.md", "tradeoff.png")
+GRID_FILES = (
+    "grid.json",
+    "tradeoff.md",
+    "tradeoff.png",
+    "dose_response.md",
+    "dose_response.png",
+)
 # What a cell's record in grid.json keeps of its first seed's `run` record (those the
 # experiment writes): the pairs' effective concentration and the blocks it gives.
 RUN_RECORDS = ("effective_concentration", "blocks")
@@ -267,12 +273,23 @@ def run_grid(
     return run_cells(config, build, run_dir, grid_cells(grid, seeds, corner_seeds), **labels)
 
 
+def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequence[str]) -> None:
+    """The trade-off map's report: `tradeoff.md` (`sweep_tables.tradeoff_markdown` of
+    `scores`) and `tradeoff.png` (`plots.plot_tradeoff`) in `run_dir`."""
+    table = tradeoff_markdown(records, scores, what)
+    (run_dir / "tradeoff.md").write_text(table + "\n")
+    plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
+    print(table)
+    print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
+
+
 def main(
     config_module: types.ModuleType,
     argv=None,
     description: str = "",
     epilog: str = "",
     prog: str | None = None,
+    write_report: Callable[[list[dict], Path, str, Sequence[str]], None] = write_tradeoff,
 ) -> list[dict]:
     """The command line of a trade-off map (`python -m aninfonce_tf rendered_sweep`):
     the flags of the config module's recipe, which every cell starts from (its `SWEEP`
@@ -289,6 +306,8 @@ def main(
         description: the `--help` description.
         epilog: the end of `--help` (examples).
         prog: the program's name in `--help` and errors (default: the script's).
+        write_report: `(records, run_dir, what, SWEEP_SCORES)` -> the sweep's table
+            and figure (default: the trade-off map's, `write_tradeoff`).
 
     Returns:
         The cells of `run_cells`.
@@ -359,11 +378,7 @@ def main(
         )
 
         def report(records: list[dict]) -> None:
-            table = tradeoff_markdown(records, config_module.SWEEP_SCORES, what)
-            (run_dir / "tradeoff.md").write_text(table + "\n")
-            plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
-            print(table)
-            print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
+            write_report(records, run_dir, what, config_module.SWEEP_SCORES)
 
         records = run_cells(
             config,

@@ -28,7 +28,16 @@ from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import cli, results_table
 from tests.support import ROOT
 
-NAMES = ["synthetic", "mnist_vae", "rendered", "rendered_sweep", "photos", "cifar10", "imagenet"]
+NAMES = [
+    "synthetic",
+    "dose_response",
+    "mnist_vae",
+    "rendered",
+    "rendered_sweep",
+    "photos",
+    "cifar10",
+    "imagenet",
+]
 
 
 def _python_m(*args, cwd=ROOT, python=sys.executable, timeout=600):

@@ -44,10 +44,10 @@ def test_arms_from_two_directories_are_paired_over_their_shared_seeds(tmp_path, 
     # Each arm's mean over the paired seeds, not over all of its own.
     assert style["first_mean"] == pytest.approx(0.8) and style["second_mean"] == pytest.approx(0.5)
     assert style["p"] == pytest.approx(paired_p_value([0.4, 0.2, 0.3]))
-    # Shape's differences are all 0: no t-test, so Holm's family is style's alone.
+    # Shape's differences are all 0: p 1, still one of Holm's family of two.
     shape = summary["differences"]["ours - tau 0.05"]["backbone/shape"]
-    assert shape["p"] is None and shape["p_holm"] is None
-    assert style["p_holm"] == pytest.approx(style["p"])
+    assert shape["p"] == 1.0 and shape["p_holm"] == 1.0
+    assert style["p_holm"] == pytest.approx(2 * style["p"])
     assert summary["variants"]["ours"]["backbone/block_r2/style"]["n"] == 4
     assert summary["endpoint_mismatches"] == []
     assert "'--arm=tau 0.05=" in summary["command"]

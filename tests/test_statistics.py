@@ -8,6 +8,7 @@ import math
 import keras
 import numpy as np
 import pytest
+from scipy import stats
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
@@ -205,3 +206,30 @@ def test_two_seeds_run_into_their_directories_resume_and_are_summarised(tmp_path
     assert runner.main(synthetic, argv) == summary
     output = capsys.readouterr().out
     assert output.count("not trained again") == 4 and "steps of 128 pairs" not in output
+
+
+def test_a_difference_carries_its_bounds_test_and_detectable_effect():
+    entry = describe({0: 0.1, 1: 0.3, 2: 0.2, 3: 0.4, 4: 0.0}, interval=True)
+    error = np.std([0.1, 0.3, 0.2, 0.4, 0.0], ddof=1) / np.sqrt(5)
+    assert entry["ci90"] == pytest.approx([0.2 - 2.1318 * error, 0.2 + 2.1318 * error], abs=1e-4)
+    assert entry["p"] == pytest.approx(stats.ttest_1samp([0.1, 0.3, 0.2, 0.4, 0.0], 0).pvalue)
+    # Power 0.8 at a two-sided 0.05 with df 4: (2.776 + 0.941) standard errors.
+    assert entry["detectable"] == pytest.approx((2.7764 + 0.9410) * error, abs=1e-3)
+    assert entry["values"] == [0.1, 0.3, 0.2, 0.4, 0.0]
+
+
+def test_holm_counts_every_comparison_of_the_family_constant_ones_too():
+    scores = {
+        seed: {
+            "aninfonce": {"mcc": 0.9 + 0.01 * seed, "r2": 0.5, "other": 0.1 * seed},
+            "infonce": {"mcc": 0.5, "r2": 0.5, "other": 0.0},
+        }
+        for seed in range(3)
+    }
+    summary = summarize(scores, family=["mcc", "r2"])
+    differences = summary["differences"]["aninfonce - infonce"]
+    assert differences["r2"]["p"] == 1.0  # zero in every seed
+    p = differences["mcc"]["p"]
+    assert differences["mcc"]["p_holm"] == pytest.approx(min(1.0, 2 * p))
+    assert "p_holm" not in differences["other"]  # outside the family
+    assert summary["family"] == ["mcc", "r2"]

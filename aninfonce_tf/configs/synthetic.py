@@ -64,6 +64,14 @@ class SyntheticConfig(RunConfig):
     low: float | None = option(
         None, "smallest Lambda of the preset (unset: the preset's, 5 or 10 for content_style)"
     )
+    concentration_spread: float = option(
+        0.0,
+        "with --concentration geometric: r = high / low at the geometric mean "
+        "--concentration-mean, which set high and low (0: --high and --low)",
+    )
+    concentration_mean: float = option(
+        64.0, "the geometric mean of Lambda that --concentration-spread keeps"
+    )
     space: str = option(
         "sphere",
         "latent space; sphere normalises the embeddings, box and euclidean do not",
@@ -106,12 +114,41 @@ class SyntheticConfig(RunConfig):
     )
 
     def true_concentration(self) -> np.ndarray:
-        """Lambda from a preset name or a comma-separated list of `dim` values."""
-        return concentration_from_spec(self.concentration, self.dim, self.high, self.low)
+        """Lambda from a preset name or a comma-separated list of `dim` values; with
+        `concentration_spread` r, geometric from m / sqrt(r) to m sqrt(r) at m =
+        `concentration_mean`.
+
+        Example:
+
+        >>> config = SyntheticConfig(concentration="geometric", dim=3, concentration_spread=16)
+        >>> config.true_concentration().tolist()
+        [16.0, 64.0, 256.0]
+        """
+        high, low = self.high, self.low
+        if self.concentration_spread:
+            root = np.sqrt(self.concentration_spread)
+            high, low = self.concentration_mean * root, self.concentration_mean / root
+        return concentration_from_spec(self.concentration, self.dim, high, low)
 
     def validate(self) -> None:
         """`RunConfig.validate`, then this experiment's own fields."""
         super().validate()
+        if self.concentration_spread:
+            if not self.concentration_spread >= 1 or self.concentration != "geometric":
+                raise ValueError(
+                    "`concentration_spread` must be 0 or at least 1 (high / low), with "
+                    f"--concentration geometric; got {self.concentration_spread} with "
+                    f"--concentration {self.concentration}."
+                )
+            if self.high is not None or self.low is not None:
+                raise ValueError(
+                    "`concentration_spread` sets high and low: leave --high and --low unset."
+                )
+            if not 0 < self.concentration_mean < float("inf"):
+                raise ValueError(
+                    "`concentration_mean` (the geometric mean of Lambda) must be positive and "
+                    f"finite; got {self.concentration_mean}."
+                )
         self.true_concentration()  # raises naming `concentration`
         require_at_least(
             self, "generator_draws", 1, "candidate matrices per layer of the generator"
@@ -175,6 +212,7 @@ def build(config: SyntheticConfig) -> Experiment:
         setup, observations, latents, config.nonlinear_r2, alignment_pairs
     )
     hidden = split_list(config.hidden_units, int)
+    primary = DOSE_RESPONSE_SCORES if config.concentration_spread else PRIMARY_SCORES
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),
         encoder=lambda: mlp_encoder(
@@ -185,9 +223,9 @@ def build(config: SyntheticConfig) -> Experiment:
         ),
         evaluators=[evaluator],
         normalize=config.space == "sphere",
-        curve_keys=PRIMARY_SCORES + (("aligned_mcc",) if alignment_pairs else ()),
+        curve_keys=primary + (("aligned_mcc",) if alignment_pairs else ()),
         aligned=alignment_pairs is not None,
-        primary_scores=PRIMARY_SCORES,
+        primary_scores=primary,
         metadata={"true_concentration": setup.concentration.tolist()},
         plots=functools.partial(plots.plot_identifiability, true_concentration=setup.concentration),
     )
@@ -248,6 +286,23 @@ PRESETS = {
 PRESETS["paper-linear-fast"] = dataclasses.replace(
     PRESETS["paper-linear"], batch_size=500, rotation_gain=6.0
 )
+# The dose-response (`recipes/synthetic_dose_response.py`): `quick`'s latents, encoder
+# and training on a geometric Lambda of spread r = high / low at the geometric mean 64
+# (quick's is 63), r swept over 1..256. Lambda_hat starts at 2, below the smallest true
+# Lambda of every cell (4 at r = 256). Endpoint: step 2000, MCC and the smallest
+# per-latent R^2 (`DOSE_RESPONSE_SCORES`).
+DOSE_RESPONSE_SCORES = ("mcc", "min_linear_r2")
+PRESETS["dose-response"] = dataclasses.replace(
+    PRESETS["quick"],
+    concentration="geometric",
+    concentration_spread=16.0,
+    initial_concentration=2.0,
+    losses="aninfonce,aninfonce_isotropic,infonce",
+)
+SWEEP = PRESETS["dose-response"]
+SWEEP_AXES = {"concentration_spread": [1.0, 4.0, 16.0, 64.0, 256.0]}
+SWEEP_LIMITS: dict = {}
+SWEEP_SCORES = DOSE_RESPONSE_SCORES
 SMOKE = dict(
     steps=40,
     eval_every=20,
@@ -258,9 +313,26 @@ SMOKE = dict(
     generator_draws=200,
 )
 
+
+def check_sweep(config: SyntheticConfig) -> None:
+    """Raises ValueError unless `config` has a geometric Lambda, whose spread the
+    dose-response sweeps."""
+    if config.concentration != "geometric":
+        raise ValueError(
+            "the dose-response sweeps --concentration-spread of a geometric Lambda; got "
+            f"--concentration {config.concentration}."
+        )
+
+
 __all__ = [
+    "DOSE_RESPONSE_SCORES",
     "PRESETS",
     "SMOKE",
+    "SWEEP",
+    "SWEEP_AXES",
+    "SWEEP_LIMITS",
+    "SWEEP_SCORES",
+    "check_sweep",
     "SyntheticConfig",
     "build",
     "build_setup",

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import spearmanr
+from scipy.stats import ortho_group, rankdata, spearmanr
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LinearRegression
 from sklearn.metrics import r2_score
@@ -83,8 +83,8 @@ def _correlations(latents, features, method: str) -> np.ndarray:
     latents = np.asarray(latents, dtype="float64")
     features = np.asarray(features, dtype="float64")
     if method == "spearman":
-        latents = np.argsort(np.argsort(latents, axis=0), axis=0).astype("float64")
-        features = np.argsort(np.argsort(features, axis=0), axis=0).astype("float64")
+        # Tied values share their mean rank.
+        latents, features = rankdata(latents, axis=0), rankdata(features, axis=0)
     elif method != "pearson":
         raise ValueError(f"Unknown `method` {method!r}; expected 'pearson' or 'spearman'.")
     n = latents.shape[1]
@@ -104,11 +104,88 @@ def match_dimensions(latents, features, method: str = "pearson") -> tuple[np.nda
 
 
 def mean_correlation_coefficient(latents, features, method: str = "pearson") -> float:
-    """MCC: mean |correlation| of latents and features after optimal matching (Hungarian).
+    """MCC: mean |correlation| of latents and features after optimal matching (Hungarian),
+    one feature dimension per latent; with fewer dimensions than latents, a latent left
+    without one counts 0.
 
     1 means recovery up to permutation, sign flips and (Spearman) monotone maps.
     """
-    return float(np.mean(match_dimensions(latents, features, method)[2]))
+    return float(np.sum(match_dimensions(latents, features, method)[2]) / np.shape(latents)[1])
+
+
+def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int = 0):
+    """The MCC of perfectly recovered latents seen through Haar-random rotations: what
+    a critic that identifies the latents only up to an orthogonal map (any
+    rotation-invariant loss) scores by chance.
+
+    Args:
+        latents: `[N, n]` true latents (or latent parts).
+        width: the features' dimensions d (default n); the latents are padded with
+            zeros to max(n, d), rotated, and the first d dimensions kept.
+        draws: rotations averaged over.
+        seed: of the rotations.
+
+    Returns:
+        `(mean, sd)` of the MCC over the rotations.
+
+    Example:
+
+    >>> z = np.random.default_rng(0).uniform(size=(2000, 6))
+    >>> mean, sd = rotation_floor(z)
+    >>> 0.55 < mean < 0.8, sd < 0.1
+    (True, True)
+    """
+    latents = np.asarray(latents, dtype="float64")
+    count, parts = latents.shape
+    width = parts if width is None else int(width)
+    if width < 1:
+        raise ValueError(f"`width` must be at least 1; got {width}.")
+    size = max(width, parts)
+    padded = np.zeros((count, size))
+    padded[:, :parts] = latents - latents.mean(0)
+    if draws < 2:
+        raise ValueError(f"`draws` must be at least 2, for the sd; got {draws}.")
+    rng = np.random.default_rng(seed)
+    # Every 1 x 1 rotation is a sign, which the MCC does not see.
+    rotations = [
+        ortho_group.rvs(size, random_state=rng) if size > 1 else np.ones((1, 1))
+        for _ in range(draws)
+    ]
+    values = [
+        mean_correlation_coefficient(latents, (padded @ rotation)[:, :width])
+        for rotation in rotations
+    ]
+    return float(np.mean(values)), float(np.std(values, ddof=1))
+
+
+def subspace_r2(latents, features, blocks: dict[str, np.ndarray], seed: int = 0) -> dict:
+    """Per block, the mean held-out linear R^2 of its latents read from *its matched
+    feature dimensions only* (`match_dimensions` over all latents): 1 when the block
+    lives in its own dimensions, near `block_r2` of all dimensions only when it does,
+    lower when the features mix it with other blocks.
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 4))
+    >>> blocks = {"high": np.array([0, 1]), "low": np.array([2, 3])}
+    >>> {k: round(v, 3) for k, v in subspace_r2(z, z[:, [1, 0, 3, 2]], blocks).items()}
+    {'high': 1.0, 'low': 1.0}
+    """
+    latents = np.asarray(latents, dtype="float64")
+    features = np.asarray(features, dtype="float64")
+    rows, columns, _ = match_dimensions(latents, features)
+    matched = dict(zip(rows.tolist(), columns.tolist(), strict=True))
+    scores = {}
+    for name, index in blocks.items():
+        index = np.asarray(index, dtype=int)
+        dimensions = [matched[i] for i in index.tolist() if i in matched]
+        if dimensions:  # with fewer dimensions than latents, a block may have none
+            r2 = linear_r2(latents[:, index], features[:, dimensions], seed=seed)
+            scores[name] = float(np.mean(r2))
+        elif len(index):
+            scores[name] = 0.0
+    return scores
 
 
 def block_r2(per_latent_r2, blocks: dict[str, np.ndarray]) -> dict[str, float]:
@@ -161,19 +238,22 @@ def identifiability_scores(
     """Every score of the paper's tables for one set of features.
 
     Returns:
-        A dict with `linear_r2` (mean over latents), `linear_r2_per_latent`,
-        `mcc` (Pearson), `mcc_spearman`, `block_r2` when `blocks` are given,
-        and `nonlinear_r2` when `nonlinear`.
+        A dict with `linear_r2` (mean over latents), `min_linear_r2` (the worst
+        latent's), `linear_r2_per_latent`, `mcc` (Pearson), `mcc_spearman`,
+        `block_r2` and `subspace_r2` (`subspace_r2`) when `blocks` are given, and
+        `nonlinear_r2` when `nonlinear`.
     """
     per_latent = linear_r2(latents, features, seed=seed)
     scores = {
         "linear_r2": float(np.mean(per_latent)),
+        "min_linear_r2": float(np.min(per_latent)),
         "linear_r2_per_latent": per_latent.tolist(),
         "mcc": mean_correlation_coefficient(latents, features, "pearson"),
         "mcc_spearman": mean_correlation_coefficient(latents, features, "spearman"),
     }
     if blocks is not None:
         scores["block_r2"] = block_r2(per_latent, blocks)
+        scores["subspace_r2"] = subspace_r2(latents, features, blocks, seed=seed)
     if nonlinear:
         scores["nonlinear_r2"] = float(np.mean(nonlinear_r2(latents, features, seed=seed)))
     return scores
@@ -247,6 +327,7 @@ class IdentifiabilityEvaluator:
                 )
             alignment_pairs = first, second
         self.alignment_pairs = alignment_pairs
+        self._floors: dict[int, tuple[float, float]] = {}
 
     @classmethod
     def for_setup(
@@ -279,8 +360,10 @@ class IdentifiabilityEvaluator:
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """The scalar scores `evaluate` returns (block scores as `block_r2/NAME`)."""
-        names = {"linear_r2", "mcc", "mcc_spearman"}
-        names |= {f"block_r2/{block}" for block, index in (self.blocks or {}).items() if len(index)}
+        names = {"linear_r2", "min_linear_r2", "mcc", "mcc_spearman", "mcc_floor", "mcc_floor_sd"}
+        for block, index in (self.blocks or {}).items():
+            if len(index):
+                names |= {f"block_r2/{block}", f"subspace_r2/{block}"}
         if self.nonlinear:
             names.add("nonlinear_r2")
         if self.alignment_pairs is not None:
@@ -296,8 +379,15 @@ class IdentifiabilityEvaluator:
         with a Lambda_hat, its rank correlation with the true Lambda."""
         names = self.score_names(anisotropic=True)
         return frozenset({"linear_r2", "mcc", "aligned_mcc", "lambda_spearman"} & names) | {
-            name for name in names if name.startswith("block_r2/")
+            name for name in names if name.startswith(("block_r2/", "subspace_r2/"))
         }
+
+    def rotation_floor(self, width: int) -> tuple[float, float]:
+        """`rotation_floor` of the held-out latents at `width` feature dimensions
+        (computed once per width)."""
+        if width not in self._floors:
+            self._floors[width] = rotation_floor(self.latents, width)
+        return self._floors[width]
 
     def features(self, model) -> np.ndarray:
         """`[N, d]` unscaled embeddings of the observations."""
@@ -322,9 +412,12 @@ class IdentifiabilityEvaluator:
         return first, second
 
     def evaluate(self, model) -> dict[str, Any]:
-        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`)."""
+        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`),
+        with `mcc_floor` and `mcc_floor_sd`, the `rotation_floor` of the latents at the
+        features' width: an MCC at the floor is identification only up to a rotation."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
+        scores["mcc_floor"], scores["mcc_floor_sd"] = self.rotation_floor(features.shape[1])
         if self.alignment_pairs is not None:
             alignment = slow_feature_alignment(*self.pair_features(model))
             scores["aligned_mcc"] = mean_correlation_coefficient(self.latents, features @ alignment)

@@ -35,6 +35,11 @@ from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.renderer import LATENTS, Latent, latent_coordinates, part_names
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
+from aninfonce_tf.evaluation.identifiability import (
+    match_dimensions,
+    mean_correlation_coefficient,
+    rotation_floor,
+)
 from aninfonce_tf.evaluation.probes import (
     UNDIRECTED_SCORES,
     augmentation_readout,
@@ -134,7 +139,11 @@ def latent_scores(
         `{part: R^2}` (a circular latent's parts `<name>_cos`, `<name>_sin`, the others
         themselves), `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}`
         when `blocks` (of latents or parts) are given, and the same with `nonlinear_`
-        when `nonlinear`.
+        when `nonlinear`. The orientation scores over the parts: `mcc`
+        (`identifiability.mean_correlation_coefficient`, a feature dimension per part),
+        `mcc_floor` and `mcc_floor_sd` (`identifiability.rotation_floor`, at the
+        features' width) and, with `blocks`, `subspace_r2` `{block: R^2}`, the block's
+        parts read (ridge) from their matched dimensions only.
     """
     features = np.asarray(features, "float64")
     unknown = sorted(set(latents) - set(specs))
@@ -172,7 +181,7 @@ def latent_scores(
         per_columns["nonlinear"] = kernel_ridge_r2(
             features, matrix, kernel_rows, validation_rows, test_rows
         )
-    scores = {}
+    scores = orientation_scores(features, matrix, parts, blocks, names, specs, fitted, test_rows)
     for kind, per_column in per_columns.items():
         r2 = per_latent(per_column)
         part_r2 = {part: float(value) for part, value in zip(parts, per_column, strict=True)}
@@ -192,6 +201,30 @@ def latent_scores(
             scores[f"{name}_accuracy"] = linear_probe_accuracy(
                 features[fitted], labels[fitted], features[test_rows], labels[test_rows]
             )
+    return scores
+
+
+def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
+    """`latent_scores`' orientation scores (`mcc`, `mcc_floor`, `mcc_floor_sd`,
+    `subspace_r2`) of `features` against the part columns `targets`."""
+    mean, sd = rotation_floor(targets, features.shape[1])
+    scores = {"mcc": mean_correlation_coefficient(targets, features), "mcc_floor": mean}
+    scores["mcc_floor_sd"] = sd
+    if blocks:
+        rows, columns, _ = match_dimensions(targets, features)
+        matched = dict(zip(rows.tolist(), columns.tolist(), strict=True))
+        column = {part: i for i, part in enumerate(parts)}
+        subspace = {}
+        for block, members in blocks.items():
+            members = [p for m in members for p in (part_names([m], specs) if m in names else [m])]
+            index = [column[p] for p in members if p in column]
+            dimensions = [matched[i] for i in index if i in matched]
+            if dimensions:  # with fewer dimensions than parts, a block may have none
+                r2 = ridge_r2(features[:, dimensions], targets[:, index], fit_rows, test_rows)
+                subspace[block] = float(np.mean(r2))
+            elif index:
+                subspace[block] = 0.0
+        scores["subspace_r2"] = subspace
     return scores
 
 
@@ -224,7 +257,8 @@ class LatentEvaluator:
     ...         return self(x)
     >>> scores = LatentEvaluator(images, latents, nonlinear=False).evaluate(Flat())
     >>> sorted(scores), sorted(scores["backbone"])
-    (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'part_linear_r2', 'shape_accuracy'])
+    (['backbone', 'projector'], ['linear_r2', 'linear_r2_mean', 'mcc', 'mcc_floor', 'mcc_floor_sd', \
+'part_linear_r2', 'shape_accuracy'])
     """
 
     # Every score but the readout is higher-is-better (`--stop-at`'s direction).
@@ -276,6 +310,8 @@ class LatentEvaluator:
             names.add(f"{level}/{kind}_r2_mean")
             names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
         for level in LEVELS:
+            names |= {f"{level}/mcc", f"{level}/mcc_floor", f"{level}/mcc_floor_sd"}
+            names |= {f"{level}/subspace_r2/{b}" for b, m in self.blocks.items() if len(m)}
             names |= {f"{level}/{latent}_accuracy" for latent in classes}
             if self.views is not None:
                 names.add(f"{level}/augmentation_readout")

@@ -238,7 +238,8 @@ def run_seeds(
             {
                 seed: {name: report.variant_scores(result) for name, result in results.items()}
                 for seed, results in sorted({**runs, **earlier}.items())
-            }
+            },
+            family=experiment.primary_scores,
         )
         if context.chief:
             write_json(run_dir / "summary.json", summary)

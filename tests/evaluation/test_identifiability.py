@@ -74,3 +74,83 @@ def test_bad_inputs_raise(latents):
         metrics.linear_r2(latents[:, 0], latents)
     with pytest.raises(ValueError, match="method"):
         metrics.mean_correlation_coefficient(latents, latents, "kendall")
+
+
+def test_orientation_scores_the_identity_one_and_a_rotation_its_floor(latents):
+    blocks = {"high": np.arange(3), "low": np.arange(3, 6)}
+    identity = metrics.identifiability_scores(latents, latents, blocks)
+    assert identity["mcc"] == pytest.approx(1.0, abs=1e-9)
+    assert identity["subspace_r2"] == pytest.approx({"high": 1.0, "low": 1.0}, abs=1e-9)
+    permuted = -2.0 * latents[:, [4, 3, 5, 1, 2, 0]]
+    flipped = metrics.identifiability_scores(latents, permuted, blocks)
+    assert flipped["mcc"] == pytest.approx(1.0, abs=1e-9)
+    assert flipped["subspace_r2"] == pytest.approx({"high": 1.0, "low": 1.0}, abs=1e-9)
+    floor, sd = metrics.rotation_floor(latents, draws=40, seed=3)
+    rotated = [
+        metrics.identifiability_scores(latents, latents @ ortho_group.rvs(6, random_state=s))
+        for s in range(20)
+    ]
+    assert np.mean([r["mcc"] for r in rotated]) == pytest.approx(
+        floor, abs=2 * sd / np.sqrt(20) + 0.02
+    )
+    assert 0.55 < floor < 0.8  # the measured 0.69 +- 0.05 for 6 latents
+    # A rotation keeps the block's R^2 from all dimensions but not from its own.
+    mixed = metrics.identifiability_scores(
+        latents, latents @ ortho_group.rvs(6, random_state=1), blocks
+    )
+    assert min(mixed["block_r2"].values()) > 0.999
+    assert max(mixed["subspace_r2"].values()) < 0.9
+
+
+def test_rotations_within_a_block_keep_its_subspace_but_lower_the_mcc(latents):
+    blocks = {"high": np.arange(3), "low": np.arange(3, 6)}
+    within = np.zeros((6, 6))
+    within[:3, :3] = ortho_group.rvs(3, random_state=0)
+    within[3:, 3:] = ortho_group.rvs(3, random_state=1)
+    scores = metrics.identifiability_scores(latents, latents @ within, blocks)
+    assert scores["subspace_r2"] == pytest.approx({"high": 1.0, "low": 1.0}, abs=1e-6)
+    assert scores["mcc"] < 0.9
+
+
+def test_orientation_with_more_dimensions_than_latents(latents):
+    noise = np.random.default_rng(5).normal(size=(len(latents), 4))
+    wide = np.concatenate([noise[:, :2], -latents[:, ::-1], noise[:, 2:]], 1)
+    scores = metrics.identifiability_scores(latents, wide, {"all": np.arange(6)})
+    assert scores["mcc"] == pytest.approx(1.0, abs=1e-9)
+    assert scores["subspace_r2"]["all"] == pytest.approx(1.0, abs=1e-9)
+    floor_wide, _ = metrics.rotation_floor(latents, width=10)
+    floor, _ = metrics.rotation_floor(latents)
+    assert floor_wide > floor  # more dimensions to match each latent to raise the floor
+    # Fewer dimensions than latents: the latents left without one count 0.
+    assert metrics.mean_correlation_coefficient(latents, latents[:, :3]) == pytest.approx(0.5)
+
+
+def test_the_evaluator_reports_the_floor_and_subspace_scores(latents):
+    blocks = {"high": np.arange(3), "low": np.arange(3, 6)}
+    evaluator = metrics.IdentifiabilityEvaluator(latents, latents, blocks)
+
+    class Identity:
+        scaling = None
+
+        def embed(self, x, training=False, scaled=True):
+            return x
+
+    scores = evaluator.evaluate(Identity())
+    assert scores["mcc"] == pytest.approx(1.0)
+    assert 0.55 < scores["mcc_floor"] < 0.8 and scores["mcc_floor_sd"] > 0
+    assert scores["subspace_r2"] == pytest.approx({"high": 1.0, "low": 1.0}, abs=1e-9)
+    scalars = {"linear_r2", "min_linear_r2", "mcc", "mcc_spearman", "mcc_floor", "mcc_floor_sd"}
+    assert evaluator.score_names(anisotropic=False) == scalars | {
+        "block_r2/high",
+        "block_r2/low",
+        "subspace_r2/high",
+        "subspace_r2/low",
+    }
+
+
+def test_spearman_mcc_gives_tied_values_their_mean_rank():
+    latents = np.repeat(np.arange(50.0), 4)[:, None]  # every value four times
+    reversed_order = latents[::-1]  # ties broken differently than in `latents`
+    assert metrics.mean_correlation_coefficient(latents, reversed_order, "spearman") == (
+        pytest.approx(1.0)
+    )

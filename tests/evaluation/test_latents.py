@@ -215,3 +215,20 @@ def test_the_evaluator_refuses_blocks_of_unknown_parts_before_any_training():
     latents = _latents(40)
     with pytest.raises(ValueError, match="rotation_tan"):
         LatentEvaluator(np.zeros((40, 4)), latents, blocks={"style": ("x", "rotation_tan")})
+
+
+def test_orientation_over_parts_identity_rotation_and_blocks():
+    latents = _latents(1500)
+    targets = latent_targets(latents)
+    parts = np.concatenate([targets[name] for name in CONTINUOUS], axis=1)
+    blocks = RenderedPairs(mode="latent").blocks()
+    exact = latent_scores(-3 * parts[:, ::-1], latents, blocks=blocks, nonlinear=False)
+    assert exact["mcc"] == pytest.approx(1.0, abs=1e-9)
+    assert min(exact["subspace_r2"].values()) > 0.999
+    width = parts.shape[1]
+    rotated = parts @ np.linalg.qr(np.random.default_rng(0).normal(size=(width, width)))[0]
+    mixed = latent_scores(rotated, latents, blocks=blocks, nonlinear=False)
+    assert mixed["mcc"] < 0.85
+    assert mixed["mcc"] == pytest.approx(mixed["mcc_floor"], abs=4 * mixed["mcc_floor_sd"])
+    assert min(mixed["part_linear_r2"].values()) > 0.99  # a rotation keeps every R^2
+    assert min(mixed["subspace_r2"].values()) < 0.9
