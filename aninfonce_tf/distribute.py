@@ -141,11 +141,11 @@ def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[in
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:
-    """False for several replicas on logical CPU devices, where XLA cannot reach the
-    other devices' variables (XLA known issue); True everywhere else."""
-    if strategy.num_replicas_in_sync == 1:
-        return True
-    return not all("CPU" in device.upper() for device in strategy.extended.worker_devices)
+    """False for several replicas, on any device: Keras compiles the function that
+    holds `strategy.run`, one XLA cluster that cannot reach the other replicas'
+    variables (keras-team/keras#18627; Keras' own "auto" is off under a strategy);
+    TPUStrategy compiles each replica's step itself. True for one replica."""
+    return strategy.num_replicas_in_sync == 1
 
 
 def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:

@@ -1,9 +1,14 @@
-"""Strategies by name and the XLA switch for logical CPU replicas."""
+"""Strategies by name and the XLA switch: no XLA around several replicas, on any device."""
 
+import types
+
+import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from aninfonce_tf import distribute
+from aninfonce_tf.models import ContrastiveModel, automatic_jit
 
 
 def test_strategies_by_name():
@@ -39,3 +44,57 @@ def test_unknown_strategy_name_raises():
 def test_gather_is_a_no_op_with_one_replica():
     z = tf.ones([3, 2])
     assert distribute.gather_across_replicas(z, z) == (None, None, 0)
+
+
+def _fake_strategy(replicas: int, device: str):
+    extended = types.SimpleNamespace(
+        worker_devices=[
+            f"/job:worker/replica:0/task:0/device:{device}:{i}" for i in range(replicas)
+        ]
+    )
+    return types.SimpleNamespace(num_replicas_in_sync=replicas, extended=extended)
+
+
+@pytest.mark.parametrize("device", ["GPU", "TPU", "CPU"])
+def test_no_xla_around_several_replicas_on_any_device(device):
+    assert not distribute.supports_jit(_fake_strategy(8, device))
+    assert distribute.supports_jit(_fake_strategy(1, device))
+    mlp = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    jit, reason = automatic_jit(mlp, _fake_strategy(8, device))
+    assert not jit and "8 replicas" in reason
+
+
+def test_xla_around_two_logical_cpu_replicas_fails_as_the_upstream_issue_says():
+    # Why `supports_jit` is off for several replicas: a plain Keras model compiled
+    # with XLA under MirroredStrategy cannot reach the second replica's variables.
+    strategy = distribute.get_strategy("mirrored")
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse", jit_compile=True)
+    x = np.zeros((8, 3), "float32")
+    with pytest.raises(Exception, match="(?i)replica_1|located in device|resource"):
+        model.fit(x, x[:, :1], batch_size=4, epochs=1, verbose=0)
+
+
+def test_auto_xla_is_on_for_an_mlp_and_off_for_a_convolutional_encoder(caplog):
+    mlp = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    conv = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.GlobalAveragePooling2D()]
+    )
+    choices = {}
+    for name, encoder in (("mlp", mlp), ("conv", conv)):
+        model = ContrastiveModel(encoder)
+        with caplog.at_level("INFO", logger="aninfonce_tf"):
+            model.compile("adam")
+        choices[name] = (model.jit_compile, model.jit_compile_reason)
+    assert choices["mlp"][0] is True and choices["conv"][0] is False
+    assert "convolutional" in choices["conv"][1]
+    assert "jit_compile='auto'" in caplog.text
+    # A keras.applications backbone nests its convolutions one model deeper.
+    backbone = keras.applications.MobileNetV3Small(
+        input_shape=(32, 32, 3), weights=None, include_top=False, pooling="avg"
+    )
+    wrapped = keras.Sequential([keras.Input((32, 32, 3)), backbone])
+    assert automatic_jit(ContrastiveModel(wrapped), tf.distribute.get_strategy())[0] is False
+    with pytest.raises(ValueError, match="`jit_compile` must be True, False or 'auto'"):
+        ContrastiveModel(mlp).compile("adam", jit_compile="yes")

@@ -18,7 +18,6 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -26,6 +25,7 @@ from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.evaluation import console
 from aninfonce_tf.evaluation.protocol import Evaluator, takes_argument
 from aninfonce_tf.evaluation.targets import Target, resolve_targets, targets_reached
+from aninfonce_tf.evaluation.training_callbacks import StepCounter
 from aninfonce_tf.optimizers import averaged_weights
 
 
@@ -105,10 +105,13 @@ def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
     return None if None in declared else frozenset().union(*declared)
 
 
-class EvaluationCallback(keras.callbacks.Callback):
+class EvaluationCallback(StepCounter):
     """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs
     (so `History` and later callbacks see them) and writes their summary scores to
-    TensorBoard under `log_dir`, as `scores/<name>` against the training step.
+    TensorBoard under `log_dir`, as `scores/<name>` against the training step,
+    counted from `fit`'s batches as `TrainingLogger` counts it (so both share
+    TensorBoard's x-axis: `fit(steps_per_epoch=25, epochs=2)` evaluates at steps 25
+    and 50).
 
     The summary scores are those an evaluator names in its optional `summary_scores`
     (a few per level of the features: `IdentifiabilityEvaluator`'s linear R^2, MCC,
@@ -139,7 +142,6 @@ class EvaluationCallback(keras.callbacks.Callback):
         log_dir: TensorBoard directory; None logs nothing to disk. Its event file
             is created at the first evaluation.
         every_epochs: evaluation period in epochs.
-        steps_per_epoch: to log against the training step rather than the epoch.
         stop_at: `{score name: target}`, names as in the logs (`mcc`,
             `linear_r2`, `block_r2/low`, ...), as `parse_targets` returns them; a
             plain number is a target in the score's natural direction.
@@ -168,6 +170,7 @@ class EvaluationCallback(keras.callbacks.Callback):
     ...         return {"mcc": 0.9, "block_r2": {"low": 0.75}}
     >>> from aninfonce_tf.evaluation.targets import parse_targets
     >>> callback = EvaluationCallback(Constant(), stop_at=parse_targets("mcc>=0.5"), verbose=1)
+    >>> import keras
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile("sgd", "mse")
     >>> x = np.zeros((4, 2), "float32")
@@ -182,7 +185,6 @@ class EvaluationCallback(keras.callbacks.Callback):
         evaluators: Evaluator | Sequence[Evaluator],
         log_dir: str | None = None,
         every_epochs: int = 1,
-        steps_per_epoch: int = 1,
         stop_at: Mapping[str, Target | float] | None = None,
         history: list[dict] | None = None,
         history_path: str | None = None,
@@ -198,7 +200,6 @@ class EvaluationCallback(keras.callbacks.Callback):
             list(evaluators) if isinstance(evaluators, (list, tuple)) else [evaluators]
         )
         self.every_epochs = every_epochs
-        self.steps_per_epoch = steps_per_epoch
         self.stop_at = resolve_targets(stop_at or {}, self.evaluators)
         self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
@@ -209,17 +210,19 @@ class EvaluationCallback(keras.callbacks.Callback):
         self.tensorboard_scores = None if log_all_scores else summary_scores(self.evaluators)
         self.reached: dict | None = None
         self.chief, self.work_dir = chief, work_dir
-        self._step: int | None = None  # that of the last epoch of this `fit`
+        self._epoch_ended = False  # whether an epoch of this `fit` ran
         self._diverged = False
         self._start = time.perf_counter()
         self._writer = None
         self._line = None  # the last evaluation's line, printed after Keras' progress line
 
     def on_train_begin(self, logs=None):
+        self._epoch_ended = False
         restored_seconds = self.history[-1]["seconds"] if self.history else 0.0
         self._start = time.perf_counter() - restored_seconds
 
     def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
         self._print_line()
 
     def on_train_end(self, logs=None):
@@ -228,7 +231,11 @@ class EvaluationCallback(keras.callbacks.Callback):
         if not final or not self.chief or self._diverged:
             return
         # No epoch ran: `fit` resumed at its end.
-        step = self._step or self.params["epochs"] * self.steps_per_epoch
+        epoch_steps = self.params.get("steps")
+        if self._epoch_ended or not epoch_steps:
+            step = self.step
+        else:
+            step = self.params["epochs"] * epoch_steps
         last = self.history[-1] if self.history and self.history[-1]["step"] == step else None
         names = set().union(*(e.score_names(a) for e in final for a in (False, True)))
         if last is not None and names & set(scalar_items(last)):
@@ -249,12 +256,12 @@ class EvaluationCallback(keras.callbacks.Callback):
         self._log_scalars(step, scalars)
 
     def on_epoch_end(self, epoch, logs=None):
-        self._step = (epoch + 1) * self.steps_per_epoch
+        self._epoch_ended = True
         # Diverged: nothing to score (see `StopOnNonFiniteLoss`).
         self._diverged = bool(logs) and not np.isfinite(logs.get("loss", 0.0))
         if (epoch + 1) % self.every_epochs or self._diverged:
             return
-        step = self._step
+        step = self.step
         started = time.perf_counter()
         with averaged_weights(self.model):
             monitors = [e for e in self.evaluators if not getattr(e, "final_only", False)]

@@ -16,9 +16,9 @@ import tensorflow as tf
 from aninfonce_tf.checkpoints import replace_atomically
 
 
-class _StepCounter(keras.callbacks.Callback):
-    """A callback that counts the training steps as `EvaluationCallback` and
-    `checkpoints.Backup` do, from the batches of `fit`: `step` is the steps trained by
+class StepCounter(keras.callbacks.Callback):
+    """A callback that counts the training steps from the batches of `fit`, as
+    `EvaluationCallback`, `TrainingLogger` and `checkpoints.Backup` do: `step` is the steps trained by
     the end of the last batch, the epochs before the current one (`initial_epoch`
     included) times the steps per epoch, plus its batches. `optimizer.iterations`
     would lag: a `LossScaleOptimizer` does not advance it on a step it skips for
@@ -37,7 +37,7 @@ class _StepCounter(keras.callbacks.Callback):
         self.step = self._epoch_start + batch + 1  # the last step of the compiled call
 
 
-class StopOnNonFiniteLoss(_StepCounter):
+class StopOnNonFiniteLoss(StepCounter):
     """Stops training at the first step whose loss is NaN or infinite and says which
     step it was (`stopped_at`, also printed). With `steps_per_execution` k, Keras
     reports every k steps: `stopped_at` is then the last step of the call in which
@@ -70,7 +70,7 @@ class StopOnNonFiniteLoss(_StepCounter):
         self.model.stop_training = True
 
 
-class TrainingLogger(_StepCounter):
+class TrainingLogger(StepCounter):
     """Writes the training metrics to TensorBoard every `every_steps` steps, against
     the training step, and keeps the loss of each write in `history`.
 

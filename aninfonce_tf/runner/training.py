@@ -123,7 +123,6 @@ def train_variant(
         experiment.evaluators,
         logs,
         every_epochs=config.eval_every // epoch_steps,
-        steps_per_epoch=epoch_steps,
         stop_at=stop_at,
         history=history,
         history_path=str(history_path),

@@ -118,7 +118,7 @@ class FallingError:
     ],
 )
 def test_each_target_is_reached_in_its_direction(stop_at, evaluator, step):
-    callback = EvaluationCallback(evaluator(), steps_per_epoch=2, stop_at=parse_targets(stop_at))
+    callback = EvaluationCallback(evaluator(), stop_at=parse_targets(stop_at))
     _fit(callback)
     assert callback.reached["step"] == step
 
@@ -133,7 +133,7 @@ def test_a_target_without_a_known_direction_is_refused_before_training():
     check_targets(parse_targets("score>=0.5"), [undeclared], {"aninfonce": True})
     callback = EvaluationCallback(undeclared, stop_at=parse_targets("score<=0.5"))
     _fit(callback)
-    assert callback.reached["step"] == 1
+    assert callback.reached["step"] == 2  # the first epoch: 2 steps
 
 
 def test_the_augmentation_readout_has_no_direction_so_its_targets_need_one():
@@ -162,9 +162,7 @@ def test_the_augmentation_readout_has_no_direction_so_its_targets_need_one():
 
 
 def test_training_stops_at_the_first_evaluation_reaching_every_target():
-    callback = EvaluationCallback(
-        RisingScores(), steps_per_epoch=2, stop_at={"mcc": 0.35, "block_r2/low": 0.5}
-    )
+    callback = EvaluationCallback(RisingScores(), stop_at={"mcc": 0.35, "block_r2/low": 0.5})
     history = _fit(callback)
     assert len(history.history["loss"]) == 4
     assert [entry["step"] for entry in callback.history] == [2, 4, 6, 8]
@@ -188,9 +186,7 @@ def test_unknown_target_names_raise():
 def test_the_history_restored_from_an_interrupted_run_is_continued_and_saved(tmp_path):
     path = tmp_path / "history.json"
     restored = [{"step": 2, "seconds": 100.0, "mcc": 0.05}]
-    callback = EvaluationCallback(
-        RisingScores(), steps_per_epoch=2, history=restored, history_path=str(path)
-    )
+    callback = EvaluationCallback(RisingScores(), history=restored, history_path=str(path))
     _fit(callback, epochs=2)
     assert [entry["step"] for entry in callback.history] == [2, 2, 4]
     assert callback.history[1]["seconds"] >= 100.0  # the restored run's time carries on
@@ -254,7 +250,6 @@ def test_each_evaluation_prints_its_columns_after_the_progress_line(tmp_path, ca
     callback = EvaluationCallback(
         RisingScores(),
         str(tmp_path),
-        steps_per_epoch=2,
         verbose=1,
         columns=("block_r2/low", "mcc", "absent"),
         scores_in_logs=False,
@@ -291,14 +286,14 @@ def test_a_terminal_sees_which_evaluator_is_at_work_in_verbose_mode(
         assert out == ""
     elif terminal:  # each evaluator named over one line, which is then cleared
         assert notes == [
-            "evaluating step 1: RisingScores (1 of 2) ...",
-            "evaluating step 1: UndeclaredEvaluator (2 of 2) ...",
+            "evaluating step 2: RisingScores (1 of 2) ...",
+            "evaluating step 2: UndeclaredEvaluator (2 of 2) ...",
             "",
         ]
     else:
         assert notes == [] and "\r" not in out
     if verbose:
-        assert out.split("\x1b[K")[-1] == "step 1 evaluation: mcc 0.100 (evaluated in 0 s)\n"
+        assert out.split("\x1b[K")[-1] == "step 2 evaluation: mcc 0.100 (evaluated in 0 s)\n"
     assert max(map(len, re.split(r"[\r\n]", out))) <= 100
 
 
@@ -318,10 +313,10 @@ def test_a_terminal_sees_the_stage_an_evaluator_reports(capsys, monkeypatch):
     _fit(EvaluationCallback([StagedScores(), RisingScores()], verbose=1, columns=("mcc",)), 1)
     notes = re.findall(r"\r([^\r\n]*?)\x1b\[K", capsys.readouterr().out)
     assert notes == [
-        "evaluating step 1: StagedScores (1 of 2) ...",
-        "evaluating step 1: StagedScores (1 of 2), backbone: features ...",
-        "evaluating step 1: StagedScores (1 of 2), backbone: kernel ridge ...",
-        "evaluating step 1: RisingScores (2 of 2) ...",
+        "evaluating step 2: StagedScores (1 of 2) ...",
+        "evaluating step 2: StagedScores (1 of 2), backbone: features ...",
+        "evaluating step 2: StagedScores (1 of 2), backbone: kernel ridge ...",
+        "evaluating step 2: RisingScores (2 of 2) ...",
         "",
     ]
 
@@ -336,7 +331,7 @@ def test_the_line_of_an_evaluation_with_many_scores_keeps_to_100_columns(capsys)
     _fit(EvaluationCallback(ManyScores(), verbose=1), epochs=1)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 3 and max(map(len, lines)) <= 100
-    assert lines[0].startswith("step 1 evaluation: projector/block_linear_r2/latent_0 0.500,")
+    assert lines[0].startswith("step 2 evaluation: projector/block_linear_r2/latent_0 0.500,")
     assert all(line.startswith("  projector/") for line in lines[1:])
     assert " ".join(lines).count("0.500") == 30
 
@@ -353,7 +348,7 @@ def test_a_stdout_that_cannot_say_whether_it_is_a_terminal_gets_the_plain_lines(
 
     monkeypatch.setattr(sys, "stdout", Writer())
     _fit(EvaluationCallback(RisingScores(), verbose=1, columns=("mcc",)), epochs=1)
-    assert sys.stdout.text == "step 1 evaluation: mcc 0.100\n"
+    assert sys.stdout.text == "step 2 evaluation: mcc 0.100\n"
 
 
 def test_an_evaluation_callback_that_never_evaluates_writes_no_event_file(tmp_path):
@@ -407,7 +402,7 @@ def test_the_callbacks_count_the_steps_a_loss_scale_optimizer_skips():
     callbacks = [
         StopOnNonFiniteLoss(),
         TrainingLogger(every_steps=1),
-        EvaluationCallback(RisingScores(), steps_per_epoch=2),
+        EvaluationCallback(RisingScores()),
     ]
     model.fit(data, steps_per_epoch=2, epochs=4, initial_epoch=1, callbacks=callbacks, verbose=0)
     assert int(model.optimizer.iterations) == 0
@@ -443,7 +438,7 @@ def test_tensorboard_shows_the_summary_scores_unless_asked_for_all(
     history = _fit(callback, epochs=2)
     assert "linear_r2" in history.history  # the logs and the history keep every score
     (events,) = event_files(tmp_path).values()
-    assert events == {(f"scores/{name}", "scalars"): [1, 2] for name in logged}
+    assert events == {(f"scores/{name}", "scalars"): [2, 4] for name in logged}
 
 
 def test_the_evaluators_summary_scores_are_the_tables_scores():
@@ -455,6 +450,8 @@ def test_the_evaluators_summary_scores_are_the_tables_scores():
         "mcc",
         "block_r2/high",
         "block_r2/low",
+        "subspace_r2/high",
+        "subspace_r2/low",
         "lambda_spearman",
     }
     assert IdentifiabilityEvaluator(z, z).summary_scores == {"linear_r2", "mcc"}
@@ -471,3 +468,25 @@ def test_the_evaluators_summary_scores_are_the_tables_scores():
             None if views is None else {},
         )
         assert evaluator.summary_scores == set(table_columns(source)), mode
+
+
+def test_a_plain_fit_logs_evaluations_at_the_training_step(tmp_path):
+    callback = EvaluationCallback(RisingScores(), str(tmp_path))
+    logger = TrainingLogger(str(tmp_path), every_steps=25)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    data = tf.data.Dataset.from_tensors((np.zeros((4, 3), "float32"), np.zeros((4, 1)))).repeat()
+    history = model.fit(data, steps_per_epoch=25, epochs=2, callbacks=[callback, logger], verbose=0)
+    assert [entry["step"] for entry in callback.history] == [25, 50]
+    assert logger.step == 50 and len(history.history["loss"]) == 2
+
+
+def test_a_dataset_that_ends_early_is_labelled_by_the_steps_it_ran():
+    callback = EvaluationCallback(RisingScores())
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    rows = np.zeros((12, 3), "float32")
+    data = tf.data.Dataset.from_tensor_slices((rows, rows[:, :1])).batch(1)  # 12 steps in all
+    model.fit(data, steps_per_epoch=5, epochs=3, callbacks=[callback], verbose=0)
+    assert int(model.optimizer.iterations) == 12
+    assert [entry["step"] for entry in callback.history] == [5, 10, 12]
