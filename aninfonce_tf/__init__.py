@@ -21,6 +21,8 @@ Layers and encoders:
     LearnedRotation: a trainable rotation of an embedding, one angle per pair of axes.
     projection_head: SimCLR's MLP projector.
     mlp_encoder, small_cnn, resnet18_cifar, resnet50: the encoders of the recipes.
+    backbone: a backbone by name (keras.applications too) for images in [0, 1].
+    for_unit_images: a backbone that expects pixel values in [0, 255], fed [0, 1] views.
 
 Optimizers (their weight decay an L2 term of the gradient, as in PyTorch and SimCLR):
     LARS: SimCLR's layer-wise adaptive optimizer.
@@ -51,61 +53,56 @@ Example:
 >>> model.compile(optimizer="adam", loss=ait.AnInfoNCE(), concentration_optimizer=1e-2)
 """
 
+import importlib
+import sys
+
 from aninfonce_tf import tensorflow_notices
 
 # The command line (`python -m aninfonce_tf`, `aninfonce-tf`, `recipes/*.py`) imports
-# this package, and with it TensorFlow, before its own code: TensorFlow comes in here
-# without its start-up notices. A program that imports the package keeps its stderr.
-if tensorflow_notices.command_line():
+# this package before its own code: TensorFlow comes in here without its start-up
+# notices, except for `--help` and `--version` of the package's command, which need
+# none of it. A program that imports the package keeps its stderr.
+if tensorflow_notices.command_line() and not tensorflow_notices.light_command(sys.argv):
     tensorflow_notices.import_tensorflow()
-
-from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
-from aninfonce_tf.data.options import without_autotune
-from aninfonce_tf.encoders import mlp_encoder, resnet18_cifar, resnet50, small_cnn
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback
-from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
-from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
-from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
-from aninfonce_tf.export import export_encoder
-from aninfonce_tf.layers import (
-    DiagonalScaling,
-    LinearAlignment,
-    SphereNormalization,
-    projection_head,
-)
-from aninfonce_tf.loss_variants import register_loss
-from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE, IsotropicAnInfoNCE
-from aninfonce_tf.models import ContrastiveModel
-from aninfonce_tf.optimizers import LARS, CoupledSGD
-from aninfonce_tf.rotation import LearnedRotation
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AnInfoNCE",
-    "ContrastiveLoss",
-    "ContrastiveModel",
-    "CoupledSGD",
-    "DiagonalScaling",
-    "EvaluationCallback",
-    "IdentifiabilityEvaluator",
-    "ImageProbeEvaluator",
-    "InfoNCE",
-    "IsotropicAnInfoNCE",
-    "LARS",
-    "LearnedRotation",
-    "LinearAlignment",
-    "SimCLRAugment",
-    "SphereNormalization",
-    "StopOnNonFiniteLoss",
-    "TrainingLogger",
-    "augment_pairs",
-    "export_encoder",
-    "mlp_encoder",
-    "projection_head",
-    "register_loss",
-    "resnet18_cifar",
-    "resnet50",
-    "small_cnn",
-    "without_autotune",
-]
+# The public API by module, imported on first use (so that the command line's `--help`
+# and `--version` run without TensorFlow).
+_API = {
+    "aninfonce_tf.backbones": ("backbone", "for_unit_images"),
+    "aninfonce_tf.data.augment": ("SimCLRAugment", "augment_pairs"),
+    "aninfonce_tf.data.options": ("without_autotune",),
+    "aninfonce_tf.encoders": ("mlp_encoder", "resnet18_cifar", "resnet50", "small_cnn"),
+    "aninfonce_tf.evaluation.callbacks": ("EvaluationCallback",),
+    "aninfonce_tf.evaluation.identifiability": ("IdentifiabilityEvaluator",),
+    "aninfonce_tf.evaluation.probes": ("ImageProbeEvaluator",),
+    "aninfonce_tf.evaluation.training_callbacks": ("StopOnNonFiniteLoss", "TrainingLogger"),
+    "aninfonce_tf.export": ("export_encoder",),
+    "aninfonce_tf.layers": (
+        "DiagonalScaling",
+        "LinearAlignment",
+        "SphereNormalization",
+        "projection_head",
+    ),
+    "aninfonce_tf.loss_variants": ("register_loss",),
+    "aninfonce_tf.losses": ("AnInfoNCE", "ContrastiveLoss", "InfoNCE", "IsotropicAnInfoNCE"),
+    "aninfonce_tf.models": ("ContrastiveModel",),
+    "aninfonce_tf.optimizers": ("LARS", "CoupledSGD"),
+    "aninfonce_tf.rotation": ("LearnedRotation",),
+}
+_MODULE_OF = {name: module for module, names in _API.items() for name in names}
+
+__all__ = sorted(_MODULE_OF, key=lambda name: (name[0].islower(), name))
+
+
+def __getattr__(name: str):
+    if name in _MODULE_OF:
+        value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'aninfonce_tf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from aninfonce_tf import __version__
 from aninfonce_tf.recipes import RECIPES, run
 
 
@@ -36,8 +37,8 @@ def usage(prog: str) -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """Runs the recipe named by the first argument with the remaining ones as its flags;
-    prints `usage` for none, `-h` or `--help`, and exits with status 2 for an unknown
-    recipe.
+    prints `usage` for none, `-h` or `--help`, the version for `--version`, and exits
+    with status 2 for an unknown recipe.
 
     Args:
         argv: arguments (default `sys.argv[1:]`).
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> None:
         prog = "python -m aninfonce_tf" if script == "__main__.py" else script
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(prog))
+        return
+    if argv[0] == "--version":
+        print(f"aninfonce-tf {__version__}")
         return
     name, *flags = argv
     if name not in RECIPES:

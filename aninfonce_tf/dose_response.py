@@ -7,7 +7,7 @@ Example:
 >>> cells = [{"values": {"concentration_spread": 4.0}, "seed_scores": {
 ...     s: {"aninfonce": {"mcc": 0.9 + s / 100}, "infonce": {"mcc": 0.7}} for s in range(3)}}]
 >>> print(dose_response_markdown(cells, ["mcc"], "a test").splitlines()[6])
-| 4 | 0.910 ± 0.010 | - | 0.700 ± 0.000 | +0.210 [+0.185, +0.235] (+0.193, +0.227) p 0.001, Holm 0.001 | - |
+| 4 | 0.910 ± 0.010 | - | 0.700 ± 0.000 | - | +0.210 [+0.185, +0.235] (+0.193, +0.227) p 0.001, Holm 0.001 |
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from aninfonce_tf import sweep
 from aninfonce_tf.plots import style
 from aninfonce_tf.plots.style import score_label, variant_label
 from aninfonce_tf.statistics import summarize
@@ -137,4 +138,18 @@ def write_dose_response(records: list[dict], run_dir: Path, what: str, scores: S
     print(f"table: {run_dir / 'dose_response.md'}\nfigure: {run_dir / 'dose_response.png'}")
 
 
-__all__ = ["cell_summaries", "dose_response_markdown", "plot_dose_response", "write_dose_response"]
+def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> list:
+    """The command line of the dose-response: `sweep.main` with its report
+    (`write_dose_response`)."""
+    return sweep.main(
+        config_module, argv, description, epilog, prog, write_report=write_dose_response
+    )
+
+
+__all__ = [
+    "cell_summaries",
+    "dose_response_markdown",
+    "main",
+    "plot_dose_response",
+    "write_dose_response",
+]

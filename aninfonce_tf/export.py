@@ -10,12 +10,17 @@ import tensorflow as tf
 from keras import ops
 
 from aninfonce_tf.checkpoints import replace_directory_atomically, write_json
+from aninfonce_tf.data.augment import VALUE_RANGES
+from aninfonce_tf.data.image_ops import checked_unit_range
 from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.models import ContrastiveModel
 
 
 def export_encoder(
-    model: ContrastiveModel, directory: str | Path, input_spec: tf.TensorSpec | None = None
+    model: ContrastiveModel,
+    directory: str | Path,
+    input_spec: tf.TensorSpec | None = None,
+    value_range: tuple[float, float] = (0.0, 1.0),
 ) -> Path:
     """Exports a trained model as a TF SavedModel whose endpoints take a batch of
     observations and return float32:
@@ -32,8 +37,12 @@ def export_encoder(
 
     The endpoints take observations as training saw them (`spec`'s dtype, and
     float64 cast to it); for float images they also take uint8 images, divided by
-    255 as the augmentations read them in training. `inputs.json` says which dtypes
-    and shape each endpoint takes. With a Lambda_hat, `concentration.json` beside
+    255 as the augmentations read them in training. Float images are taken in
+    `value_range` ((0, 1), as the views; (0, 255) divides them by 255 first) and a
+    batch reaching further than `image_ops.FLOAT_SLACK` outside it is refused
+    (`InvalidArgumentError`), never embedded: [0, 255] images read as [0, 1] give
+    wrong features silently. `inputs.json` says which dtypes, shape and range each
+    endpoint takes. With a Lambda_hat, `concentration.json` beside
     them holds it (`lambda_hat`) and
     the endpoint whose dimensions it weighs (`space`: `"embed"`).
 
@@ -56,13 +65,16 @@ def export_encoder(
         directory: the SavedModel directory to write.
         input_spec: a batch of observations' spec (its batch size is left open);
             default: the input of a functional or Sequential encoder.
+        value_range: the range of the float images the endpoints take: (0, 1) or
+            (0, 255).
 
     Returns:
         `directory`.
 
     Raises:
         ValueError: when `directory` is not empty and holds no export (no
-            `saved_model.pb`), or when `input_spec` is needed and missing.
+            `saved_model.pb`), when `input_spec` is needed and missing, or for a
+            `value_range` other than (0, 1) and (0, 255).
 
     Example:
 
@@ -80,6 +92,8 @@ def export_encoder(
     'embed'
     """
     directory = Path(directory)
+    if tuple(value_range) not in VALUE_RANGES:
+        raise ValueError(f"`value_range` must be (0, 1) or (0, 255); got {value_range!r}.")
     if directory.exists() and not (
         (directory / "saved_model.pb").is_file()
         or (directory.is_dir() and not any(directory.iterdir()))
@@ -112,12 +126,13 @@ def export_encoder(
     if model.alignment is not None:
         endpoints["embed_aligned"] = lambda x: model.embed_aligned(x)
     specs = _accepted_specs(spec)
+    top = float(value_range[1])
     for name, function in endpoints.items():
-        archive.add_endpoint(name, _observations_function(function, spec, specs))
+        archive.add_endpoint(name, _observations_function(function, spec, specs, top))
 
     def write(fresh: Path) -> None:
         archive.write_out(str(fresh), verbose=False)
-        write_json(fresh / "inputs.json", _inputs_record(spec, specs))
+        write_json(fresh / "inputs.json", _inputs_record(spec, specs, top))
         if model.concentration is not None:
             write_json(fresh / "concentration.json", _concentration_record(model))
 
@@ -149,13 +164,17 @@ def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:
     return specs
 
 
-def _observations_function(function, spec: tf.TensorSpec, specs) -> tf.function:
+def _observations_function(function, spec: tf.TensorSpec, specs, top: float) -> tf.function:
     """`function` as a `tf.function` traced for each of `specs`: uint8 images become
-    floats in [0, 1], any other dtype is cast to `spec`'s."""
+    floats in [0, 1], float images are divided by `top` and checked to lie in [0, 1]
+    (`checked_unit_range`), any other dtype is cast to `spec`'s."""
+    images = spec.dtype.is_floating and spec.shape.rank == 4
 
     def call(x):
         if x.dtype == tf.uint8 and spec.dtype.is_floating:
             x = tf.cast(x, tf.float32) / 255.0
+        elif images:
+            x = checked_unit_range(tf.cast(x, tf.float32) / top, (0.0, top))
         return function(tf.cast(x, spec.dtype))
 
     traced = tf.function(call, autograph=False)
@@ -164,12 +183,14 @@ def _observations_function(function, spec: tf.TensorSpec, specs) -> tf.function:
     return traced
 
 
-def _inputs_record(spec: tf.TensorSpec, specs) -> dict:
+def _inputs_record(spec: tf.TensorSpec, specs, top: float) -> dict:
     record = {
         "shape": [None, *spec.shape[1:]],
         "dtype": spec.dtype.name,
         "accepted_dtypes": [accepted.dtype.name for accepted in specs],
     }
+    if spec.dtype.is_floating and spec.shape.rank == 4:
+        record["value_range"] = [0.0, top]
     if any(accepted.dtype == tf.uint8 for accepted in specs):
         record["uint8"] = "images in [0, 255], divided by 255 as training read them"
     return record

@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras import ops
 
 from aninfonce_tf import distribute, functional, optimizers
+from aninfonce_tf.backbones import expects_pixel_values
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
 from aninfonce_tf.layers import DiagonalScaling, LinearAlignment
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
@@ -202,6 +203,15 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
         if alignment is not None and not isinstance(alignment, LinearAlignment):
             raise TypeError(
                 f"`alignment` must be a LinearAlignment; got {type(alignment).__name__}."
+            )
+        if expects_pixel_values(encoder):
+            warnings.warn(
+                f"The encoder {encoder.name!r} starts with a Rescaling of pixel values in "
+                "[0, 255], and SimCLR's views are in [0, 1]: pass "
+                "`aninfonce_tf.for_unit_images(encoder)` (a Rescaling(255) before it), or "
+                "feed it [0, 255] inputs.",
+                UserWarning,
+                stacklevel=2,
             )
         self.encoder = encoder
         self.projector = projector

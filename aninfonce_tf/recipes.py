@@ -13,15 +13,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import shlex
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from aninfonce_tf import dose_response, sweep
-from aninfonce_tf.runner import cli
 from aninfonce_tf.tensorflow_notices import RECIPE_SCRIPTS
 
 
@@ -34,8 +30,9 @@ class Recipe:
         description: what it runs: a first line that `--help` of the package lists,
             then the rest of `--help`'s description.
         examples: two `(flags, what they do)` of the epilog of `--help`.
-        command: the command line over the config module (`runner.cli.main`'s
-            arguments and result).
+        command: `"module:function"`, the command line over the config module
+            (`runner.cli.main`'s arguments and result), imported when it runs (the
+            package's `--help` lists the recipes without TensorFlow).
 
     Example:
 
@@ -51,7 +48,7 @@ class Recipe:
     config: str
     description: str
     examples: tuple[tuple[str, str], tuple[str, str]]
-    command: Callable = cli.main
+    command: str = "aninfonce_tf.runner.cli:main"
 
     def summary(self) -> str:
         """The description's first line."""
@@ -91,7 +88,7 @@ the isotropic variant rising with log r.""",
             ("--smoke --seeds 0 --out runs/dose-smoke", "5 tiny cells"),
             ("--seeds 10,11,12,13,14 --out runs/dose-response", "25 cells x 3 losses; resumes"),
         ),
-        command=functools.partial(sweep.main, write_report=dose_response.write_dose_response),
+        command="aninfonce_tf.dose_response:main",
     ),
     "mnist_vae": Recipe(
         "mnist_vae",
@@ -135,7 +132,7 @@ differences between the losses. --design product: every combination instead.""",
             ("--smoke --seeds 0 --out runs/sweep-smoke", "7 tiny cells, ~3 min"),
             ("--out runs/rendered-sweep", "~2 h on a 2-core CPU; the same command resumes"),
         ),
-        command=sweep.main,
+        command="aninfonce_tf.sweep:main",
     ),
     "photos": Recipe(
         "photos",
@@ -180,6 +177,22 @@ imagenet2012 built (--data-dir) and a TPU or several GPUs.""",
             ("--strategy tpu --tpu grpc://ADDRESS --data-dir gs://BUCKET/DIR", "a TPU"),
         ),
     ),
+    "train": Recipe(
+        "train",
+        """\
+Your images: AnInfoNCE pre-training on an image folder, arrays or a tfds dataset.
+
+--data takes an image folder (searched recursively; subfolders are its classes), a
+.npy/.npz file or tfds:NAME[:SPLIT] prepared on disk; --backbone one of the package's
+encoders, a keras.applications model (random or local --weights), hub:PRESET or
+FILE.py:FUNCTION. With labels, held-out probes (class accuracy, kNN, augmentation
+readout) monitor training. Writes the run directory of every recipe: results.json,
+TensorBoard, model.keras and the exported encoder; the same command resumes.""",
+        (
+            ("--data images/ --backbone MobileNetV3Small --out runs/mine", "your folder"),
+            ("--smoke --mock-data", "the whole pipeline on random images"),
+        ),
+    ),
 }
 
 
@@ -190,7 +203,9 @@ def run(name: str, argv=None, prog: str | None = None):
     results)."""
     recipe = RECIPES[name]
     config_module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
-    return recipe.command(
+    module, _, function = recipe.command.partition(":")
+    command = getattr(importlib.import_module(module), function)
+    return command(
         config_module,
         argv,
         description=recipe.description,

@@ -100,6 +100,25 @@ def command_line() -> bool:
     )
 
 
+def light_command(argv: list[str]) -> bool:
+    """Whether `argv` asks the package's own command (`python -m aninfonce_tf`,
+    `aninfonce-tf`) for its help or version (no arguments, `-h`, `--help`,
+    `--version`), which need no TensorFlow; a recipe's `--help` reads its config, and
+    TensorFlow with it.
+
+    Example:
+
+    >>> light_command(["aninfonce-tf", "--version"]), light_command(["x", "synthetic", "-h"])
+    (True, False)
+    """
+    script = Path(argv[0]) if argv and argv[0] not in ("", "-m", "-c") else None
+    if script is not None and script.resolve().parent == RECIPE_SCRIPTS:
+        return False
+    if "aninfonce_tf.compare" in getattr(sys, "orig_argv", ()):
+        return False
+    return len(argv) <= 1 or argv[1] in ("-h", "--help", "--version")
+
+
 @contextlib.contextmanager
 def notices_held_back() -> Iterator[None]:
     """Inside the block file descriptor 2 writes to a pipe, whose reader (`pass_on`, in
@@ -157,6 +176,7 @@ __all__ = [
     "command_line",
     "import_tensorflow",
     "is_notice",
+    "light_command",
     "notices_held_back",
     "pass_on",
 ]

@@ -37,6 +37,7 @@ NAMES = [
     "photos",
     "cifar10",
     "imagenet",
+    "train",
 ]
 
 

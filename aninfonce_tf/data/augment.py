@@ -85,6 +85,9 @@ class SimCLRAugment:
         blur_probability: of Gaussian blur.
         blur_sigma: range of the blur's sigma, in pixels of the output.
         solarize_probability: of solarisation (x -> 1 - x where x >= 0.5).
+        value_range: the range of float images, (0, 1) or (0, 255) (as
+            `keras.utils.image_dataset_from_directory` gives them); uint8 images are
+            always read as [0, 255]. The views are in [0, 1] either way.
 
     Example:
 
@@ -111,8 +114,14 @@ class SimCLRAugment:
     blur_probability: float = 0.0
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     solarize_probability: float = 0.0
+    value_range: tuple[float, float] = (0.0, 1.0)
 
     def __post_init__(self):
+        if tuple(self.value_range) not in VALUE_RANGES:
+            raise ValueError(
+                f"`value_range` must be (0, 1) or (0, 255), the range of float images; got "
+                f"{self.value_range!r}."
+            )
         if not (isinstance(self.image_size, (int, np.integer)) and self.image_size > 0):
             raise ValueError(f"`image_size` must be a positive int; got {self.image_size!r}.")
         for name, low_bound, high_bound in (
@@ -175,7 +184,8 @@ class SimCLRAugment:
             images = images[None]
             image_sizes = None if image_sizes is None else tf.convert_to_tensor(image_sizes)[None]
         if images.dtype.is_floating:
-            images = checked_unit_range(tf.cast(images, tf.float32))
+            images = tf.cast(images, tf.float32) / float(self.value_range[1])
+            images = checked_unit_range(images, self.value_range)
         elif images.dtype != tf.uint8:
             raise TypeError(f"`images` must be uint8 or float; got {images.dtype.name}.")
         if images.shape[1] is None or images.shape[2] is None:
@@ -225,6 +235,41 @@ class SimCLRAugment:
             return tf.identity(sizes)
 
 
+# The ranges of float images `SimCLRAugment` reads.
+VALUE_RANGES = ((0.0, 1.0), (0.0, 255.0))
+
+
+def check_first_batch(dataset: tf.data.Dataset, augment: SimCLRAugment) -> None:
+    """Raises ValueError, before any training, when the first batch of a dataset of
+    float images lies outside `augment.value_range` (`image_ops.checked_unit_range`):
+    the commonest mistake, [0, 255] floats read as [0, 1]. Eagerly only; a dataset of
+    uint8 images, or one built inside a graph, is not read."""
+    spec = dataset.element_spec
+    image_spec = (
+        spec.get("image")
+        if isinstance(spec, dict)
+        else spec[0]
+        if isinstance(spec, tuple)
+        else spec
+    )
+    if not (tf.executing_eagerly() and isinstance(image_spec, tf.TensorSpec)):
+        return
+    if not image_spec.dtype.is_floating:
+        return
+    first = next(iter(dataset.take(1)), None)
+    if first is None:
+        return
+    images = (
+        first["image"]
+        if isinstance(first, dict)
+        else first[0]
+        if isinstance(first, tuple)
+        else first
+    )
+    scaled = tf.cast(images, tf.float32) / float(augment.value_range[1])
+    checked_unit_range(scaled, augment.value_range)
+
+
 AUGMENTATION_PRESETS = {
     # SimCLR's CIFAR10 views: jitter strength s = 0.5, no blur.
     "simclr_cifar10": SimCLRAugment(image_size=32),
@@ -266,6 +311,7 @@ def augment_pairs(
     """
 
     spec = dataset.element_spec
+    check_first_batch(dataset, augment)
     if not (
         isinstance(spec, tf.TensorSpec)
         or (isinstance(spec, dict) and "image" in spec)
@@ -298,6 +344,8 @@ def augment_pairs(
 
 __all__ = [
     "AUGMENTATION_PRESETS",
+    "VALUE_RANGES",
+    "check_first_batch",
     "PARAMETERS",
     "SimCLRAugment",
     "augment_pairs",

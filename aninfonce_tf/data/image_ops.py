@@ -244,18 +244,23 @@ def views_from_parameters(
     return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
 
 
-def checked_unit_range(images: tf.Tensor) -> tf.Tensor:
-    """Float `images`, checked to lie in [0, 1] up to `FLOAT_SLACK`.
+def checked_unit_range(images: tf.Tensor, value_range=(0.0, 1.0)) -> tf.Tensor:
+    """Float `images` (divided by `value_range`'s top already), checked to lie in
+    [0, 1] up to `FLOAT_SLACK`.
 
     Raises:
         ValueError: eagerly, for values outside that range; in a graph
             (`Dataset.map`) an assertion raises `InvalidArgumentError` instead.
     """
     inside = tf.reduce_all((images >= -FLOAT_SLACK) & (images <= 1.0 + FLOAT_SLACK))
-    message = "float `images` must lie in [0, 1] (for [0, 255] pass uint8, or divide by 255)"
+    top = value_range[1]
+    message = (
+        f"float `images` must lie in [0, {top:g}] (`value_range`); for images in [0, 255] "
+        "pass `value_range=(0, 255)`, uint8 images, or divide them by 255"
+    )
     if tf.executing_eagerly():
         if not inside:
-            low, high = float(tf.reduce_min(images)), float(tf.reduce_max(images))
+            low, high = (float(f(images)) * top for f in (tf.reduce_min, tf.reduce_max))
             raise ValueError(f"{message}; got values in [{low:.4g}, {high:.4g}].")
         return images
     low, high = tf.reduce_min(images), tf.reduce_max(images)

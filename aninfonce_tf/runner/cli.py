@@ -23,7 +23,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig
+from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, as_usage_errors
 from aninfonce_tf.runner import exits, loop, run_directory
 
 
@@ -258,6 +258,9 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
     with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
+        with as_usage_errors():  # one line, before the run's first line and its directory
+            for seed in options.seeds or [config.seed]:
+                dataclasses.replace(config, seed=seed).resolved().validate()
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
         labels = dict(
             preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change

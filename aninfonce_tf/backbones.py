@@ -1,0 +1,248 @@
+"""Backbones by name for images in [0, 1], as SimCLR's views are: the package's encoders,
+`keras.applications` models (with the input scaling each expects), KerasHub presets
+where `keras_hub` is installed, or a function of the user's (`my_file.py:build`).
+
+A backbone that rescales its own input (a `Rescaling` first layer, as MobileNetV3,
+EfficientNet and ConvNeXt have) expects pixel values in [0, 255]; fed [0, 1] views it
+sees an almost constant image. `expects_pixel_values` detects such a backbone and
+`for_unit_images` puts a `Rescaling(255)` in front of it; a `keras.applications` model
+without its own preprocessing gets `ApplicationPreprocessing`, its module's
+`preprocess_input` of the pixel values.
+
+Example:
+
+>>> encoder = backbone("MobileNetV3Small", (32, 32, 3))
+>>> expects_pixel_values(encoder), [layer.name for layer in encoder.layers][:2]
+(False, ['images', 'pixel_values'])
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+
+import keras
+
+from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
+
+# The package's own encoders by name.
+PACKAGE_BACKBONES = ("small_cnn", "resnet18_cifar", "resnet50")
+# The prefix of a KerasHub preset (`hub:resnet_50_imagenet`).
+HUB_PREFIX = "hub:"
+# A Rescaling first layer with a scale at most this expects pixel values in [0, 255]
+# (1/255 and 1/127.5 in keras.applications); one near 1 expects [0, 1].
+PIXEL_SCALE = 1 / 50
+
+
+def expects_pixel_values(encoder: keras.layers.Layer) -> bool:
+    """Whether `encoder`'s first layer after its input (inside nested models too) is a
+    `Rescaling` by at most `PIXEL_SCALE`: a model that expects pixel values in [0, 255].
+
+    Example:
+
+    >>> rescaling = keras.Sequential([keras.Input((4, 4, 3)), keras.layers.Rescaling(1 / 255)])
+    >>> expects_pixel_values(rescaling), expects_pixel_values(for_unit_images(rescaling))
+    (True, False)
+    """
+    layer = encoder
+    while isinstance(layer, keras.Model) and layer.layers:
+        inner = [child for child in layer.layers if not isinstance(child, keras.layers.InputLayer)]
+        if not inner:
+            return False
+        layer = inner[0]
+    return isinstance(layer, keras.layers.Rescaling) and 0 < abs(float(layer.scale)) <= PIXEL_SCALE
+
+
+def for_unit_images(encoder: keras.Model, name: str | None = None) -> keras.Model:
+    """`encoder` behind a `Rescaling(255)`, so that [0, 1] views reach it as the pixel
+    values it expects; `encoder` itself when it does not (`expects_pixel_values`).
+
+    Example:
+
+    >>> mobilenet = keras.applications.MobileNetV3Small(
+    ...     input_shape=(32, 32, 3), weights=None, include_top=False, pooling="avg")
+    >>> expects_pixel_values(mobilenet), expects_pixel_values(for_unit_images(mobilenet))
+    (True, False)
+    """
+    if not expects_pixel_values(encoder):
+        return encoder
+    inputs = keras.Input(encoder.input_shape[1:], name="images")
+    features = encoder(keras.layers.Rescaling(255.0, name="pixel_values")(inputs))
+    return keras.Model(inputs, features, name=name or f"{encoder.name}_on_unit_images")
+
+
+@keras.saving.register_keras_serializable(package="aninfonce_tf")
+class ApplicationPreprocessing(keras.layers.Layer):
+    """`keras.applications.<module>.preprocess_input` of `255 x`: [0, 1] images as the
+    model of that module expects them (e.g. `resnet`: BGR, ImageNet's mean subtracted).
+
+    Args:
+        module: a module of `keras.applications` with `preprocess_input`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = ApplicationPreprocessing("mobilenet_v2")  # [0, 255] -> [-1, 1]
+    >>> keras.ops.convert_to_numpy(layer(np.ones((1, 2, 2, 3), "float32")))[0, 0, 0].tolist()
+    [1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, module: str, **kwargs):
+        super().__init__(**kwargs)
+        found = getattr(keras.applications, module, None)
+        if not hasattr(found, "preprocess_input"):
+            raise ValueError(
+                f"`module` must be a keras.applications module with `preprocess_input` "
+                f"(e.g. 'resnet', 'mobilenet_v2'); got {module!r}."
+            )
+        self.module = module
+        self._preprocess = found.preprocess_input
+
+    def call(self, inputs):
+        return self._preprocess(inputs * 255.0)
+
+    def get_config(self):
+        return {**super().get_config(), "module": self.module}
+
+
+def application_names() -> list[str]:
+    """The model constructors of `keras.applications` (`ResNet50`, `MobileNetV3Small`,
+    ...)."""
+    return sorted(
+        name
+        for name, value in vars(keras.applications).items()
+        if name[:1].isupper() and callable(value)
+    )
+
+
+def _application_module(constructor) -> str | None:
+    """The `keras.applications` module whose `preprocess_input` belongs to a model."""
+    source = inspect.getmodule(constructor).__name__.rsplit(".", 1)[-1]
+    return (
+        source if hasattr(getattr(keras.applications, source, None), "preprocess_input") else None
+    )
+
+
+def backbone(
+    name: str,
+    input_shape: Sequence[int],
+    weights: str | None = None,
+    features: int = 256,
+) -> keras.Model:
+    """A backbone for `[B, *input_shape]` images in [0, 1] that returns `[B, d]`
+    features.
+
+    Args:
+        name: `small_cnn`, `resnet18_cifar`, `resnet50` (this package's); a
+            `keras.applications` constructor (`MobileNetV3Small`, `ResNet50`, ...:
+            `include_top=False`, global average pooling); `hub:PRESET`, a KerasHub
+            backbone preset (needs `keras_hub` and the preset on disk); or
+            `FILE.py:FUNCTION`, a function of yours called with `input_shape` that
+            returns a Keras model.
+        input_shape: `(height, width, channels)`.
+        weights: a `keras.applications` model's weights: None (random) or a local
+            file (nothing is downloaded).
+        features: `small_cnn`'s feature width.
+
+    Raises:
+        ValueError: naming `name` or `weights` for an unknown backbone, a file or
+            function that is not there, or weights that are not a local file.
+
+    Example:
+
+    >>> backbone("small_cnn", (32, 32, 3), features=16).output_shape
+    (None, 16)
+    >>> backbone("ResNet50", (32, 32, 3)).layers[1].name  # its own preprocess_input
+    'pixel_values'
+    """
+    input_shape = tuple(int(size) for size in input_shape)
+    if weights is not None and not Path(weights).is_file():
+        raise ValueError(
+            f"`weights` must be a local weights file (nothing is downloaded); {weights} is "
+            "not a file: pass --weights none for random weights."
+        )
+    if name in PACKAGE_BACKBONES:
+        if weights is not None:
+            raise ValueError(f"`weights` applies to keras.applications backbones, not {name}.")
+        return {
+            "small_cnn": lambda: small_cnn(input_shape, features),
+            "resnet18_cifar": lambda: resnet18_cifar(input_shape),
+            "resnet50": lambda: resnet50(input_shape),
+        }[name]()
+    if name.startswith(HUB_PREFIX):
+        return _hub_backbone(name[len(HUB_PREFIX) :], input_shape)
+    if ".py:" in name:
+        return _file_backbone(name, input_shape)
+    constructor = getattr(keras.applications, name, None)
+    if name not in application_names():
+        raise ValueError(
+            f"Unknown backbone {name!r}: give one of {', '.join(PACKAGE_BACKBONES)}, a "
+            f"keras.applications model ({', '.join(application_names()[:4])}, ...), "
+            "hub:PRESET or FILE.py:FUNCTION."
+        )
+    options = {
+        "include_top": False,
+        "pooling": "avg",
+        "weights": weights,
+        "input_shape": input_shape,
+    }
+    if "include_preprocessing" in inspect.signature(constructor).parameters:
+        options["include_preprocessing"] = True
+    model = constructor(**options)
+    if expects_pixel_values(model):
+        return for_unit_images(model, name=f"{name}_backbone")
+    module = _application_module(constructor)
+    inputs = keras.Input(input_shape, name="images")
+    x = ApplicationPreprocessing(module, name="pixel_values")(inputs) if module else inputs
+    return keras.Model(inputs, model(x), name=f"{name}_backbone")
+
+
+def _file_backbone(name: str, input_shape: tuple) -> keras.Model:
+    path, _, function = name.rpartition(":")
+    if not Path(path).is_file():
+        raise ValueError(f"The backbone file {path} does not exist (from --backbone {name}).")
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the user's file: say which and why, in one line
+        raise ValueError(f"The backbone file {path} fails to import: {error!r}.") from None
+    build = getattr(module, function, None)
+    if not callable(build):
+        raise ValueError(f"{path} has no function {function!r} (from --backbone {name}).")
+    model = build(input_shape)
+    if not isinstance(model, keras.layers.Layer):
+        raise ValueError(f"{name} must return a Keras model; it returned {type(model).__name__}.")
+    return for_unit_images(model) if isinstance(model, keras.Model) else model
+
+
+def _hub_backbone(preset: str, input_shape: tuple) -> keras.Model:
+    if importlib.util.find_spec("keras_hub") is None:
+        raise ValueError(
+            f"--backbone hub:{preset} needs KerasHub: `pip install keras-hub`, with the "
+            "preset on disk (a directory of its files)."
+        )
+    import keras_hub
+
+    try:
+        hub_model = keras_hub.models.Backbone.from_preset(preset)
+    except Exception as error:  # a preset not on disk or not a backbone, in one line
+        raise ValueError(f"The KerasHub preset {preset!r} cannot be loaded: {error}") from None
+    inputs = keras.Input(input_shape, name="images")
+    features = hub_model(keras.layers.Rescaling(255.0, name="pixel_values")(inputs))
+    pooled = (
+        keras.layers.GlobalAveragePooling2D()(features) if len(features.shape) == 4 else features
+    )
+    return keras.Model(inputs, pooled, name=f"{preset}_backbone")
+
+
+__all__ = [
+    "ApplicationPreprocessing",
+    "PACKAGE_BACKBONES",
+    "application_names",
+    "backbone",
+    "expects_pixel_values",
+    "for_unit_images",
+]
