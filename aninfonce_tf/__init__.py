@@ -62,13 +62,15 @@ from aninfonce_tf import tensorflow_notices
 # this package before its own code: TensorFlow comes in here without its start-up
 # notices, except for `--help` and `--version` of the package's command, which need
 # none of it. A program that imports the package keeps its stderr.
-if tensorflow_notices.command_line() and not tensorflow_notices.light_command(sys.argv):
+_LIGHT = tensorflow_notices.command_line() and tensorflow_notices.light_command(sys.argv)
+if tensorflow_notices.command_line() and not _LIGHT:
     tensorflow_notices.import_tensorflow()
 
 __version__ = "0.1.0"
 
-# The public API by module, imported on first use (so that the command line's `--help`
-# and `--version` run without TensorFlow).
+# The public API by module: imported with the package (which registers its Keras
+# objects for `keras.saving.load_model`), except for the command line's `--help` and
+# `--version`, which run without TensorFlow.
 _API = {
     "aninfonce_tf.backbones": ("backbone", "for_unit_images"),
     "aninfonce_tf.data.augment": ("SimCLRAugment", "augment_pairs"),
@@ -106,3 +108,8 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+if not _LIGHT:
+    for _name in __all__:
+        __getattr__(_name)

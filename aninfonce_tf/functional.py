@@ -7,6 +7,8 @@ so the loss stays stable when the model runs in mixed precision.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections.abc import Sequence
 
@@ -55,10 +57,27 @@ def validate_pair(z1, z2, min_batch: int = 2) -> None:
     message = f"The batch size must be at least {min_batch} to have negatives"
     if batch is not None and batch < min_batch:
         raise ValueError(f"{message}; got {batch}.")
-    if batch is None and not tf.executing_eagerly():
+    if batch is None and not tf.executing_eagerly() and not _ROWS_CHECKED.get():
         # A last partial batch of one row has no negatives. Checked in graph mode;
         # XLA drops assertions, so batch with drop_remainder=True there.
         tf.debugging.assert_greater_equal(tf.shape(z1)[0], min_batch, message=message)
+
+
+# Set while a caller whose input pipeline checks every batch's rows (`ContrastiveModel`'s
+# step: `data.pairs.fit_input`) traces the loss: no assertion in its graph, which XLA
+# would only drop with a warning.
+_ROWS_CHECKED = contextvars.ContextVar("rows_checked", default=False)
+
+
+@contextlib.contextmanager
+def rows_checked_upstream():
+    """Within it, `validate_pair` adds no graph assertion for an unknown batch size: the
+    caller's input pipeline has checked the rows of every batch."""
+    token = _ROWS_CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _ROWS_CHECKED.reset(token)
 
 
 def check_similarity(similarity: str) -> str:
@@ -393,5 +412,6 @@ __all__ = [
     "pairwise_similarity",
     "positive_accuracy",
     "uniformity",
+    "rows_checked_upstream",
     "validate_pair",
 ]

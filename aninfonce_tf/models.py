@@ -155,6 +155,31 @@ class _TwoOptimizers:
         self.optimizer.apply(gradients[:split], main_variables)
 
 
+class _ProgbarWithoutCounts(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar without the loss's counts (`PROGRESS_HIDDEN`: the candidates
+    per anchor, a constant), which `History` and the other callbacks keep."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, _shown(logs))
+
+    def on_test_batch_end(self, batch, logs=None):
+        super().on_test_batch_end(batch, _shown(logs))
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, _shown(logs))
+
+    def on_test_end(self, logs=None):
+        super().on_test_end(_shown(logs))
+
+
+# The logs Keras' progress bar leaves out under `ContrastiveModel.fit`.
+PROGRESS_HIDDEN = ("candidates",)
+
+
+def _shown(logs):
+    return None if logs is None else {k: v for k, v in logs.items() if k not in PROGRESS_HIDDEN}
+
+
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(_TwoOptimizers, keras.Model):
     """Contrastive learner over positive pairs, for InfoNCE, AnInfoNCE or any
@@ -376,15 +401,16 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
     def _losses_and_logs(self, data, training):
         view1, view2 = split_views(data)
         check_batched(view1, self.encoder)
-        batch = tf.shape(view1)[0]
+        batch = view1.shape[0] or tf.shape(view1)[0]  # static where known
         u = self.embed(ops.concatenate([view1, view2], axis=0), training=training, scaled=False)
         z = u if self.scaling is None else self.scaling(u)
         z1, z2 = z[:batch], z[batch:]
-        functional.validate_pair(z1, z2)
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
-        row_losses, stats = self.contrastive_loss.per_row_losses(
-            z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset
-        )
+        # `fit_input` has checked every batch's rows: no assertion in the compiled step.
+        with functional.rows_checked_upstream():
+            row_losses, stats = self.contrastive_loss.per_row_losses(
+                z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset
+            )
         expected = self.contrastive_loss.stat_names
         if set(stats) != set(expected):
             raise ValueError(
@@ -404,7 +430,10 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
     def fit(self, x=None, *args, **kwargs):
         x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
         counter = _EpochsWithSteps()
-        kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), counter]
+        callbacks = [*(kwargs.get("callbacks") or []), counter]
+        if not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):
+            callbacks.append(_ProgbarWithoutCounts())  # Keras adds its own only without one
+        kwargs["callbacks"] = callbacks
         history = super().fit(x, *args, **kwargs)
         if counter.epochs and not counter.epochs_with_steps:
             raise ValueError(

@@ -18,7 +18,7 @@ from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import RUN_ENTRIES
-from aninfonce_tf.schema import validate_results
+from tests.schema import validate_results
 
 ROOT = Path(__file__).parent.parent
 

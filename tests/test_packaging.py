@@ -94,3 +94,12 @@ def test_the_citation_names_the_paper_and_the_package_version():
     assert "InfoNCE: Identifying the Gap Between Theory and Practice" in text
     versions = re.findall(r"^version:\s*[\"']?([^\"'\s]+)", text, re.M)
     assert versions == [aninfonce_tf.__version__]
+
+
+def test_the_package_ships_its_type_hints():
+    from pathlib import Path
+
+    assert (Path(aninfonce_tf.__file__).parent / "py.typed").is_file()
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).parent.parent / "setup.cfg")
+    assert setup["options.package_data"]["aninfonce_tf"].strip() == "py.typed"

@@ -153,7 +153,9 @@ class EvaluationCallback(StepCounter):
             into lines of at most 100 columns, after Keras' progress line of that
             epoch; on a terminal, while it runs, a line rewritten in place names the
             step, the evaluator at work and the stage it reports (`console.note`).
-        columns: the scores that line shows (default: every scalar score).
+        columns: the scores that line shows (default: the evaluators' summary
+            scores, those TensorBoard shows; every scalar score where an evaluator
+            declares none).
         scores_in_logs: add the scores to the logs (with `/` as `_`: what
             `History`, `EarlyStopping` and Keras' progress bar see).
         log_all_scores: write every scalar score to TensorBoard, not only the
@@ -205,7 +207,8 @@ class EvaluationCallback(StepCounter):
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
         self.verbose = verbose
-        self.columns = tuple(columns)
+        declared = summary_scores(self.evaluators)
+        self.columns = tuple(columns) or tuple(sorted(declared or ()))
         self.scores_in_logs = scores_in_logs
         self.tensorboard_scores = None if log_all_scores else summary_scores(self.evaluators)
         self.reached: dict | None = None

@@ -81,7 +81,7 @@ def run(
 
     Returns:
         `{variant: result}`, as written under `variants` in `run_dir/results.json`,
-        beside the `run` record (`run_record`; the layout: `aninfonce_tf.schema`).
+        beside the `run` record (`run_record`; the layout: docs/results.md, "results.json").
 
     Raises:
         UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import distribute, optimizers, runner, schema
+from aninfonce_tf import distribute, optimizers, runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.evaluation import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import mean_correlation_coefficient
 from aninfonce_tf.runner import run_directory
+from tests import schema
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
 
