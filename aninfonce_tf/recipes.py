@@ -190,7 +190,7 @@ readout) monitor training. Writes the run directory of every recipe: results.jso
 TensorBoard, model.keras and the exported encoder; the same command resumes.""",
         (
             ("--data images/ --backbone MobileNetV3Small --out runs/mine", "your folder"),
-            ("--smoke --mock-data", "the whole pipeline on random images"),
+            ("--smoke --mock-data true", "the whole pipeline on random images"),
         ),
     ),
 }

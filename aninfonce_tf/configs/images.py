@@ -54,7 +54,12 @@ from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linea
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
-from aninfonce_tf.data.datasets import PHOTO_NAMES, pair_batches, tfds_image_decoder
+from aninfonce_tf.data.datasets import (
+    PHOTO_NAMES,
+    pair_batches,
+    require_prepared,
+    tfds_image_decoder,
+)
 from aninfonce_tf.data.probe_sets import (
     centre_squares,
     centre_squares_and_views,
@@ -255,6 +260,15 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         require_at_least(self, "readout_size", 1)
         self.validate_readout_check()
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
+        if self.dataset in TRAIN_EXAMPLES:  # tfds' datasets
+            if self.mock_data and self.data_dir:
+                raise ValueError(
+                    f"--data-dir {self.data_dir} names your tfds data, but --mock-data (which "
+                    "--smoke sets) trains on tfds' random mock examples: pass --mock-data "
+                    "false to smoke-test on your data, or leave --data-dir out."
+                )
+            if not self.mock_data:
+                require_prepared(self.dataset, self.data_dir or None)
 
 
 def build(config: ImageConfig) -> Experiment:

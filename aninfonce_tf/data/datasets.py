@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -176,9 +178,36 @@ def _image_and_label(example: dict) -> dict:
 def _tfds_builder(name: str, data_dir: str | None):
     if name not in TFDS_DATASETS:
         raise ValueError(f"Unknown dataset {name!r}; expected one of {TFDS_DATASETS}.")
+    return quiet_tfds_builder(name, data_dir)
+
+
+def quiet_tfds_builder(name: str, data_dir: str | None):
+    """`tfds.builder(name, data_dir=data_dir)`, whose `is_prepared()` does not log
+    absl's warning of a data directory without `dataset_info.json` (its callers say
+    what is missing and how to prepare it)."""
     import tensorflow_datasets as tfds
 
-    return tfds.builder(name, data_dir=data_dir)
+    with _absl_errors_only():
+        builder = tfds.builder(name, data_dir=data_dir)
+    is_prepared = builder.is_prepared
+
+    def quietly_prepared() -> bool:
+        with _absl_errors_only():
+            return is_prepared()
+
+    builder.is_prepared = quietly_prepared
+    return builder
+
+
+@contextlib.contextmanager
+def _absl_errors_only():
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        absl.setLevel(level)
 
 
 def _not_prepared(builder, name: str) -> ValueError:
@@ -354,6 +383,7 @@ __all__ = [
     "packaged_photos",
     "pair_batches",
     "photo_patches",
+    "quiet_tfds_builder",
     "require_prepared",
     "tfds_file_pieces",
     "tfds_image_decoder",

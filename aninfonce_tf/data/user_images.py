@@ -23,11 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+
+from aninfonce_tf.data.datasets import quiet_tfds_builder
 
 # The files an image folder's images are read from.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
@@ -194,22 +195,14 @@ def _as_uint8(images: np.ndarray, value_range: str, data: str) -> np.ndarray:
 
 
 def _tfds_builder(data: str, data_dir: str):
-    import tensorflow_datasets as tfds
-
     name, _, split = data[len(TFDS_PREFIX) :].partition(":")
     split = split or "train"
     where = data_dir or "tfds' default data directory"
-    absl = logging.getLogger("absl")
-    level = absl.level
-    absl.setLevel(logging.ERROR)  # "no dataset_info.json": what the line below says
     try:
-        builder = tfds.builder(name, data_dir=data_dir or None)
-        prepared = builder.is_prepared()
+        builder = quiet_tfds_builder(name, data_dir or None)
     except Exception as error:  # an unknown name: tfds' own error, in one line
         raise ValueError(f"--data {data}: {str(error).splitlines()[0]}") from None
-    finally:
-        absl.setLevel(level)
-    if not prepared:
+    if not builder.is_prepared():
         raise ValueError(
             f"--data {data}: {name} is not prepared in {where}: prepare it first with "
             f"`tfds build {name}{' --data_dir ' + data_dir if data_dir else ''}` (nothing is "

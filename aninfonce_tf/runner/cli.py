@@ -261,7 +261,10 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         with as_usage_errors():  # one line, before the run's first line and its directory
             for seed in options.seeds or [config.seed]:
                 dataclasses.replace(config, seed=seed).resolved().validate()
-        print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
+        mock = (
+            "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
+        )
+        print(f"{run_line(options)}{mock}\nrun directory: {run_dir}", flush=True)
         labels = dict(
             preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
         )

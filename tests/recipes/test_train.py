@@ -4,6 +4,7 @@ run directory, the input range kept from the views to the export, and the packag
 `--help` and `--version` without TensorFlow."""
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -101,7 +102,7 @@ def test_data_that_cannot_be_read_is_one_line_and_no_run_directory(tmp_path, dat
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("python -m aninfonce_tf train: error:")
-    assert pytest.importorskip("re").search(message, lines[0]), lines[0]
+    assert re.search(message, lines[0]), lines[0]
     assert not out.exists() and result.stdout == ""
 
 
@@ -173,3 +174,20 @@ def test_the_package_command_answers_help_and_version_without_tensorflow(flag):
     assert imported == "False" and float(seconds) < 1.0
     assert time.perf_counter() - started < 5.0  # the interpreter's start included
     assert ("aninfonce-tf 0.1.0" in result.stdout) == (flag == "--version")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--smoke"], "--mock-data \\(which --smoke sets\\) trains on tfds' random mock"),
+        ([], "'cifar10' is not prepared in .*tfds build cifar10"),
+    ],
+)
+def test_a_tfds_recipe_never_trains_on_mock_data_beside_a_data_dir(tmp_path, flags, message):
+    out = tmp_path / "run"
+    argv = ["-m", "aninfonce_tf", "cifar10", *flags, "--data-dir", str(tmp_path), "--out", str(out)]
+    result = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(message, lines[0]), lines
+    assert not out.exists()
