@@ -125,6 +125,47 @@ def _application_module(constructor) -> str | None:
     )
 
 
+def check_backbone(name: str, weights: str | None = None) -> None:
+    """Raises ValueError, naming `--backbone` or `weights`, for a backbone `backbone`
+    cannot build, without building it: an unknown name, a missing file, KerasHub not
+    installed, weights that are not a local file.
+
+    Example:
+
+    >>> check_backbone("NoSuchNet")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown backbone 'NoSuchNet': give one of small_cnn, resnet18_cifar, ...
+    """
+    if weights is not None and not Path(weights).is_file():
+        raise ValueError(
+            f"`weights` must be a local weights file (nothing is downloaded); {weights} is "
+            "not a file: pass --weights none for random weights."
+        )
+    if name in PACKAGE_BACKBONES:
+        if weights is not None:
+            raise ValueError(f"`weights` applies to keras.applications backbones, not {name}.")
+        return
+    if name.startswith(HUB_PREFIX):
+        if importlib.util.find_spec("keras_hub") is None:
+            raise ValueError(
+                f"--backbone {name} needs KerasHub: `pip install keras-hub`, with the preset "
+                "on disk (a directory of its files)."
+            )
+        return
+    if ".py:" in name:
+        path = name.rpartition(":")[0]
+        if not Path(path).is_file():
+            raise ValueError(f"The backbone file {path} does not exist (from --backbone {name}).")
+        return
+    if name not in application_names():
+        raise ValueError(
+            f"Unknown backbone {name!r}: give one of {', '.join(PACKAGE_BACKBONES)}, a "
+            f"keras.applications model ({', '.join(application_names()[:4])}, ...), "
+            "hub:PRESET or FILE.py:FUNCTION."
+        )
+
+
 def backbone(
     name: str,
     input_shape: Sequence[int],
@@ -158,14 +199,8 @@ def backbone(
     'pixel_values'
     """
     input_shape = tuple(int(size) for size in input_shape)
-    if weights is not None and not Path(weights).is_file():
-        raise ValueError(
-            f"`weights` must be a local weights file (nothing is downloaded); {weights} is "
-            "not a file: pass --weights none for random weights."
-        )
+    check_backbone(name, weights)
     if name in PACKAGE_BACKBONES:
-        if weights is not None:
-            raise ValueError(f"`weights` applies to keras.applications backbones, not {name}.")
         return {
             "small_cnn": lambda: small_cnn(input_shape, features),
             "resnet18_cifar": lambda: resnet18_cifar(input_shape),
@@ -175,13 +210,7 @@ def backbone(
         return _hub_backbone(name[len(HUB_PREFIX) :], input_shape)
     if ".py:" in name:
         return _file_backbone(name, input_shape)
-    constructor = getattr(keras.applications, name, None)
-    if name not in application_names():
-        raise ValueError(
-            f"Unknown backbone {name!r}: give one of {', '.join(PACKAGE_BACKBONES)}, a "
-            f"keras.applications model ({', '.join(application_names()[:4])}, ...), "
-            "hub:PRESET or FILE.py:FUNCTION."
-        )
+    constructor = getattr(keras.applications, name)
     options = {
         "include_top": False,
         "pooling": "avg",
@@ -201,8 +230,6 @@ def backbone(
 
 def _file_backbone(name: str, input_shape: tuple) -> keras.Model:
     path, _, function = name.rpartition(":")
-    if not Path(path).is_file():
-        raise ValueError(f"The backbone file {path} does not exist (from --backbone {name}).")
     spec = importlib.util.spec_from_file_location(Path(path).stem, path)
     module = importlib.util.module_from_spec(spec)
     try:
@@ -219,11 +246,6 @@ def _file_backbone(name: str, input_shape: tuple) -> keras.Model:
 
 
 def _hub_backbone(preset: str, input_shape: tuple) -> keras.Model:
-    if importlib.util.find_spec("keras_hub") is None:
-        raise ValueError(
-            f"--backbone hub:{preset} needs KerasHub: `pip install keras-hub`, with the "
-            "preset on disk (a directory of its files)."
-        )
     import keras_hub
 
     try:
@@ -243,6 +265,7 @@ __all__ = [
     "PACKAGE_BACKBONES",
     "application_names",
     "backbone",
+    "check_backbone",
     "expects_pixel_values",
     "for_unit_images",
 ]

@@ -12,14 +12,16 @@ import tensorflow as tf
 STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
 
 
-def get_strategy(name: str = "default", tpu_address: str = "") -> tf.distribute.Strategy:
+def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distribute.Strategy:
     """Returns a `tf.distribute.Strategy` from its name.
 
     Args:
         name: one of `STRATEGIES`. `"default"` is the no-op strategy; `"mirrored"`
             uses every local GPU (or the CPU); `"multiworker"` reads
-            `TF_CONFIG`; `"tpu"` connects to `tpu_address` (empty: the local TPU).
-        tpu_address: TPU name or grpc address for `"tpu"`.
+            `TF_CONFIG`; `"tpu"` connects to `tpu_address`.
+        tpu_address: `"tpu"`'s TPU: `"local"`, a TPU VM's own (an empty name makes
+            `TPUClusterResolver` look a Cloud TPU up by name), a Cloud TPU name, or
+            `grpc://ADDRESS` of a TPU Node (deprecated by Google Cloud).
 
     A strategy other than "default" is created once per process and reused.
 
@@ -217,19 +219,22 @@ def gather_across_replicas(z1, z2):
     if context is None or context.num_replicas_in_sync == 1:
         return None, None, 0
     # A last partial batch splits unevenly (7 rows: 4 and 3); the gather's gradient
-    # and the row offsets below need equal replica batches, so say so instead.
-    sizes = context.all_gather(tf.shape(z1)[:1], axis=0)
-    check = tf.debugging.assert_equal(
-        sizes,
-        tf.fill(tf.shape(sizes), sizes[0]),
-        message=(
-            "Every replica needs the same number of rows: batch the dataset with "
-            "drop_remainder=True and a global batch size divisible by the number of "
-            "replicas. Replica batch sizes"
-        ),
-    )
-    with tf.control_dependencies([check]):
-        z1, z2 = tf.identity(z1), tf.identity(z2)
+    # and the row offsets below need equal replica batches, so say so instead. A
+    # static batch is every replica's (no check in the step: on a TPU a string
+    # assertion runs on the host, a stall every step).
+    if z1.shape[0] is None:
+        sizes = context.all_gather(tf.shape(z1)[:1], axis=0)
+        check = tf.debugging.assert_equal(
+            sizes,
+            tf.fill(tf.shape(sizes), sizes[0]),
+            message=(
+                "Every replica needs the same number of rows: batch the dataset with "
+                "drop_remainder=True and a global batch size divisible by the number of "
+                "replicas. Replica batch sizes"
+            ),
+        )
+        with tf.control_dependencies([check]):
+            z1, z2 = tf.identity(z1), tf.identity(z2)
     z1_all = context.all_gather(z1, axis=0)
     z2_all = context.all_gather(z2, axis=0)
     replica_id = tf.cast(context.replica_id_in_sync_group, tf.int32)

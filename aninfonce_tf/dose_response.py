@@ -53,7 +53,11 @@ def _difference(entry: Mapping | None) -> str:
     low90, high90 = entry["ci90"]
     text = f"{entry['mean']:+.3f} [{low:+.3f}, {high:+.3f}] ({low90:+.3f}, {high90:+.3f})"
     holm = entry.get("p_holm")
-    return text + f" p {entry['p']:.3f}" + (f", Holm {holm:.3f}" if holm is not None else "")
+    return text + f" p {_p(entry['p'])}" + (f", Holm {_p(holm)}" if holm is not None else "")
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def dose_response_markdown(cells: Sequence[Mapping], scores: Sequence[str], what: str) -> str:

@@ -174,7 +174,7 @@ image's 0.875 centre crop (--linear-eval-split 10pct: its 10 % subset). Needs tf
 imagenet2012 built (--data-dir) and a TPU or several GPUs.""",
         (
             ("--smoke", "end to end on tfds' mock data, < 1 min"),
-            ("--strategy tpu --tpu grpc://ADDRESS --data-dir gs://BUCKET/DIR", "a TPU"),
+            ("--strategy tpu --data-dir gs://BUCKET/DIR --out runs/in1k", "on a TPU VM"),
         ),
     ),
     "train": Recipe(

@@ -5,11 +5,17 @@ Run (needs tfds' imagenet2012 built from the manual download: put
 ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, then
 `tfds build imagenet2012 --data_dir DIR --manual_dir DIR/downloads/manual`):
 
-    python recipes/imagenet.py --strategy tpu --tpu grpc://ADDRESS --data-dir gs://BUCKET/DIR
+    python recipes/imagenet.py --strategy tpu --data-dir gs://BUCKET/DIR --out runs/in1k  # TPU VM
     python recipes/imagenet.py --strategy mirrored --data-dir DIR     # every GPU of the machine
     python recipes/imagenet.py --data-dir DIR --seeds 0,1,2           # three seeds, summary.json
     python recipes/imagenet.py --smoke    # end to end on tfds' mock data, < 1 min
     python recipes/imagenet.py --help     # every setting, with the preset's value
+
+On a TPU VM: `pip install "aninfonce-tf[tpu]" -f
+https://storage.googleapis.com/libtpu-releases/index.html` (tensorflow-tpu and libtpu,
+no tensorflow-cpu beside them); `--tpu local` (the default) is the VM's own TPU, `--tpu
+grpc://ADDRESS` a TPU Node (deprecated by Google Cloud). The run directory (`--out`) is
+local: copy it to a bucket when it ends (a `gs://` `--out` is refused).
 
 Accelerator and time: a TPU v3-8 or 8 A100-class GPUs (the encoder runs in
 mixed_bfloat16; V100s lack bfloat16: add `--mixed-precision false`, float32, slower);

@@ -8,7 +8,9 @@ import dataclasses
 import io
 import json
 import re
+import tempfile
 import typing
+from pathlib import Path
 from unittest import mock
 
 import keras
@@ -27,10 +29,11 @@ from aninfonce_tf import (
     augment_pairs,
     functional,
     runner,
+    small_cnn,
     sweep,
 )
 from aninfonce_tf.checkpoints import Backup, read_json, write_json
-from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic
+from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic, train
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import VAE, digit_images, trained_decoder
@@ -80,6 +83,25 @@ def _smoke(module, **overrides):
 
 def _run_recipe(module, tmp_path, **overrides):
     runner.run(_smoke(module, **overrides), module.build, tmp_path, verbose=0)
+
+
+def _float_pixel_arrays(tmp_path) -> str:
+    path = Path(tempfile.mkdtemp()) / "pixels.npz"  # beside the run directory, not in it
+    np.savez(path, images=np.full((40, 8, 8, 3), 255.0, "float32"))
+    return str(path)
+
+
+def _serve_pixel_values(tmp_path):
+    path = export_encoder(ContrastiveModel(small_cnn((8, 8, 3), 4)), tmp_path / "e")
+    loaded = tf.saved_model.load(str(path))  # kept: its functions hold its variables weakly
+    return loaded.serve(np.full((2, 8, 8, 3), 200.0, "float32"))
+
+
+def _pixel_value_encoder(tmp_path, capsys):
+    rescaling = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Rescaling(1 / 255)])
+    flat = keras.Sequential([rescaling, keras.layers.Flatten()])
+    with pytest.warns(UserWarning, match=r"pass `aninfonce_tf.for_unit_images\(encoder\)`"):
+        ContrastiveModel(flat)
 
 
 def _other_out(tmp_path):
@@ -180,7 +202,7 @@ CASES = {
     "float images outside [0, 1] for SimCLRAugment": (
         lambda _: SimCLRAugment(image_size=4)(np.full((2, 6, 6, 3), 255.0), seed=0),
         ValueError,
-        "float `images` must lie in \\[0, 1\\] \\(for \\[0, 255\\] pass uint8",
+        "float `images` must lie in \\[0, 1\\] \\(`value_range`\\); for images in \\[0, 255\\] pass",
     ),
     "observations the encoder does not take": (
         lambda _: _fit(X[:, :5], X[:, :5]),
@@ -384,6 +406,56 @@ CASES = {
         UsageError,
         "`crop_min_scale` 0.2, below 0.4: smaller crops lose the object from view .*\\. Pass "
         "--allow-below-limits to run it anyway",
+    ),
+    "`SimCLRAugment(value_range=(-1, 1))`": (
+        lambda _: SimCLRAugment(value_range=(-1, 1)),
+        ValueError,
+        r"`value_range` must be \(0, 1\) or \(0, 255\), the range of float images",
+    ),
+    "float images in [0, 255] into an export's `serve` or `embed` (exported for [0, 1])": (
+        lambda p: _serve_pixel_values(p),
+        tf.errors.InvalidArgumentError,
+        r"float `images` must lie in \[0, 1\] \(`value_range`\)",
+    ),
+    "`train --data` a path that does not exist, a folder without images, an unreadable .npy/.npz": (
+        lambda p: _run_recipe(train, p, data=str(p / "missing")),
+        ValueError,
+        "--data .*missing: no such file or folder",
+    ),
+    "`train --data tfds:NAME` not prepared in `--data-dir`": (
+        lambda p: _run_recipe(train, p, data="tfds:mnist", data_dir=str(p)),
+        ValueError,
+        "mnist is not prepared in .*: prepare it first with `tfds build mnist --data_dir",
+    ),
+    "`train` float arrays in [0, 255]": (
+        lambda p: _run_recipe(train, p, data=_float_pixel_arrays(p)),
+        ValueError,
+        r"float images reach 25.*, beyond \[0, 1\]: pass --value-range 255",
+    ),
+    "`train --batch-size` above the training images": (
+        lambda p: _run_recipe(train, p, mock_data=True, batch_size=300),
+        ValueError,
+        r"`batch_size` 300 is more than the 216 training images \(of 256\)",
+    ),
+    "`train --backbone` unknown, a missing file or function, `--weights` not a local file": (
+        lambda p: _run_recipe(train, p, mock_data=True, backbone="NoSuchNet"),
+        ValueError,
+        "Unknown backbone 'NoSuchNet': give one of small_cnn",
+    ),
+    "`cifar10`/`imagenet` with a `--data-dir` that holds no prepared dataset": (
+        lambda p: _run_recipe(cifar10, p, mock_data=False, data_dir=str(p)),
+        ValueError,
+        "The tfds dataset 'cifar10' is not prepared in .*: run `tfds build cifar10",
+    ),
+    "`cifar10 --smoke --data-dir DIR`": (
+        lambda p: _run_recipe(cifar10, p, data_dir=str(p)),
+        ValueError,
+        r"names your tfds data, but --mock-data \(which --smoke sets\) trains on tfds' random",
+    ),
+    '`compile(jit_compile="yes")`': (
+        lambda _: _model().compile("adam", jit_compile="yes"),
+        ValueError,
+        "`jit_compile` must be True, False or 'auto'",
     ),
     "--patches-per-photo 0 (photos)": (
         lambda p: _run_recipe(photos, p, patches_per_photo=0),
@@ -723,6 +795,9 @@ BEHAVIOURS = {
     "a SimCLRAugment seed that is a float or a string": _augment_seeds,
     "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
     "`(images, labels)` batches for augment_pairs": _supervised_pairs,
+    "an encoder that starts with a `Rescaling` of pixel values (MobileNetV3, EfficientNet)": (
+        _pixel_value_encoder
+    ),
 }
 
 

@@ -36,6 +36,14 @@ def test_the_cpu_extra_installs_one_tensorflow_that_has_wheels_for_the_platform(
     assert chosen == [wheel]
 
 
+def test_the_tpu_extra_installs_a_tensorflow_tpu_that_pypi_has_and_no_cpu_build():
+    (requirement,) = _extra("tpu")
+    assert requirement.name == "tensorflow-tpu"
+    # PyPI's last tensorflow-tpu is 2.20: a range that admits only later ones installs none.
+    assert requirement.specifier.contains("2.20.0") and not requirement.specifier.contains("2.21.0")
+    assert requirement.marker.evaluate({"sys_platform": "linux"})
+
+
 PUBLIC = {
     "AnInfoNCE",
     "ContrastiveModel",

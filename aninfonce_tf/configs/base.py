@@ -190,7 +190,11 @@ class RunConfig:
         "tf.distribute strategy (multiworker reads TF_CONFIG; tpu connects to --tpu)",
         STRATEGIES,
     )
-    tpu: str = option("", "TPU name or grpc:// address for --strategy tpu (empty: local)")
+    tpu: str = option(
+        "local",
+        "--strategy tpu's TPU: local (a TPU VM's own), a Cloud TPU name, or grpc://ADDRESS "
+        "(a TPU Node, deprecated by Google Cloud)",
+    )
     export: bool = option(True, "export each encoder as a SavedModel with Lambda_hat beside it")
     seed: int = option(0, "seed of the data, the generator and the initialisation")
 

@@ -53,7 +53,7 @@ from aninfonce_tf.configs.learning_rates import (
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes
-from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
+from aninfonce_tf.data.augment import AUGMENTATION_PRESETS
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
     pair_batches,
@@ -274,7 +274,10 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
 def build(config: ImageConfig) -> Experiment:
     """Pairs of SimCLR views, the encoder and projector, the probes and, with
     `linear_eval_epochs`, the final linear evaluation."""
-    augment: SimCLRAugment = AUGMENTATION_PRESETS[config.augmentation]
+    # No XLA in a TPU host's input pipeline: its TensorFlow may lack XLA:CPU.
+    augment = dataclasses.replace(
+        AUGMENTATION_PRESETS[config.augmentation], jit_compile=config.strategy != "tpu"
+    )
     size = augment.image_size
     canvas = round(size * CANVAS_PER_224 / 224) if config.dataset == "imagenet2012" else None
     readout_seed = tf.constant([config.seed, 123], tf.int64)

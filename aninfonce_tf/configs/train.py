@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.backbones import backbone
+from aninfonce_tf.backbones import backbone, check_backbone
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS
@@ -97,8 +97,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
                 f"`probe_size` must be 0 or at least {FOLDS} (the probe's cross-validation); "
                 f"got {self.probe_size}."
             )
-        if self.weights != "none":
-            backbone(self.backbone, (self.image_size, self.image_size, 3), self.weights)
+        check_backbone(self.backbone, None if self.weights == "none" else self.weights)
         if self.mock_data:
             count, labelled = MOCK_EXAMPLES, True
         else:

@@ -88,6 +88,9 @@ class SimCLRAugment:
         value_range: the range of float images, (0, 1) or (0, 255) (as
             `keras.utils.image_dataset_from_directory` gives them); uint8 images are
             always read as [0, 255]. The views are in [0, 1] either way.
+        jit_compile: the pixel work as one XLA computation on the host
+            (`image_ops.views_from_parameters`); False where the host has no
+            XLA:CPU (TPU VMs), for the same views.
 
     Example:
 
@@ -115,6 +118,7 @@ class SimCLRAugment:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     solarize_probability: float = 0.0
     value_range: tuple[float, float] = (0.0, 1.0)
+    jit_compile: bool = True
 
     def __post_init__(self):
         if tuple(self.value_range) not in VALUE_RANGES:
@@ -204,7 +208,13 @@ class SimCLRAugment:
         if gray:  # the colour ops on three equal channels, which they keep equal
             images = tf.image.grayscale_to_rgb(images)
         views = views_from_parameters(
-            images, sizes, params, self.image_size, self.random_jitter_order, blur_kernel_size
+            images,
+            sizes,
+            params,
+            self.image_size,
+            self.random_jitter_order,
+            blur_kernel_size,
+            self.jit_compile,
         )
         if gray:
             views = views[..., :1]

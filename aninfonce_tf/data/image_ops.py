@@ -196,7 +196,6 @@ def resized_crop(
     return images
 
 
-@tf.function(jit_compile=True)
 def views_from_parameters(
     images: tf.Tensor,
     image_sizes: tf.Tensor,
@@ -204,11 +203,13 @@ def views_from_parameters(
     image_size: int,
     random_order: bool,
     blur_kernel_size: int,
+    jit_compile: bool = True,
 ) -> tf.Tensor:
-    """Every pixel op, per image, fused by XLA into a few passes: the resized crop,
-    flip, colour jitter (in the drawn order, or the fixed one), grayscale, blur and
-    solarisation. The draws stay outside: XLA takes seconds longer to compile them
-    than they take to run.
+    """Every pixel op, per image: the resized crop, flip, colour jitter (in the drawn
+    order, or the fixed one), grayscale, blur and solarisation, fused by XLA into a
+    few passes with `jit_compile` (off where the host has no XLA:CPU, as TPU VMs'
+    TensorFlow builds may lack it). The draws stay outside: XLA takes seconds longer
+    to compile them than they take to run.
 
     Args:
         images: `[B, H, W, 3]` uint8 (scaled to [0, 1] after the crop) or floats in
@@ -223,10 +224,16 @@ def views_from_parameters(
         random_order: jitter each image in its `jitter_order`, else in the order of
             `JITTER_OPS`.
         blur_kernel_size: taps of the blur's kernel; 0: no blur.
+        jit_compile: run them as one XLA computation.
 
     Returns:
         `[B, image_size, image_size, 3]` float32 views in [0, 1].
     """
+    function = _VIEWS_XLA if jit_compile else _VIEWS
+    return function(images, image_sizes, params, image_size, random_order, blur_kernel_size)
+
+
+def _views(images, image_sizes, params, image_size, random_order, blur_kernel_size):
     views = resized_crop(images, params["crop_box"], image_size, image_sizes)
     if images.dtype == tf.uint8:
         views /= 255.0
@@ -242,6 +249,10 @@ def views_from_parameters(
         sigma = tf.maximum(params["blur_sigma"], 1e-3)
         views = where("blur", gaussian_blur(views, sigma, blur_kernel_size), views)
     return where("solarize", tf.where(views >= 0.5, 1.0 - views, views), views)
+
+
+_VIEWS_XLA = tf.function(_views, jit_compile=True)
+_VIEWS = tf.function(_views)
 
 
 def checked_unit_range(images: tf.Tensor, value_range=(0.0, 1.0)) -> tf.Tensor:

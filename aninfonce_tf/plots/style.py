@@ -22,6 +22,8 @@ LABELS = {
     "nonlinear_r2": "kernel-ridge R² (held-out, mean over latents)",
     "mcc": "mean correlation coefficient (MCC)",
     "mcc_spearman": "MCC of the rank correlations",
+    "min_linear_r2": "smallest per-latent linear R²",
+    "mcc_floor": "MCC of a random rotation of the true latents",
     "block_r2/high": "linear R², high-concentration latents",
     "block_r2/low": "linear R², low-concentration latents",
     "lambda_spearman": "rank correlation of learned and true Λ",

@@ -301,6 +301,16 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     empty directory behind; a full disk (status 1), Ctrl-C (130) and SIGTERM (143) end
     in one line too, saying that the same command resumes (`exits.one_line_exit`).
     Each line starts with `prog` (default: the script's name), as argparse's do."""
+    if out and "://" in out:
+        # `Path` would make gs://bucket/run a local gs:/bucket/run.
+        print(
+            f"{prog or Path(sys.argv[0]).name}: error: --out {out}: a run directory is a local "
+            "path (its lock, backups and atomic replaces need a local file system): write to a "
+            "local disk and copy the finished run to object storage (gsutil rsync, gcloud "
+            "storage cp -r).",
+            file=sys.stderr,
+        )
+        raise SystemExit(exits.USAGE)
     new_directory = not (out and Path(out).exists())
     run_dir = run_directory.run_directory(out, name)
     try:

@@ -32,7 +32,7 @@ class RunContext:
     multi_worker: bool
 
     @classmethod
-    def create(cls, strategy: str = "default", tpu: str = "") -> RunContext:
+    def create(cls, strategy: str = "default", tpu: str = "local") -> RunContext:
         """The context of the strategy named `strategy` (`distribute.STRATEGIES`)."""
         instance = distribute.get_strategy(strategy, tpu)
         return cls(instance, distribute.is_chief(instance), distribute.is_multi_worker(instance))

@@ -1,0 +1,63 @@
+"""What an accelerator run needs, checked on the CPU: a TPU host's input pipeline without
+XLA (the same views), a TPU addressed as a TPU VM's own by default, and a run directory
+on object storage refused in one line."""
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from aninfonce_tf.configs import base, images, photos
+from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+
+
+def must_compile_functions(dataset: tf.data.Dataset) -> list[str]:
+    """The functions of a dataset's graph that XLA must compile (`_XlaMustCompile`),
+    which a host without XLA:CPU cannot run."""
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(dataset._as_serialized_graph().numpy())
+    nodes = [*graph.node, *(node for f in graph.library.function for node in f.node_def)]
+    return [
+        node.name
+        for node in nodes
+        if "_XlaMustCompile" in node.attr and node.attr["_XlaMustCompile"].b
+    ]
+
+
+def test_views_with_and_without_xla_are_the_same():
+    rng = np.random.default_rng(0)
+    pictures = rng.integers(0, 256, (8, 40, 40, 3), dtype="uint8")
+    dataset = tf.data.Dataset.from_tensor_slices(pictures).batch(4)
+    augment = SimCLRAugment(image_size=24, blur_probability=0.5, solarize_probability=0.3)
+    fused = next(iter(augment_pairs(dataset, augment, seed=3)))
+    plain = next(
+        iter(augment_pairs(dataset, dataclasses.replace(augment, jit_compile=False), seed=3))
+    )
+    for key in ("view1", "view2"):
+        np.testing.assert_allclose(fused[key], plain[key], atol=1e-5)  # fused rounding
+    assert fused["view1"].numpy().std() > 0.05
+
+
+def test_a_tpu_run_builds_no_must_compile_function_into_its_input_pipeline():
+    config = dataclasses.replace(photos.PRESETS["photos"], **photos.SMOKE)
+    cpu = images.build(config).train_data(0)
+    tpu = images.build(dataclasses.replace(config, strategy="tpu")).train_data(0)
+    assert must_compile_functions(cpu)  # the check sees them where they are
+    assert must_compile_functions(tpu) == []
+
+
+def test_a_tpu_is_a_tpu_vms_own_unless_named():
+    assert base.RunConfig().tpu == "local"
+
+
+@pytest.mark.parametrize("out", ["gs://bucket/run", "ram://run"])
+def test_a_run_directory_on_object_storage_is_refused_in_one_line(tmp_path, out):
+    argv = [sys.executable, "-m", "aninfonce_tf", "synthetic", "--smoke", "--out", out]
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--out {out}: a run directory is a local path" in lines[0]
+    assert not any(tmp_path.iterdir())  # no local gs:/bucket/run or ram:/run
