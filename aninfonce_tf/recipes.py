@@ -5,7 +5,7 @@ script and the scripts in `recipes/` all call `run`.
 Example:
 
 >>> list(RECIPES)[:2], RECIPES["photos"].config
-(['synthetic', 'mnist_vae'], 'photos')
+(['synthetic', 'dose_response'], 'photos')
 >>> RECIPES["synthetic"].summary()
 "Synthetic identifiability experiment: AnInfoNCE vs InfoNCE on the paper's DGP."
 """

@@ -220,6 +220,7 @@ OWN_START = {
     ("synthetic", "paper-linear-fast"): 2.0,
     ("synthetic", "paper-two-valued"): 2.0,
     ("synthetic", "content-style"): 5.0,
+    ("synthetic", "dose-response"): 2.0,
     ("mnist_vae", "digits"): 5.0,
     ("mnist_vae", "mnist"): 5.0,
 }

@@ -262,6 +262,11 @@ class RunConfig:
             block_size=self.loss_block_size or None,
         )
 
+    def check_inputs(self) -> None:
+        """Checks what the run reads from outside its config (files, prepared
+        datasets), after `validate` and before a run directory is claimed; raises
+        ValueError saying what is missing and how to fix it. None here."""
+
     def validate(self) -> None:
         """Raises `ValueError` naming the field whose value cannot run, for every loss
         variant before any of them trains."""

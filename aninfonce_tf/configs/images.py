@@ -260,6 +260,10 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         require_at_least(self, "readout_size", 1)
         self.validate_readout_check()
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
+
+    def check_inputs(self) -> None:
+        """A tfds dataset prepared in `data_dir` (unless `mock_data`), and no mock data
+        beside a `data_dir`."""
         if self.dataset in TRAIN_EXAMPLES:  # tfds' datasets
             if self.mock_data and self.data_dir:
                 raise ValueError(

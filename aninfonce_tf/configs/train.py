@@ -43,7 +43,7 @@ class TrainConfig(RunConfig):
 
     Example:
 
-    >>> TrainConfig(data="").validate()
+    >>> TrainConfig(data="").check_inputs()
     Traceback (most recent call last):
     ...
     ValueError: `data` is empty: pass --data with an image folder, a .npy/.npz file or \
@@ -87,7 +87,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
     )
 
     def validate(self) -> None:
-        """`RunConfig.validate`, then the data (found, readable, prepared) and the sizes."""
+        """`RunConfig.validate`, then the sizes and the backbone's name."""
         super().validate()
         require_at_least(self, "image_size", 8, "SimCLR's crops of smaller images")
         require_at_least(self, "features", 1)
@@ -98,6 +98,9 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
                 f"got {self.probe_size}."
             )
         check_backbone(self.backbone, None if self.weights == "none" else self.weights)
+
+    def check_inputs(self) -> None:
+        """The data: found, readable, prepared, and more images than a batch."""
         if self.mock_data:
             count, labelled = MOCK_EXAMPLES, True
         else:

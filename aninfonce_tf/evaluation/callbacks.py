@@ -207,8 +207,8 @@ class EvaluationCallback(StepCounter):
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
         self.verbose = verbose
-        declared = summary_scores(self.evaluators)
-        self.columns = tuple(columns) or tuple(sorted(declared or ()))
+        self.columns = tuple(columns)
+        self._shown = None if columns else summary_scores(self.evaluators)
         self.scores_in_logs = scores_in_logs
         self.tensorboard_scores = None if log_all_scores else summary_scores(self.evaluators)
         self.reached: dict | None = None
@@ -254,7 +254,7 @@ class EvaluationCallback(StepCounter):
         self._write_history()
         scalars = scalar_items(scores)
         if self.verbose:
-            shown = [name for name in self.columns if name in scalars]
+            shown = [name for name in self._columns(scalars) if name in scalars]
             print(console.evaluation_line(step, scalars, shown, evaluated), flush=True)
         self._log_scalars(step, scalars)
 
@@ -275,7 +275,7 @@ class EvaluationCallback(StepCounter):
         self._write_history()
         scalars = scalar_items(scores)
         if self.verbose:
-            self._line = console.evaluation_line(step, scalars, self.columns, evaluated)
+            self._line = console.evaluation_line(step, scalars, self._columns(scalars), evaluated)
         self._check_targets(scalars, step)
         if logs is not None and self.scores_in_logs:
             logs.update({name.replace("/", "_"): value for name, value in scalars.items()})
@@ -288,6 +288,13 @@ class EvaluationCallback(StepCounter):
         if on_terminal:
             console.clear_note()
         return scores
+
+    def _columns(self, scalars: dict) -> tuple[str, ...]:
+        """The evaluation line's scores: `columns`, or the summary scores in the order
+        the evaluators return them (every one where an evaluator declares none)."""
+        if self.columns or self._shown is None:
+            return self.columns
+        return tuple(name for name in scalars if name in self._shown)
 
     def _write_history(self) -> None:
         if self.history_path:

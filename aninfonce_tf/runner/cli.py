@@ -261,6 +261,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         with as_usage_errors():  # one line, before the run's first line and its directory
             for seed in options.seeds or [config.seed]:
                 dataclasses.replace(config, seed=seed).resolved().validate()
+            config.check_inputs()
         mock = (
             "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
         )

@@ -106,6 +106,7 @@ def _run(
     with as_usage_errors():
         config = config.resolved()
         config.validate()
+        config.check_inputs()
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
     context = context or RunContext.create(config.strategy, config.tpu)
