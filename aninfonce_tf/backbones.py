@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
+import numpy as np
 
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 
@@ -31,6 +32,8 @@ from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
 PACKAGE_BACKBONES = ("small_cnn", "resnet18_cifar", "resnet50")
 # The prefix of a KerasHub preset (`hub:resnet_50_imagenet`).
 HUB_PREFIX = "hub:"
+# The backbone files `FILE.py:FUNCTION` loaded, part of the code a run is trained by.
+LOADED_FILES: list[Path] = []
 # A Rescaling first layer with a scale at most this expects pixel values in [0, 255]
 # (1/255 and 1/127.5 in keras.applications); one near 1 expects [0, 1].
 PIXEL_SCALE = 1 / 50
@@ -52,7 +55,10 @@ def expects_pixel_values(encoder: keras.layers.Layer) -> bool:
         if not inner:
             return False
         layer = inner[0]
-    return isinstance(layer, keras.layers.Rescaling) and 0 < abs(float(layer.scale)) <= PIXEL_SCALE
+    if not isinstance(layer, keras.layers.Rescaling):
+        return False
+    scale = float(np.max(np.abs(np.asarray(layer.scale, "float64"))))  # per channel too
+    return 0 < scale <= PIXEL_SCALE
 
 
 def for_unit_images(encoder: keras.Model, name: str | None = None) -> keras.Model:
@@ -152,6 +158,11 @@ def check_backbone(name: str, weights: str | None = None) -> None:
                 f"--backbone {name} needs KerasHub: `pip install keras-hub`, with the preset "
                 "on disk (a directory of its files)."
             )
+        if not Path(name[len(HUB_PREFIX) :]).is_dir():
+            raise ValueError(
+                f"--backbone {name}: give the directory of a KerasHub preset on disk "
+                "(nothing is downloaded at run time)."
+            )
         return
     if ".py:" in name:
         path = name.rpartition(":")[0]
@@ -178,8 +189,9 @@ def backbone(
     Args:
         name: `small_cnn`, `resnet18_cifar`, `resnet50` (this package's); a
             `keras.applications` constructor (`MobileNetV3Small`, `ResNet50`, ...:
-            `include_top=False`, global average pooling); `hub:PRESET`, a KerasHub
-            backbone preset (needs `keras_hub` and the preset on disk); or
+            `include_top=False`, global average pooling); `hub:DIR`, the directory
+            of a KerasHub backbone preset on disk, behind its `ImageConverter` (needs
+            `keras_hub`; not tested here); or
             `FILE.py:FUNCTION`, a function of yours called with `input_shape` that
             returns a Keras model.
         input_shape: `(height, width, channels)`.
@@ -236,6 +248,8 @@ def _file_backbone(name: str, input_shape: tuple) -> keras.Model:
         spec.loader.exec_module(module)
     except Exception as error:  # the user's file: say which and why, in one line
         raise ValueError(f"The backbone file {path} fails to import: {error!r}.") from None
+    if Path(path).resolve() not in LOADED_FILES:
+        LOADED_FILES.append(Path(path).resolve())
     build = getattr(module, function, None)
     if not callable(build):
         raise ValueError(f"{path} has no function {function!r} (from --backbone {name}).")
@@ -250,10 +264,13 @@ def _hub_backbone(preset: str, input_shape: tuple) -> keras.Model:
 
     try:
         hub_model = keras_hub.models.Backbone.from_preset(preset)
-    except Exception as error:  # a preset not on disk or not a backbone, in one line
+        # The preset's own scaling of pixel values (mean, std), not a guess.
+        converter = keras_hub.layers.ImageConverter.from_preset(preset, image_size=None)
+    except Exception as error:  # a preset that is not a backbone, in one line
         raise ValueError(f"The KerasHub preset {preset!r} cannot be loaded: {error}") from None
     inputs = keras.Input(input_shape, name="images")
-    features = hub_model(keras.layers.Rescaling(255.0, name="pixel_values")(inputs))
+    pixels = keras.layers.Rescaling(255.0, name="pixel_values")(inputs)
+    features = hub_model(converter(pixels))
     pooled = (
         keras.layers.GlobalAveragePooling2D()(features) if len(features.shape) == 4 else features
     )

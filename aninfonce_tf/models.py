@@ -59,8 +59,8 @@ def _say_default_concentration_optimizer() -> None:
     )
 
 
-# Layers that make an encoder convolutional, whose steps XLA slows on a CPU (7.5x for
-# MobileNetV3Small at batch 64, docs/speed.md): `jit_compile="auto"` leaves them out.
+# Layers that make an encoder convolutional, whose steps XLA slows on a CPU
+# (docs/speed.md, "XLA by encoder"): `jit_compile="auto"` leaves them out there.
 CONVOLUTIONS = (
     keras.layers.Conv1D,
     keras.layers.Conv2D,
@@ -73,20 +73,22 @@ CONVOLUTIONS = (
 def automatic_jit(model: keras.Model, strategy) -> tuple[bool, str]:
     """What `ContrastiveModel.compile(jit_compile="auto")` chooses, and why: no XLA
     for several replicas (one XLA cluster cannot hold every replica's variables) or
-    for a convolutional encoder (slower under XLA on a CPU); XLA otherwise (1.4x
-    for the synthetic MLP).
+    for a convolutional encoder without a GPU (slower under XLA on a CPU:
+    `benchmarks/xla_choice.py`); XLA otherwise.
 
     Example:
 
     >>> mlp = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     >>> automatic_jit(mlp, tf.distribute.get_strategy())
-    (True, 'XLA on: an encoder without convolutions (1.4x faster for the MLP)')
+    (True, 'XLA on: an encoder without convolutions, or a GPU')
     """
     if strategy.num_replicas_in_sync > 1:
         return False, f"XLA off: {strategy.num_replicas_in_sync} replicas (distribute.supports_jit)"
-    if any(isinstance(layer, CONVOLUTIONS) for layer in model._flatten_layers()):  # noqa: SLF001
-        return False, "XLA off: a convolutional encoder (slower under XLA on a CPU)"
-    return True, "XLA on: an encoder without convolutions (1.4x faster for the MLP)"
+    layers = model._flatten_layers()  # noqa: SLF001 (Keras' walk of nested layers)
+    convolutional = any(isinstance(layer, CONVOLUTIONS) for layer in layers)
+    if convolutional and not tf.config.list_logical_devices("GPU"):
+        return False, "XLA off: a convolutional encoder on a CPU (slower under XLA there)"
+    return True, "XLA on: an encoder without convolutions, or a GPU"
 
 
 class _TwoOptimizers:

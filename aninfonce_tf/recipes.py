@@ -129,7 +129,7 @@ CPU). Scored by each latent
 part's R^2 against its effective concentration, the shape accuracy, and the paired
 differences between the losses. --design product: every combination instead.""",
         (
-            ("--smoke --seeds 0 --out runs/sweep-smoke", "7 tiny cells, ~3 min"),
+            ("--smoke --seeds 0 --out runs/sweep-smoke", "7 tiny cells, ~2 min"),
             ("--out runs/rendered-sweep", "~2 h on a 2-core CPU; the same command resumes"),
         ),
         command="aninfonce_tf.sweep:main",
@@ -173,7 +173,7 @@ mocov2: MoCo v2's views). The final step adds SimCLR's linear evaluation on ever
 image's 0.875 centre crop (--linear-eval-split 10pct: its 10 % subset). Needs tfds'
 imagenet2012 built (--data-dir) and a TPU or several GPUs.""",
         (
-            ("--smoke", "end to end on tfds' mock data, < 1 min"),
+            ("--smoke", "end to end on tfds' mock data, ~1 min"),
             ("--strategy tpu --data-dir gs://BUCKET/DIR --out runs/in1k", "on a TPU VM"),
         ),
     ),

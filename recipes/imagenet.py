@@ -8,7 +8,7 @@ ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, the
     python recipes/imagenet.py --strategy tpu --data-dir gs://BUCKET/DIR --out runs/in1k  # TPU VM
     python recipes/imagenet.py --strategy mirrored --data-dir DIR     # every GPU of the machine
     python recipes/imagenet.py --data-dir DIR --seeds 0,1,2           # three seeds, summary.json
-    python recipes/imagenet.py --smoke    # end to end on tfds' mock data, < 1 min
+    python recipes/imagenet.py --smoke    # end to end on tfds' mock data, ~1 min
     python recipes/imagenet.py --help     # every setting, with the preset's value
 
 On a TPU VM: `pip install "aninfonce-tf[tpu]" -f

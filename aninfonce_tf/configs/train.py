@@ -100,11 +100,27 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
         check_backbone(self.backbone, None if self.weights == "none" else self.weights)
 
     def check_inputs(self) -> None:
-        """The data: found, readable, prepared, and more images than a batch."""
+        """The data (found, readable, prepared, in range, more images than a batch) and
+        the backbone, built once."""
         if self.mock_data:
+            if self.data:
+                raise ValueError(
+                    f"--mock-data true trains on random images, and --data {self.data} would "
+                    "be ignored: give one of the two."
+                )
             count, labelled = MOCK_EXAMPLES, True
         else:
-            count, labelled = check_images_source(self.data, self.data_dir)
+            count, labelled = check_images_source(self.data, self.data_dir, self.value_range)
+        weights = None if self.weights == "none" else self.weights
+        shape = (self.image_size, self.image_size, 3)
+        check_backbone(self.backbone, weights)  # its own message for a name or a file
+        try:
+            backbone(self.backbone, shape, weights, self.features)
+        except Exception as error:  # e.g. a keras.applications model too small for its input
+            raise ValueError(
+                f"--backbone {self.backbone} cannot be built for {shape} images: "
+                f"{str(error).splitlines()[0]}"
+            ) from None
         training = count - (held_out(self.probe_size, count) if labelled else 0)
         if training < self.batch_size:
             raise ValueError(
@@ -133,13 +149,20 @@ def build(config: TrainConfig) -> Experiment:
     """Pairs of SimCLR views of the user's images, the backbone and projector, and
     the probes on held-out labelled images (none without labels or `probe_size`)."""
     augment = dataclasses.replace(
-        AUGMENTATION_PRESETS[config.augmentation], image_size=config.image_size
+        AUGMENTATION_PRESETS[config.augmentation],
+        image_size=config.image_size,
+        jit_compile=config.strategy != "tpu",  # a TPU host's TensorFlow may lack XLA:CPU
     )
     read = images(config)
     count, labels = len(read["image"]), read["label"]
     print(f"data: {count} images{' (--mock-data: random, not yours)' if config.mock_data else ''}")
     order = np.random.default_rng([config.seed, 7]).permutation(count)
     labelled = config.probe_size and len(np.unique(labels[labels >= 0])) >= 2
+    if config.probe_size and not labelled:
+        print(
+            "probes: off, the images have no labels (a folder needs every image in one of two "
+            "or more class subfolders; arrays, a labels array)"
+        )
     held = order[: held_out(config.probe_size, count)] if labelled else order[:0]
     train = {"image": read["image"][order[len(held) :]], "label": labels[order[len(held) :]]}
     evaluators = []

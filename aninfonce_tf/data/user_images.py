@@ -61,7 +61,9 @@ def image_files(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
     return files, [index[part[0]] for part in parts], classes
 
 
-def check_images_source(data: str, data_dir: str = "") -> tuple[int, bool]:
+def check_images_source(
+    data: str, data_dir: str = "", value_range: str = "auto"
+) -> tuple[int, bool]:
     """The number of images of `data` and whether they have labels; raises ValueError, saying how to fix it, for
     data that cannot be read: a missing path, a folder without images, an unreadable
     array file, a tfds dataset not prepared in `data_dir`."""
@@ -88,7 +90,8 @@ def check_images_source(data: str, data_dir: str = "") -> tuple[int, bool]:
                 "subfolders."
             )
         return len(files), labels is not None
-    labels = _array_images(path)[1]  # reads the file: refuses what it cannot use
+    images, labels = _array_images(path)  # reads the file: refuses what it cannot use
+    _as_uint8(images[:1024], value_range, data)  # the range, on a sample
     return len(labels), bool(np.any(labels >= 0))
 
 
@@ -106,11 +109,17 @@ def read_images(data: str, size: int, data_dir: str = "", value_range: str = "au
     kind = source_kind(data)
     if kind == "tfds":
         builder, split = _tfds_builder(data, data_dir)
-        dataset = builder.as_dataset(split=split)
+
+        def resized(example):  # before batching: a dataset's images may differ in size
+            image = tf.image.resize(example["image"], (size, size), antialias=True)
+            label = tf.cast(example.get("label", -1), tf.int64)
+            return tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8), label
+
+        dataset = builder.as_dataset(split=split).map(resized)
         images, labels = [], []
-        for example in dataset.batch(256).as_numpy_iterator():
-            images.append(_resized(example["image"], size))
-            labels.append(example.get("label", np.full(len(example["image"]), -1)))
+        for image, label in dataset.batch(256).as_numpy_iterator():
+            images.append(_resized(image, size))
+            labels.append(label)
         label_feature = (
             builder.info.features.get("label") if hasattr(builder.info.features, "get") else None
         )
@@ -171,9 +180,22 @@ def _array_images(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"--data {path}: images must be [N, H, W] or [N, H, W, 1 or 3]; got {images.shape}."
         )
-    if labels is not None and len(labels) != len(images):
-        raise ValueError(f"--data {path}: {len(labels)} labels for {len(images)} images.")
-    labels = np.full(len(images), -1) if labels is None else np.asarray(labels).reshape(-1)
+    if labels is None:
+        return images, np.full(len(images), -1)
+    labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] > 1 and set(np.unique(labels)) <= {0, 1}:
+        labels = labels.argmax(1)  # one-hot
+    elif labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if (
+        labels.ndim != 1
+        or len(labels) != len(images)
+        or not np.issubdtype(labels.dtype, np.integer)
+    ):
+        raise ValueError(
+            f"--data {path}: labels must be {len(images)} integers (or one-hot rows), one per "
+            f"image; got {labels.dtype} of shape {labels.shape}."
+        )
     return images, labels
 
 
@@ -181,15 +203,31 @@ def _as_uint8(images: np.ndarray, value_range: str, data: str) -> np.ndarray:
     if images.dtype == np.uint8:
         return images
     if not np.issubdtype(images.dtype, np.floating):
-        raise ValueError(f"--data {data}: images must be uint8 or float; got {images.dtype}.")
+        raise ValueError(
+            f"--data {data}: images must be uint8 (pixel values) or float; got {images.dtype}: "
+            "convert them with `.astype('uint8')` if they are pixel values."
+        )
+    low = float(np.min(images)) if images.size else 0.0
     high = float(np.max(images)) if images.size else 0.0
+    if low < -FLOAT_SLACK:
+        raise ValueError(
+            f"--data {data}: float images reach {low:.4g}, below 0 (normalised images?): give "
+            "pixel values in [0, 1] or [0, 255]."
+        )
     if value_range == "auto":
+        value_range = "1"
         if high > 1 + FLOAT_SLACK:
             raise ValueError(
                 f"--data {data}: float images reach {high:.4g}, beyond [0, 1]: pass "
                 "--value-range 255 for pixel values in [0, 255], or divide them by 255."
             )
-        value_range = "1"
+    if value_range == "1" and high > 1 + FLOAT_SLACK:
+        raise ValueError(f"--data {data}: --value-range 1, but float images reach {high:.4g}.")
+    if value_range == "255" and high <= 1 + FLOAT_SLACK:
+        raise ValueError(
+            f"--data {data}: --value-range 255, but float images reach only {high:.4g}: "
+            "they look like [0, 1]; pass --value-range 1."
+        )
     scale = 255.0 if value_range == "1" else 1.0
     return np.clip(np.round(images * scale), 0, 255).astype("uint8")
 

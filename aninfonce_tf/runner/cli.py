@@ -80,7 +80,9 @@ def parse_config(
     )
     if smoke is not None:
         choice.add_argument(
-            "--smoke", action="store_true", help="a tiny run of the whole pipeline (< 1 min)"
+            "--smoke",
+            action="store_true",
+            help="a tiny run of the whole pipeline (10-60 s; docs/runner.md)",
         )
     choice.add_argument(
         "--import",

@@ -29,6 +29,7 @@ from pathlib import Path
 import keras
 
 import aninfonce_tf
+from aninfonce_tf import backbones
 from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig, UsageError
 from aninfonce_tf.disk_space import state_bytes
@@ -232,12 +233,14 @@ def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why:
 
 def code_version() -> dict[str, str]:
     """This package's version and the sha256 of its source, and of the user's files
-    that `--import` brought in (`USER_CODE`): what a resumed run compares with the
+    that `--import` brought in (`USER_CODE`) and of the backbone files loaded
+    (`backbones.LOADED_FILES`): what a resumed run compares with the
     code it was trained by."""
     version = {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
-    if USER_CODE:
+    user_code = [*USER_CODE, *backbones.LOADED_FILES]  # `--import`, `--backbone FILE.py:F`
+    if user_code:
         digest = hashlib.sha256()
-        for path in USER_CODE:
+        for path in user_code:
             text = path.read_bytes() if path.is_file() else b"(gone)"
             digest.update(f"{path}\0".encode() + text + b"\0")
         version["user_code_sha256"] = digest.hexdigest()

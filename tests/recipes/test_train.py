@@ -110,7 +110,7 @@ def test_arrays_and_their_value_range(tmp_path):
     images = np.random.default_rng(0).uniform(0, 255, (30, 20, 20, 3)).astype("float32")
     path = tmp_path / "images.npz"
     np.savez(path, images=images, labels=np.arange(30) % 3)
-    assert check_images_source(str(path)) == (30, True)
+    assert check_images_source(str(path), value_range="255") == (30, True)
     with pytest.raises(ValueError, match="--value-range 255"):
         read_images(str(path), 16)
     read = read_images(str(path), 16, value_range="255")
@@ -191,3 +191,37 @@ def test_a_tfds_recipe_never_trains_on_mock_data_beside_a_data_dir(tmp_path, fla
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), lines
     assert not out.exists()
+
+
+def test_arrays_out_of_their_range_and_odd_labels_are_refused_or_read_right(tmp_path):
+    unit = np.random.default_rng(0).uniform(size=(20, 8, 8, 3)).astype("float32")
+    np.save(tmp_path / "signed.npy", unit * 2 - 1)
+    with pytest.raises(ValueError, match="below 0"):
+        check_images_source(str(tmp_path / "signed.npy"))
+    np.save(tmp_path / "unit.npy", unit)
+    with pytest.raises(ValueError, match="they look like \\[0, 1\\]; pass --value-range 1"):
+        check_images_source(str(tmp_path / "unit.npy"), value_range="255")
+    one_hot = np.eye(3, dtype="int64")[np.arange(20) % 3]
+    np.savez(tmp_path / "one_hot.npz", images=unit, labels=one_hot)
+    assert read_images(str(tmp_path / "one_hot.npz"), 8)["label"].tolist() == [
+        i % 3 for i in range(20)
+    ]
+    np.savez(tmp_path / "strings.npz", images=unit, labels=np.array(["a"] * 20))
+    with pytest.raises(ValueError, match="labels must be 20 integers"):
+        check_images_source(str(tmp_path / "strings.npz"))
+
+
+def test_a_backbone_that_cannot_take_the_images_or_mock_data_beside_data_is_one_line(tmp_path):
+    from aninfonce_tf.configs.train import TrainConfig
+
+    with pytest.raises(ValueError, match="--backbone InceptionV3 cannot be built for"):
+        TrainConfig(mock_data=True, backbone="InceptionV3").check_inputs()
+    with pytest.raises(ValueError, match="--data .* would be ignored"):
+        TrainConfig(mock_data=True, data=str(tmp_path)).check_inputs()
+
+
+def test_a_per_channel_rescaling_is_read_as_pixel_values():
+    scaled = keras.Sequential(
+        [keras.Input((4, 4, 3)), keras.layers.Rescaling([1 / 58.4, 1 / 57.1, 1 / 57.4])]
+    )
+    assert expects_pixel_values(scaled)
