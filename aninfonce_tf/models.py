@@ -431,6 +431,8 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
 
     def fit(self, x=None, *args, **kwargs):
         x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+        if isinstance(x, tf.data.Dataset):
+            kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
         counter = _EpochsWithSteps()
         callbacks = [*(kwargs.get("callbacks") or []), counter]
         if not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):
