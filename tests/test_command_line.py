@@ -295,3 +295,18 @@ def test_a_built_wheel_runs_a_recipe_from_a_fresh_venv_offline(tmp_path):
         cwd=elsewhere,
     ).stdout
     assert where.startswith(str(venv))
+
+
+def test_flags_can_come_from_a_file_as_they_are_typed(tmp_path):
+    flags = tmp_path / "flags.txt"
+    flags.write_text("--steps 600 --eval-every 300  # a longer run\n--losses aninfonce\n")
+    config, options = cli.parse_config(synthetic.PRESETS, [f"@{flags}", "--seed", "3"])
+    assert (config.steps, config.eval_every, config.losses, config.seed) == (
+        600,
+        300,
+        "aninfonce",
+        3,
+    )
+    assert "--steps 600" in cli.run_line(options)
+    with pytest.raises(SystemExit):
+        cli.parse_config(synthetic.PRESETS, [f"@{tmp_path / 'missing.txt'}"])

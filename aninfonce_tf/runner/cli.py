@@ -40,7 +40,8 @@ def parse_config(
 ) -> tuple[RunConfig, argparse.Namespace]:
     """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
     `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override of every
-    field of the presets' dataclass (but those in `hidden`).
+    field of the presets' dataclass (but those in `hidden`); `@FILE` reads flags from a
+    file, as they would be typed (`_FlagsParser`).
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
     overrides under `--smoke`, gives the defaults that `--help` shows, in the sections
@@ -74,7 +75,7 @@ def parse_config(
     unknown = sorted((set(choices) | set(hidden)) - fields)
     if unknown:
         raise ValueError(f"`choices` and `hidden` name fields the config lacks: {unknown}.")
-    choice = argparse.ArgumentParser(prog=prog, add_help=False, allow_abbrev=False)
+    choice = _FlagsParser(prog=prog, add_help=False, allow_abbrev=False, fromfile_prefix_chars="@")
     choice.add_argument(
         "--preset", choices=list(presets), default=next(iter(presets)), help="preset config"
     )
@@ -103,10 +104,11 @@ def parse_config(
     smoke_run = getattr(chosen, "smoke", False)
     if smoke_run:
         preset = dataclasses.replace(preset, **smoke)
-    parser = argparse.ArgumentParser(
+    parser = _FlagsParser(
         prog=prog,
         usage=f"%(prog)s [-h] [--preset NAME]{'' if smoke is None else ' [--smoke]'} [--out DIR] "
-        "[--FLAG VALUE ...]",
+        "[--FLAG VALUE ...] [@FLAGS_FILE]",
+        fromfile_prefix_chars="@",
         description=description,
         epilog=epilog,
         parents=[choice, *parents],
@@ -174,6 +176,14 @@ def changed_flags(config: RunConfig, preset: RunConfig) -> list[str]:
             text = str(value).lower() if isinstance(value, bool) else shlex.quote(str(value))
             flags.append(f"--{field.name.replace('_', '-')} {text}")
     return flags
+
+
+class _FlagsParser(argparse.ArgumentParser):
+    """argparse with `@FILE` read as flags written as on the command line, a line holding
+    one or more (`--steps 6000 --seed 3`; `#` starts a comment)."""
+
+    def convert_arg_line_to_args(self, arg_line: str) -> list[str]:
+        return shlex.split(arg_line, comments=True)
 
 
 def import_user_code(name: str) -> types.ModuleType:
