@@ -7,7 +7,7 @@ Example:
 >>> cells = [{"values": {"concentration_spread": 4.0}, "seed_scores": {
 ...     s: {"aninfonce": {"mcc": 0.9 + s / 100}, "infonce": {"mcc": 0.7}} for s in range(3)}}]
 >>> print(dose_response_markdown(cells, ["mcc"], "a test").splitlines()[6])
-| 4 | 0.910 ± 0.010 | - | 0.700 ± 0.000 | - | +0.210 [+0.185, +0.235] (+0.193, +0.227) p 0.001, Holm 0.001 |
+| 4 | 0.910 ± 0.010 | - | 0.700 ± 0.000 | - | +0.210 [+0.185, +0.235] (+0.193, +0.227) p < 0.001, Holm < 0.001 |
 """
 
 from __future__ import annotations

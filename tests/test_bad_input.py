@@ -91,6 +91,15 @@ def _float_pixel_arrays(tmp_path) -> str:
     return str(path)
 
 
+def _folder_with_a_broken_image() -> str:
+    folder = Path(tempfile.mkdtemp())
+    for index in range(40):
+        image = np.full((8, 8, 3), index, "uint8")
+        tf.io.write_file(str(folder / f"{index}.png"), tf.io.encode_png(image))
+    (folder / "broken.png").write_text("not an image")
+    return str(folder)
+
+
 def _serve_pixel_values(tmp_path):
     path = export_encoder(ContrastiveModel(small_cnn((8, 8, 3), 4)), tmp_path / "e")
     loaded = tf.saved_model.load(str(path))  # kept: its functions hold its variables weakly
@@ -431,6 +440,11 @@ CASES = {
         lambda p: _run_recipe(train, p, data=_float_pixel_arrays(p)),
         ValueError,
         r"float images reach 25.*, beyond \[0, 1\]: pass --value-range 255",
+    ),
+    "`train --data` a folder with an unreadable image": (
+        lambda p: _run_recipe(train, p, data=_folder_with_a_broken_image()),
+        ValueError,
+        "broken.png is not a readable image \\(JPEG, PNG, GIF or BMP\\): remove it or fix it",
     ),
     "`train --batch-size` above the training images": (
         lambda p: _run_recipe(train, p, mock_data=True, batch_size=300),

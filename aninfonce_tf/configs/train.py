@@ -20,7 +20,14 @@ import tensorflow as tf
 
 from aninfonce_tf import plots
 from aninfonce_tf.backbones import backbone, check_backbone
-from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.base import (
+    RunConfig,
+    as_usage_errors,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS
 from aninfonce_tf.data.datasets import pair_batches
@@ -153,7 +160,8 @@ def build(config: TrainConfig) -> Experiment:
         image_size=config.image_size,
         jit_compile=config.strategy != "tpu",  # a TPU host's TensorFlow may lack XLA:CPU
     )
-    read = images(config)
+    with as_usage_errors():  # an unreadable image: one line, as `check_inputs`' refusals
+        read = images(config)
     count, labels = len(read["image"]), read["label"]
     print(f"data: {count} images{' (--mock-data: random, not yours)' if config.mock_data else ''}")
     order = np.random.default_rng([config.seed, 7]).permutation(count)

@@ -142,9 +142,9 @@ def _record(images, labels, classes) -> dict:
 def _decoded(file: Path) -> np.ndarray:
     try:
         image = tf.io.decode_image(tf.io.read_file(str(file)), channels=3, expand_animations=False)
-    except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError) as error:
+    except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError):
         raise ValueError(
-            f"{file} is not a readable image: {error.message.splitlines()[0]}"
+            f"{file} is not a readable image (JPEG, PNG, GIF or BMP): remove it or fix it."
         ) from None
     return image.numpy()
 

@@ -116,8 +116,7 @@ def _run(
             saved = run_directory.claim_run_directory(run_dir, config)
             results, incomplete = run_directory.finished_variants(run_dir, saved, names)
             code = run_directory.code_history(run_dir, len(results) < len(names), allow_code_change)
-        with as_usage_errors():  # what the data or the encoder refuse: one line
-            experiment = build(config)
+        experiment = build(config)  # a defect here keeps its traceback (`check_inputs`)
         with as_usage_errors():
             anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
             check_targets(stop_at, experiment.evaluators, anisotropic)
