@@ -88,7 +88,7 @@ the isotropic variant rising with log r.""",
             ("--smoke --seeds 0 --out runs/dose-smoke", "5 tiny cells"),
             ("--seeds 10,11,12,13,14 --out runs/dose-response", "25 cells x 3 losses; resumes"),
         ),
-        command="aninfonce_tf.dose_response:main",
+        command="aninfonce_tf.sweep:dose_response_main",
     ),
     "mnist_vae": Recipe(
         "mnist_vae",

@@ -23,10 +23,11 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf import plots
+from aninfonce_tf import plots, sweep_tables
 from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
+from aninfonce_tf.plots.dose_response import plot_dose_response
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line, run_name
 from aninfonce_tf.runner.lock import lock_run_directory
@@ -394,7 +395,30 @@ def main(
     return records
 
 
+def write_dose_response(records: list[dict], run_dir: Path, what: str, scores: Sequence[str]):
+    """`sweep.main`'s report of a dose-response: `dose_response.md` and
+    `dose_response.png` in `run_dir`."""
+    table = sweep_tables.dose_response_markdown(records, scores, what)
+    (run_dir / "dose_response.md").write_text(table + "\n")
+    summaries = sweep_tables.cell_summaries(records, scores)
+    plot_dose_response(
+        summaries, run_dir / "dose_response.png", scores, sweep_tables.DOSE_PAIRS, title=what
+    )
+    print(table)
+    print(f"table: {run_dir / 'dose_response.md'}\nfigure: {run_dir / 'dose_response.png'}")
+
+
+def dose_response_main(
+    config_module, argv=None, description: str = "", epilog: str = "", prog=None
+) -> list:
+    """The command line of the dose-response: `sweep.main` with its report
+    (`write_dose_response`)."""
+    return main(config_module, argv, description, epilog, prog, write_report=write_dose_response)
+
+
 __all__ = [
+    "dose_response_main",
+    "write_dose_response",
     "DESIGNS",
     "GRID_FILES",
     "cell_name",

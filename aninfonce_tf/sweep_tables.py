@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from aninfonce_tf import plots
+from aninfonce_tf.plots.style import score_label, variant_label
 from aninfonce_tf.plots.tradeoff import MOVED, axis_cells, moved_parts
 from aninfonce_tf.statistics import SeedScores, describe, paired_variants, summarize
 
@@ -325,7 +326,94 @@ def _entry(entry: dict | None) -> str:
     return f"{entry['mean']:.3f}" + (f" ± {entry['sd']:.3f}" if entry["sd"] is not None else "")
 
 
+# The dose-response (`sweep.dose_response_main`): its swept field, variants and pairs.
+DOSE_SPREAD = "concentration_spread"
+DOSE_VARIANTS = ("aninfonce", "aninfonce_isotropic", "infonce")
+DOSE_PAIRS = ("aninfonce - aninfonce_isotropic", "aninfonce - infonce")
+
+
+def cell_summaries(cells: Sequence[Mapping], scores: Sequence[str]) -> list[tuple[float, dict]]:
+    """`(r, statistics.summarize of the cell's seeds)` per cell in the order of r, Holm
+    over each cell's family of `scores` and pairs."""
+    summaries = [
+        (float(cell["values"][DOSE_SPREAD]), summarize(seed_scores(cell), family=scores))
+        for cell in cells
+    ]
+    return sorted(summaries, key=lambda item: item[0])
+
+
+def _mean_sd(entry: Mapping | None) -> str:
+    if not entry or entry["mean"] is None:
+        return "-"
+    sd = "" if entry["sd"] is None else f" ± {entry['sd']:.3f}"
+    return f"{entry['mean']:.3f}{sd}"
+
+
+def _difference(entry: Mapping | None) -> str:
+    if not entry or entry["mean"] is None or entry.get("ci95") is None:
+        return "-"
+    low, high = entry["ci95"]
+    low90, high90 = entry["ci90"]
+    text = f"{entry['mean']:+.3f} [{low:+.3f}, {high:+.3f}] ({low90:+.3f}, {high90:+.3f})"
+    holm = entry.get("p_holm")
+    return text + f" p {_p(entry['p'])}" + (f", Holm {_p(holm)}" if holm is not None else "")
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def dose_response_markdown(cells: Sequence[Mapping], scores: Sequence[str], what: str) -> str:
+    """Per score a table: a row per spread r with each variant's mean ± sd and the
+    paired differences (`DOSE_PAIRS`) with their 95 % [ ] and 90 % ( ) intervals, the
+    paired t-test's p and its Holm p within the cell; the smallest difference the
+    seeds could detect; the MCC's random-rotation floor.
+
+    Example:
+
+    >>> cells = [{"values": {"concentration_spread": 4.0}, "seed_scores": {
+    ...     s: {"aninfonce": {"mcc": 0.9 + s / 100}, "infonce": {"mcc": 0.7}} for s in range(3)}}]
+    >>> print(dose_response_markdown(cells, ["mcc"], "a test").splitlines()[6])
+    | 4 | 0.910 ± 0.010 | - | 0.700 ± 0.000 | - | +0.210 [+0.185, +0.235] (+0.193, +0.227) p < 0.001, Holm < 0.001 |
+    """
+    lines = [f"Dose-response: {what}", ""]
+    labels = [variant_label(name) for name in DOSE_VARIANTS] + [
+        f"{variant_label(a)} - {variant_label(b)}" for a, b in (p.split(" - ") for p in DOSE_PAIRS)
+    ]
+    summaries = cell_summaries(cells, scores)
+    for score in scores:
+        lines += [f"**{score_label(score)}** (mean ± sd; differences [95 %] (90 %))", ""]
+        lines += ["| r | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+        for spread, summary in summaries:
+            row = [_mean_sd(summary["variants"].get(name, {}).get(score)) for name in DOSE_VARIANTS]
+            row += [_difference(summary["differences"].get(p, {}).get(score)) for p in DOSE_PAIRS]
+            lines.append(f"| {spread:g} | " + " | ".join(row) + " |")
+        lines.append("")
+    lines += ["Smallest difference the seeds could detect (power 0.8, two-sided 0.05):", ""]
+    for spread, summary in summaries:
+        detectable = [
+            f"{pair} {score}: {summary['differences'][pair][score]['detectable']:.3f}"
+            for pair in DOSE_PAIRS
+            for score in scores
+            if summary["differences"].get(pair, {}).get(score, {}).get("detectable") is not None
+        ]
+        lines.append(f"- r = {spread:g}: " + "; ".join(detectable))
+    floors = [
+        f"r = {spread:g}: {summary['variants'][name]['mcc_floor']['mean']:.3f}"
+        for spread, summary in summaries
+        for name in DOSE_VARIANTS[:1]
+        if "mcc_floor" in summary["variants"].get(name, {})
+    ]
+    if floors:
+        lines += ["", "MCC of a random rotation of the true latents (floor): " + ", ".join(floors)]
+    return "\n".join(lines)
+
+
 __all__ = [
+    "DOSE_PAIRS",
+    "DOSE_VARIANTS",
+    "cell_summaries",
+    "dose_response_markdown",
     "PART_SCORE",
     "blocks_table",
     "change_table",

@@ -286,7 +286,7 @@ PRESETS = {
 PRESETS["paper-linear-fast"] = dataclasses.replace(
     PRESETS["paper-linear"], batch_size=500, rotation_gain=6.0
 )
-# The dose-response (`recipes/synthetic_dose_response.py`): `quick`'s latents, encoder
+# The dose-response (`recipes/dose_response.py`): `quick`'s latents, encoder
 # and training on a geometric Lambda of spread r = high / low at the geometric mean 64
 # (quick's is 63), r swept over 1..256. Lambda_hat starts at 2, below the smallest true
 # Lambda of every cell (4 at r = 256). Endpoint: step 2000, MCC and the smallest
