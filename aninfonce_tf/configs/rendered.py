@@ -33,7 +33,13 @@ from aninfonce_tf.data.rendered import (
     PAIR_MODES,
     RenderedPairs,
 )
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, MAX_SCALE, MIN_SCALE
+from aninfonce_tf.data.renderer import (
+    CONTINUOUS,
+    LATENT_NAMES,
+    MAX_SCALE,
+    MIN_SCALE,
+    part_names,
+)
 from aninfonce_tf.encoders import pooled_cnn, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
@@ -175,12 +181,28 @@ def _block_and_shape_scores(blocks: dict) -> list[str]:
     return [f"block_linear_r2/{b}" for b, members in blocks.items() if members] + ["shape_accuracy"]
 
 
+def distinct_concentrations(source: RenderedPairs) -> bool:
+    """Whether `source` draws pairs from the conditional with a different Lambda for
+    every continuous latent: the theory's condition for identifying each latent up to
+    permutation and sign, so that orientation (MCC) is what its runs are scored on."""
+    if source.mode == "augment":
+        return False
+    values = source.concentration_values
+    return len(set(values.tolist())) == len(values)
+
+
+ORIENTATION_SCORES = ("mcc", "mcc_floor")
+
+
 def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[str, ...]:
-    """At each level: the linear R^2 of each block (`blocks`, default
+    """At each level: the MCC over parts and its random-rotation floor (with distinct
+    concentrations), the linear R^2 of each block (`blocks`, default
     `source.blocks()`), the shape accuracy and, of augmented pairs, the augmentation
     readout."""
     blocks = source.blocks() if blocks is None else blocks
     scores = _block_and_shape_scores(blocks)
+    if distinct_concentrations(source):
+        scores = list(ORIENTATION_SCORES) + scores
     if source.mode == "augment":
         scores.append("augmentation_readout")
     return tuple(f"{level}/{score}" for level in LEVELS for score in scores)
@@ -191,9 +213,20 @@ def _number(value) -> float:
     return float("nan") if value is None else float(value)
 
 
-def primary_scores(blocks: dict) -> tuple[str, ...]:
-    """What every preset's conclusions rest on, read at its final step (`steps`), at
-    the backbone: the linear R^2 of each block and the shape accuracy."""
+def primary_scores(blocks: dict, orientation: bool = False) -> tuple[str, ...]:
+    """What every preset's conclusions rest on, read at its final step (`steps`): with
+    `orientation` (distinct concentrations) the MCC over parts at the projector, the
+    level whose output the loss scales by Lambda_hat and the theory speaks of, and at
+    the backbone; otherwise, at the backbone, the linear R^2 of each block and the
+    shape accuracy.
+
+    Example:
+
+    >>> primary_scores({"content": ("x",)}, orientation=True)
+    ('projector/mcc', 'backbone/mcc')
+    """
+    if orientation:
+        return ("projector/mcc", "backbone/mcc")
     return tuple(f"backbone/{score}" for score in _block_and_shape_scores(blocks))
 
 
@@ -204,7 +237,14 @@ def build(config: RenderedConfig) -> Experiment:
     # The preset's pairs decide the blocks, not the training seed: every seed of a
     # preset is scored on the same blocks, so its block scores average the same parts.
     estimate = source.effective_concentration()
-    blocks = effective_blocks(estimate["parts"])
+    orientation = distinct_concentrations(source)
+    # With a distinct Lambda per latent each latent is its own block: its subspace score
+    # asks whether its parts are read from their own matched dimensions.
+    blocks = (
+        {name: part_names([name], source.latents) for name in CONTINUOUS}
+        if orientation
+        else effective_blocks(estimate["parts"])
+    )
     images, latents = source.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     views, view_params = (
         source.readout_set(config.readout_size, seed=config.seed + 20_000)
@@ -307,7 +347,7 @@ def build(config: RenderedConfig) -> Experiment:
         evaluators=[evaluator],
         curve_keys=columns,
         table_columns=columns,
-        primary_scores=primary_scores(blocks),
+        primary_scores=primary_scores(blocks, orientation),
         metadata=metadata,
         plots=figures,
         seeds_plots=seeds_figures,
@@ -343,6 +383,12 @@ PRESETS = {
     # As `latent`, but each latent changes only in half of the pairs: a conditional
     # other than the normal one AnInfoNCE assumes.
     "spike-slab": dataclasses.replace(LATENT, mode="spike-slab"),
+    # The theory's condition for identification: a distinct Lambda per latent, halving
+    # from x to the background hue (spread 32); the projector's 16 outputs exceed the 9
+    # parts. Endpoint: MCC at the projector and the backbone at step 2000.
+    "latent-spread": dataclasses.replace(
+        LATENT, concentration="160,80,40,20,10,5", nonlinear=False
+    ),
 }
 # The trade-off map (`aninfonce_tf.sweep.main`): SimCLR's views made weaker or stronger
 # one field at a time from `quick`'s point, each axis's values; each cell `quick`'s
@@ -394,6 +440,8 @@ def check_sweep(config: RenderedConfig) -> None:
 
 
 __all__ = [
+    "ORIENTATION_SCORES",
+    "distinct_concentrations",
     "primary_scores",
     "AUGMENT_CROP_SCALE",
     "PRESETS",
