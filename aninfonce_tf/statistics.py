@@ -200,7 +200,9 @@ def _subtract(first: dict, second: dict) -> dict[int, float | None]:
 def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
     """The `summarize` result as text: per score (those in `scores`, default every
     one) a row per variant (mean, sd, n) and per pair of variants (mean difference,
-    sd, n, 95 % interval).
+    sd, n, 95 % interval, Holm's p where the family has one); a difference whose 95 %
+    interval holds 0 is unresolved, not an equality: its row also gives the 90 %
+    interval (the TOST bounds) and the smallest difference the seeds could detect.
 
     Example:
 
@@ -208,11 +210,11 @@ def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
     ...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
     ...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
     ... })))
-    score  variant                mean     sd  n  95% interval
-    -----  -------------------  ------  -----  -  ----------------
+    score  variant                mean     sd  n  95% interval      Holm p  if unresolved: 90% interval, detectable
+    -----  -------------------  ------  -----  -  ----------------  ------  ---------------------------------------
     mcc    aninfonce             0.850  0.071  2
     mcc    infonce               0.550  0.071  2
-    mcc    aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]
+    mcc    aninfonce - infonce  +0.300  0.141  2  [-0.971, +1.571]       -  [-0.331, +0.931], 1.408
     """
     rows = []
     known = dict.fromkeys(s for entries in summary["variants"].values() for s in entries)
@@ -221,26 +223,34 @@ def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
             for name, entries in group.items():
                 if score in entries:
                     entry = entries[score]
-                    ci = entry.get("ci95")
-                    rows.append(
-                        [
-                            score,
-                            name,
-                            _number(entry["mean"], sign),
-                            _number(entry["sd"]),
-                            str(entry["n"]),
-                            f"[{_number(ci[0], '+')}, {_number(ci[1], '+')}]" if ci else "",
-                        ]
-                    )
-    header = ["score", "variant", "mean", "sd", "n", "95% interval"]
+                    row = [score, name, _number(entry["mean"], sign), _number(entry["sd"])]
+                    row += [str(entry["n"]), _interval(entry.get("ci95"))]
+                    if group is summary["differences"]:
+                        row += [_number(entry.get("p_holm")), _bounds(entry)]
+                    rows.append(row + [""] * (8 - len(row)))
+    header = ["score", "variant", "mean", "sd", "n", "95% interval", "Holm p"]
+    header.append("if unresolved: 90% interval, detectable")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     # Names to the left, numbers to the right.
-    align = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.ljust]
+    align = [str.ljust, str.ljust, str.rjust, str.rjust, str.rjust, str.ljust, str.rjust]
+    align.append(str.ljust)
 
     def line(row):
         return "  ".join(a(c, w) for a, c, w in zip(align, row, widths, strict=True)).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _interval(bounds: Sequence[float] | None) -> str:
+    return f"[{_number(bounds[0], '+')}, {_number(bounds[1], '+')}]" if bounds else ""
+
+
+def _bounds(entry: dict) -> str:
+    """An unresolved difference's 90 % interval and detectable difference, else ""."""
+    ci95, ci90 = entry.get("ci95"), entry.get("ci90")
+    if not ci95 or not ci90 or not ci95[0] <= 0 <= ci95[1]:
+        return ""
+    return f"{_interval(ci90)}, {_number(entry.get('detectable'))}"
 
 
 def _number(value: float | None, sign: str = "") -> str:

@@ -94,12 +94,32 @@ def test_the_summary_table_has_a_row_per_score_and_variant_and_pair():
         1: {"aninfonce": {"mcc": 0.8, "lambda_spearman": None}, "infonce": {"mcc": 0.6}},
     }
     lines = summary_table(summarize(scores)).splitlines()
-    assert lines[0].split() == ["score", "variant", "mean", "sd", "n", "95%", "interval"]
+    assert lines[0].split()[:8] == [
+        "score",
+        "variant",
+        "mean",
+        "sd",
+        "n",
+        "95%",
+        "interval",
+        "Holm",
+    ]
+    # An unresolved difference (its 95 % interval holds 0) with its 90 % interval and
+    # the smallest difference two seeds could detect.
     assert [line.split() for line in lines[2:]] == [
         ["mcc", "aninfonce", "0.850", "0.071", "2"],
         ["mcc", "infonce", "0.550", "0.071", "2"],
-        ["mcc", "aninfonce", "-", "infonce", "+0.300", "0.141", "2", "[-0.971,", "+1.571]"],
+        ["mcc", "aninfonce", "-", "infonce", "+0.300", "0.141", "2", "[-0.971,", "+1.571]"]
+        + ["-", "[-0.331,", "+0.931],", "1.408"],
         ["lambda_spearman", "aninfonce", "0.400", "-", "1"],
+    ]
+    resolved = {
+        seed: {"aninfonce": {"mcc": 0.9 + seed / 100}, "infonce": {"mcc": 0.5}} for seed in range(3)
+    }
+    assert summary_table(summarize(resolved)).splitlines()[-1].split()[-3:] == [
+        "[+0.385,",
+        "+0.435]",
+        "-",
     ]
     # The columns asked for (an experiment's `table_columns`), in their order.
     lines = summary_table(summarize(scores), ["lambda_spearman", "absent", "mcc"]).splitlines()

@@ -17,7 +17,6 @@ from aninfonce_tf import sweep
 from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.configs.base import UsageError
-from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.statistics import summarize
 from aninfonce_tf.sweep_tables import (
     change_table,
@@ -51,7 +50,8 @@ def fake_runs(monkeypatch):
         assert context.chief  # one RunContext for the whole grid
         calls.append((config, Path(run_dir), list(seeds), labels))
         parts = _concentration(config)
-        run = {"effective_concentration": {"parts": parts}, "blocks": effective_blocks(parts)}
+        blocks = {"content": ("object_hue_cos",), "style": ("x", "y")}
+        run = {"effective_concentration": {"parts": parts}, "blocks": blocks}
         scores = {}
         for seed in seeds:
             noise = 0.01 * seed
@@ -416,7 +416,7 @@ def test_help_shows_the_sweep_flags(capsys):
     for field in rendered.SWEEP_AXES:
         assert f"--grid-{field.replace('_', '-')}" in text
     assert "(default: 0.4,0.6,0.8)" in text and "~2 h" in text
-    assert "--preset {sweep,large-objects,quick,latent,spike-slab}" in text
+    assert "--preset {sweep,large-objects,quick,latent,spike-slab,latent-spread}" in text
 
 
 def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_path, capsys):

@@ -243,7 +243,7 @@ def build(config: RenderedConfig) -> Experiment:
     blocks = (
         {name: part_names([name], source.latents) for name in CONTINUOUS}
         if orientation
-        else effective_blocks(estimate["parts"])
+        else effective_blocks(estimate["correlation"])
     )
     images, latents = source.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     views, view_params = (

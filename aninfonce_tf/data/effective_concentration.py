@@ -18,8 +18,14 @@ Example:
 >>> estimate = effective_concentration(pairs, count=20_000)
 >>> round(estimate["parts"]["x"]), round(estimate["parts"]["rotation_cos"])
 (105, 8)
->>> effective_blocks(estimate["parts"])["content"]
-('x', 'y', 'scale')
+>>> round(estimate["correlation"]["x"], 2), round(estimate["correlation"]["rotation_cos"], 2)
+(0.99, 0.36)
+>>> effective_blocks(estimate["correlation"])["content"]
+('x', 'y', 'scale', 'x_offset')
+
+Lambda_eff depends on a part's units and type; the blocks do not: they follow each
+part's correlation between the two views of a pair (`effective_blocks`, the rule in
+docs/results.md, "Content and style, measured").
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.renderer import (
+    DERIVED_PARTS,
     HUES,
     LATENTS,
     PARTS,
     Latent,
+    derived_parts,
     latent_coordinates,
     part_names,
     sample_latents,
@@ -44,14 +52,20 @@ from aninfonce_tf.data.renderer import (
 MAX_EFFECTIVE_CONCENTRATION = 1e4
 # The radius of a circular latent's parts (see the module's docstring).
 CIRCLE_RADIUS = math.sqrt(2) / math.pi
+# A part whose correlation between a pair's views is below this is unshared: a pair
+# says (almost) nothing of it, so no identifiability claim covers it.
+UNSHARED_CORRELATION = 0.1
+# Content and style must lie at least this factor apart in 1 / (1 - rho), between the
+# closest parts across the split; else no split is made.
+MIN_BLOCK_GAP = 1.25
 
 
 def latent_parts(
     latents: Mapping, erased=None, specs: Mapping[str, Latent] = LATENTS
 ) -> dict[str, np.ndarray]:
     """`{part: [N]}` of the continuous `latents` (`{name: [N]}`) in units where each
-    latent's range (in `specs`) is 2 wide; the hues' parts of rows where `erased` (`[N]`
-    bool) are 0.
+    latent's range (in `specs`) is 2 wide, and `renderer.DERIVED_PARTS`; the hues' parts
+    of rows where `erased` (`[N]` bool) are 0.
 
     Example:
 
@@ -62,6 +76,7 @@ def latent_parts(
     (-1.0, 0.45)
     """
     parts = latent_coordinates(latents, specs, radius=CIRCLE_RADIUS)
+    parts.update(derived_parts(parts))
     if erased is not None:
         for part in part_names(HUES):
             parts[part] = np.where(erased, 0.0, parts[part])
@@ -101,7 +116,11 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
 
     Returns:
         `{"parts": {part: Lambda_eff}, "mean_squared_change": {part: E[(z1 - z2)^2]},
-        "sample_size": count}`, Lambda_eff at most `MAX_EFFECTIVE_CONCENTRATION`.
+        "correlation": {part: rho}, "unshared": [part], "sample_size": count}`:
+        Lambda_eff (at most `MAX_EFFECTIVE_CONCENTRATION`) of `renderer.PARTS`; rho,
+        the Pearson correlation of a part between the two views (1 for a part no pair
+        changes), also of `renderer.DERIVED_PARTS`; the parts with rho below
+        `UNSHARED_CORRELATION`.
     """
     if not isinstance(count, (int, np.integer)) or count < 2:
         raise ValueError(f"`count` must be an int of at least 2; got {count!r}.")
@@ -119,36 +138,80 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
         parts1 = latent_parts(latents, specs=specs)
         parts2 = latent_parts(source.positive_latents(latents, pair_seed), specs=specs)
     change = {part: float(np.mean((parts1[part] - parts2[part]) ** 2)) for part in PARTS}
+    correlation = {
+        part: _correlation(parts1[part], parts2[part]) for part in (*PARTS, *DERIVED_PARTS)
+    }
     return {
         "parts": {
             part: 1 / max(value, 1 / MAX_EFFECTIVE_CONCENTRATION) for part, value in change.items()
         },
         "mean_squared_change": change,
+        "correlation": correlation,
+        "unshared": [part for part, rho in correlation.items() if rho < UNSHARED_CORRELATION],
         "sample_size": int(count),
     }
 
 
-def effective_blocks(concentration: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
-    """Parts split into `"content"`, what a pair changes least, and `"style"`: a part
-    no pair changes (Lambda_eff at `MAX_EFFECTIVE_CONCENTRATION`) is content; the
-    others split at the widest gap between their sorted log Lambda_eff, the parts
-    above it content (all content when they are equal)."""
-    changed = [p for p in concentration if concentration[p] < MAX_EFFECTIVE_CONCENTRATION]
-    content = set(concentration) - set(changed)
-    names = sorted(changed, key=lambda part: concentration[part])
-    logs = np.log([concentration[part] for part in names])
-    if len(names) < 2 or np.ptp(logs) == 0:
-        content |= set(names)
+def _correlation(first: np.ndarray, second: np.ndarray) -> float:
+    """Pearson's rho of a part in the two views; 1 where no pair changes it."""
+    if np.allclose(first, second, rtol=0, atol=1e-9):
+        return 1.0
+    return float(np.corrcoef(first, second)[0, 1])
+
+
+def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
+    """Shared parts split into `"content"`, what a pair keeps most, and `"style"`, by
+    their correlation rho between a pair's two views (`effective_concentration`'s
+    `"correlation"`), a rule free of units.
+
+    Unshared parts (rho below `UNSHARED_CORRELATION`) are in neither block. A part no
+    pair changes (rho 1) is content. The others are placed on s = log(1 / (1 - rho))
+    (for a stationary pair, log of Lambda_eff times twice the part's variance) and
+    split where the two groups' variance between them is largest (Otsu's rule in one
+    dimension), the parts above content; no split (all content) unless the closest
+    parts across it lie at least `MIN_BLOCK_GAP` apart in 1 / (1 - rho), so that
+    near-equal parts are not cut apart.
+
+    Example:
+
+    >>> effective_blocks({"x": 0.02, "y": 0.69, "scale": 0.54, "rotation_cos": 1.0})
+    {'content': ('y', 'rotation_cos'), 'style': ('scale',)}
+    >>> effective_blocks({"x": 0.5, "y": 0.52})
+    {'content': ('x', 'y'), 'style': ()}
+    """
+    shared = [p for p, rho in correlation.items() if rho >= UNSHARED_CORRELATION]
+    content = {p for p in shared if correlation[p] >= 1}
+    changed = sorted(set(shared) - content, key=lambda part: correlation[part])
+    scores = -np.log1p(-np.array([correlation[part] for part in changed]))
+    cut = _otsu_cut(scores)
+    if cut and np.exp(scores[cut] - scores[cut - 1]) >= MIN_BLOCK_GAP:
+        content |= set(changed[cut:])
     else:
-        content |= set(names[int(np.argmax(np.diff(logs))) + 1 :])
+        content |= set(changed)
+    order = [*PARTS, *DERIVED_PARTS]
     return {
-        "content": tuple(p for p in PARTS if p in content),
-        "style": tuple(p for p in PARTS if p in concentration and p not in content),
+        "content": tuple(p for p in order if p in content),
+        "style": tuple(p for p in order if p in shared and p not in content),
     }
+
+
+def _otsu_cut(sorted_scores: np.ndarray) -> int:
+    """The index k (1 <= k < n) that splits sorted scores into [:k] and [k:] with the
+    largest variance between the two groups; 0 for fewer than two scores."""
+    n = len(sorted_scores)
+    if n < 2:
+        return 0
+    between = [
+        k * (n - k) * (sorted_scores[:k].mean() - sorted_scores[k:].mean()) ** 2
+        for k in range(1, n)
+    ]
+    return int(np.argmax(between)) + 1
 
 
 __all__ = [
     "MAX_EFFECTIVE_CONCENTRATION",
+    "MIN_BLOCK_GAP",
+    "UNSHARED_CORRELATION",
     "effective_blocks",
     "effective_concentration",
     "latent_parts",

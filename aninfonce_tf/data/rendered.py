@@ -161,10 +161,10 @@ class RenderedPairs:
         return effective_concentration(self, count, seed)
 
     def blocks(self, count: int = 8192) -> dict[str, tuple[str, ...]]:
-        """Latent parts split into `"content"` (what a pair changes least) and
-        `"style"` by their Lambda_eff measured on `count` simulated pairs
+        """Shared latent parts split into `"content"` (what a pair keeps most) and
+        `"style"` by their correlation between the views of `count` simulated pairs
         (`effective_concentration.effective_blocks`); `shape` is kept by every pair."""
-        return effective_blocks(self.effective_concentration(count)["parts"])
+        return effective_blocks(self.effective_concentration(count)["correlation"])
 
     def positive_latents(self, latents: Mapping[str, tf.Tensor], seed) -> dict[str, tf.Tensor]:
         """z+ around `latents` by the conditional (`"latent"`) or its spike and slab

@@ -158,6 +158,23 @@ def part_names(names, specs: Mapping[str, Latent] = LATENTS) -> tuple[str, ...]:
 
 
 PARTS = part_names(CONTINUOUS)
+# Functions of the latents scored beside the parts (not in the MCC: not latents of
+# their own): the centre's distance from the vertical midline, which a flip keeps.
+DERIVED_PARTS = ("x_offset",)
+
+
+def derived_parts(coordinates: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`DERIVED_PARTS` of `latent_coordinates` in units (`{part: [N]}`): `x_offset`,
+    `|x|` in x's units, is flip-invariant because x's range is centred on the midline.
+
+    Example:
+
+    >>> derived_parts({"x": np.array([-1.0, 0.5])})["x_offset"].tolist()
+    [1.0, 0.5]
+    """
+    return (
+        {"x_offset": np.abs(np.asarray(coordinates["x"], "float64"))} if "x" in coordinates else {}
+    )
 
 
 def latent_units(value, spec: Latent):
@@ -334,6 +351,7 @@ def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
 
 __all__ = [
     "CONTINUOUS",
+    "DERIVED_PARTS",
     "EXTENT",
     "HUES",
     "LATENTS",
@@ -347,6 +365,7 @@ __all__ = [
     "latent_matrix",
     "latent_units",
     "object_latents",
+    "derived_parts",
     "part_names",
     "render",
     "sample_latents",

@@ -33,7 +33,13 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.renderer import LATENTS, Latent, latent_coordinates, part_names
+from aninfonce_tf.data.renderer import (
+    LATENTS,
+    Latent,
+    derived_parts,
+    latent_coordinates,
+    part_names,
+)
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
 from aninfonce_tf.evaluation.identifiability import (
     match_dimensions,
@@ -137,7 +143,7 @@ def latent_scores(
     Returns:
         `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `part_linear_r2`
         `{part: R^2}` (a circular latent's parts `<name>_cos`, `<name>_sin`, the others
-        themselves), `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}`
+        themselves, and `renderer.DERIVED_PARTS`), `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}`
         when `blocks` (of latents or parts) are given, and the same with `nonlinear_`
         when `nonlinear`. The orientation scores over the parts: `mcc`
         (`identifiability.mean_correlation_coefficient`, a feature dimension per part),
@@ -161,7 +167,9 @@ def latent_scores(
     matrix = np.concatenate([targets[name] for name in names], axis=1)
 
     parts = list(part_names(names, specs))
-    unknown = sorted({m for ms in (blocks or {}).values() for m in ms} - set(names) - set(parts))
+    derived = derived_parts(latent_coordinates(latents, specs))
+    known = {*names, *parts, *derived}
+    unknown = sorted({m for ms in (blocks or {}).values() for m in ms} - known)
     if unknown:
         raise ValueError(f"`blocks` name {unknown}, neither latents nor parts {parts}.")
 
@@ -173,18 +181,22 @@ def latent_scores(
 
     stage = progress or (lambda text: None)
     fitted = np.concatenate([fit_rows, validation_rows])
+    # The derived parts are scored as further columns, after the parts.
+    scored = np.concatenate([matrix, *(value[:, None] for value in derived.values())], axis=1)
     stage("linear probes")
-    per_columns = {"linear": ridge_r2(features, matrix, fitted, test_rows)}
+    per_columns = {"linear": ridge_r2(features, scored, fitted, test_rows)}
     if nonlinear:
         stage("kernel ridge")
         kernel_rows = fit_rows[:max_kernel_fit]
         per_columns["nonlinear"] = kernel_ridge_r2(
-            features, matrix, kernel_rows, validation_rows, test_rows
+            features, scored, kernel_rows, validation_rows, test_rows
         )
     scores = orientation_scores(features, matrix, parts, blocks, names, specs, fitted, test_rows)
     for kind, per_column in per_columns.items():
         r2 = per_latent(per_column)
-        part_r2 = {part: float(value) for part, value in zip(parts, per_column, strict=True)}
+        part_r2 = {
+            part: float(value) for part, value in zip([*parts, *derived], per_column, strict=True)
+        }
         scores[f"{kind}_r2"] = r2
         scores[f"{kind}_r2_mean"] = float(np.mean(list(r2.values())))
         scores[f"part_{kind}_r2"] = part_r2
@@ -202,6 +214,11 @@ def latent_scores(
                 features[fitted], labels[fitted], features[test_rows], labels[test_rows]
             )
     return scores
+
+
+def _derived_names(continuous) -> tuple[str, ...]:
+    """The `renderer.DERIVED_PARTS` that latents named `continuous` give."""
+    return tuple(derived_parts({name: np.zeros(1) for name in continuous}))
 
 
 def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
@@ -281,7 +298,7 @@ class LatentEvaluator:
         self.latents = {name: np.asarray(value) for name, value in latents.items()}
         self.blocks = {name: tuple(members) for name, members in (blocks or {}).items()}
         continuous = [n for n, spec in specs.items() if not spec.classes and n in latents]
-        known = {*continuous, *part_names(continuous, specs)}
+        known = {*continuous, *part_names(continuous, specs), *_derived_names(continuous)}
         unknown = sorted({m for ms in self.blocks.values() for m in ms} - known)
         if unknown:
             raise ValueError(f"`blocks` name {unknown}, neither latents nor parts {sorted(known)}.")
@@ -306,7 +323,8 @@ class LatentEvaluator:
         names = set()
         for level, kind in itertools.product(LEVELS, kinds):
             names |= {f"{level}/{kind}_r2/{latent}" for latent in continuous}
-            names |= {f"{level}/part_{kind}_r2/{p}" for p in part_names(continuous, self.specs)}
+            parts = (*part_names(continuous, self.specs), *_derived_names(continuous))
+            names |= {f"{level}/part_{kind}_r2/{p}" for p in parts}
             names.add(f"{level}/{kind}_r2_mean")
             names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
         for level in LEVELS:

@@ -9,6 +9,7 @@ import pytest
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.effective_concentration import (
     MAX_EFFECTIVE_CONCENTRATION,
+    MIN_BLOCK_GAP,
     effective_blocks,
     effective_concentration,
     latent_parts,
@@ -110,23 +111,37 @@ def test_parts_are_in_units_of_a_range_two_wide_and_erased_hues_are_zero():
     assert parts["rotation_cos"].tolist() == pytest.approx([np.sqrt(2) / np.pi] * 2)
 
 
-def test_blocks_split_at_the_widest_gap_and_unchanged_parts_are_content():
-    cap = MAX_EFFECTIVE_CONCENTRATION
-    blocks = effective_blocks(
-        {
-            "x": 0.6,
-            "y": 2.0,
-            "scale": 1.1,
-            "rotation_cos": cap,
-            "rotation_sin": 5,
-            "object_hue_cos": 22,
-        }
-    )
-    assert blocks == {
-        "content": ("rotation_cos", "object_hue_cos"),
-        "style": ("x", "y", "scale", "rotation_sin"),
+def test_blocks_follow_correlations_leave_unshared_parts_out_and_keep_near_ties_together():
+    correlation = {
+        "x": 0.02,  # unshared: in no block
+        "y": 0.69,
+        "scale": 0.54,
+        "rotation_cos": 1.0,  # no pair changes it: content
+        "rotation_sin": -0.04,
+        "object_hue_cos": 0.72,
+        "x_offset": 0.31,
     }
-    assert effective_blocks({"x": 5.0, "y": 5.0}) == {"content": ("x", "y"), "style": ()}
+    assert effective_blocks(correlation) == {
+        "content": ("y", "rotation_cos", "object_hue_cos"),
+        "style": ("scale", "x_offset"),
+    }
+    # Free of units: the same correlations give the same blocks, whatever Lambda_eff.
+    # Parts within MIN_BLOCK_GAP of each other are not cut apart.
+    assert effective_blocks({"x": 0.5, "y": 0.55}) == {"content": ("x", "y"), "style": ()}
+    gap = 1 - (1 - 0.5) / MIN_BLOCK_GAP  # y's 1 / (1 - rho) exactly MIN_BLOCK_GAP times x's
+    assert effective_blocks({"x": 0.5, "y": gap + 1e-6})["style"] == ("x",)
+    assert effective_blocks({"x": 0.5, "y": gap - 1e-3})["style"] == ()
+
+
+def test_correlations_and_unshared_parts_of_flipped_views():
+    # A flip maps x to 1 - x and rotation to -rotation: a pair shares neither sign, only
+    # the flip-invariant |x - 1/2| and the rotation's cos.
+    flips = dataclasses.replace(STILL, flip_probability=0.5)
+    estimate = effective_concentration(RenderedPairs(augment=flips, size=32), count=20_000)
+    rho = estimate["correlation"]
+    assert estimate["unshared"] == ["x", "rotation_sin"]
+    assert abs(rho["x"]) < 0.05 and rho["x_offset"] == rho["rotation_cos"] == 1.0
+    assert rho["object_hue_cos"] == 1.0
 
 
 def test_estimates_repeat_and_bad_counts_are_refused():

@@ -323,16 +323,18 @@ def test_blocks_follow_the_measured_concentrations_of_every_mode():
         f"{hue}_{part}" for hue in ("object_hue", "background_hue") for part in ("cos", "sin")
     )
     assert RenderedPairs(mode="latent").blocks() == {
-        "content": ("x", "y", "scale"),
+        "content": ("x", "y", "scale", "x_offset"),
         "style": circular,
     }
-    # SimCLR's views move x, y and scale (crop) and the rotation's sin (flip) far more
-    # than the hues (jitter, grayscale); the rotation's cos no view changes.
+    # SimCLR's views: a flip leaves a pair no shared sign of x or of the rotation's sin
+    # (unshared, in no block), the crop moves scale and |x - 1/2| more than y and the
+    # hues (jitter, grayscale); the rotation's cos no view changes.
     quick = RenderedPairs(mode="augment", augment=SimCLRAugment(crop_scale=(0.4, 1.0)))
     assert quick.blocks() == {
-        "content": ("rotation_cos",) + circular[2:],
-        "style": ("x", "y", "scale", "rotation_sin"),
+        "content": ("y", "rotation_cos") + circular[2:],
+        "style": ("scale", "x_offset"),
     }
+    assert quick.effective_concentration()["unshared"] == ["x", "rotation_sin"]
 
 
 @pytest.mark.parametrize(

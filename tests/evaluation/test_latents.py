@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.rendered import RenderedPairs
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, sample_latents
+from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, PARTS, sample_latents
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.evaluation.latents import (
     KERNEL_ALPHAS,
@@ -143,7 +143,10 @@ def test_block_means_are_the_means_of_their_latents_or_parts():
     )
     with pytest.raises(ValueError, match="rotation_tan"):
         latent_scores(features, latents, blocks={"b": ("rotation_tan",)}, nonlinear=False)
-    assert scores["block_linear_r2"]["content"] > 0.99
+    assert blocks["content"] == ("x", "y", "scale", "x_offset")
+    assert min(parts[name] for name in ("x", "y", "scale")) > 0.99
+    # |x - 1/2| is scored as a part of its own: no linear map of x reads it.
+    assert parts["x_offset"] < 0.05
     assert scores["block_linear_r2"]["style"] < 0.05
 
 
@@ -230,5 +233,6 @@ def test_orientation_over_parts_identity_rotation_and_blocks():
     mixed = latent_scores(rotated, latents, blocks=blocks, nonlinear=False)
     assert mixed["mcc"] < 0.85
     assert mixed["mcc"] == pytest.approx(mixed["mcc_floor"], abs=4 * mixed["mcc_floor_sd"])
-    assert min(mixed["part_linear_r2"].values()) > 0.99  # a rotation keeps every R^2
+    # A rotation keeps every part's R^2 (the derived |x - 1/2| was never linear).
+    assert min(mixed["part_linear_r2"][part] for part in PARTS) > 0.99
     assert min(mixed["subspace_r2"].values()) < 0.9

@@ -22,7 +22,7 @@ def test_help_lists_the_presets_and_the_pair_flags(capsys):
         load_recipe("rendered").main(["--help"])
     assert stop.value.code == 0
     text = "".join(capsys.readouterr().out.split())
-    assert "--preset{large-objects,quick,latent,spike-slab}" in text
+    assert "--preset{large-objects,quick,latent,spike-slab,latent-spread}" in text
     for flag in ("--mode", "--concentration", "--change-probability", "--crop-min-scale"):
         assert flag in text
     assert "--seeds" in text and "--smoke" in text
@@ -140,7 +140,7 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     kinds = ("linear_r2", "nonlinear_r2") if rendered.PRESETS[preset].nonlinear else ("linear_r2",)
     estimate = run["effective_concentration"]
     assert list(estimate["parts"]) == list(PARTS) and estimate["sample_size"] == 8192
-    blocks = effective_blocks(estimate["parts"])
+    blocks = effective_blocks(estimate["correlation"])
     assert run["blocks"] == {block: list(parts) for block, parts in blocks.items()}
     for name in ("aninfonce", "infonce"):
         for level in ("backbone", "projector"):
