@@ -38,8 +38,8 @@ from pathlib import Path
 import h5py
 import keras
 
-from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.disk_space import room_for, state_bytes
+from aninfonce_tf.errors import UsageError
 
 NULL_VALUES = "null_values"
 _NULL_NOTE = (

@@ -19,35 +19,9 @@ from pathlib import Path
 
 import keras
 
-from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.errors import OutOfSpace
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-
-
-class OutOfSpace(UsageError):
-    """A write that the disk has no room for, refused before it starts (the free space
-    checked against an estimate) or stopped by the disk (`ENOSPC`): every file written
-    before it is kept, and the recipes print it as one line and exit with status 1.
-
-    Args:
-        path: the file (or directory) that was to be written.
-        needed: the bytes it needs (an estimate; 0: unknown).
-        free: the bytes free on its disk.
-
-    Example:
-
-    >>> error = OutOfSpace(Path("run/seed_0/results.json"), 0, 512)
-    >>> isinstance(error, UsageError), str(error)
-    (True, 'No space left in run/seed_0 for results.json: 512 are free. Free space or pass another --out; the run resumes.')
-    """
-
-    def __init__(self, path: Path, needed: int, free: int):
-        self.path, self.needed, self.free = path, needed, free
-        room = f"it needs about {needed:,} bytes and {free:,} are" if needed else f"{free:,} are"
-        super().__init__(
-            f"No space left in {path.parent} for {path.name}: {room} free. Free space or "
-            "pass another --out; the run resumes."
-        )
 
 
 def free_bytes(path: str | Path) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from aninfonce_tf.functional import check_temperature
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.losses import (
@@ -111,7 +113,8 @@ LOSS_VARIANTS: dict[str, LossVariant] = {}
 
 def register_loss(name: str, **options):
     """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
-    built by `cls.from_options(run_options, **options)`. Registering a name again
+    built from the run's loss flags and `options` (`cls.from_options(run_options,
+    **options)` when the class defines it). Registering a name again
     is allowed only for the same class (module and qualified name: a re-run
     definition) with the same options.
 
@@ -173,6 +176,78 @@ def _class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _info_nce_from_options(
+    cls: type[InfoNCE], options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
+) -> InfoNCE:
+    beta = options.hard_negative_beta if hard_negatives else 0.0
+    if ensemble:
+        temperature = _ensemble_temperatures(options)
+    else:
+        temperature = check_temperature(options.infonce_temperature, "infonce_temperature")[0]
+    similarity = "cosine" if options.normalized else "euclidean"
+    return cls(
+        similarity,
+        temperature=temperature,
+        hard_negative_beta=beta,
+        block_size=options.block_size,
+    )
+
+
+def _an_info_nce_from_options(
+    cls: type[AnInfoNCE], options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
+) -> AnInfoNCE:
+    beta = options.hard_negative_beta if hard_negatives else 0.0
+    temperature = 1.0
+    if ensemble:
+        temperatures = _ensemble_temperatures(options)
+        median = float(np.median(temperatures))
+        temperature = [t / median for t in temperatures]
+    return cls(temperature=temperature, hard_negative_beta=beta, block_size=options.block_size)
+
+
+def _ensemble_temperatures(options: LossOptions) -> list[float]:
+    # Checked here, so that the message names the recipes' flag.
+    return check_temperature(list(options.ensemble_temperatures), "ensemble_temperatures")
+
+
+# The builders of this package's losses from the run's loss flags; a subclass is built
+# by the builder of its nearest base here.
+_BUILDERS = {AnInfoNCE: _an_info_nce_from_options, InfoNCE: _info_nce_from_options}
+
+
+def _loss_from_options(
+    loss_class: type[ContrastiveLoss], options: LossOptions, **variant_options
+) -> ContrastiveLoss:
+    """The loss of a registered variant, from the run's loss flags (`options`) and the
+    variant's own fixed options (`register_loss(name, **variant_options)`): by the
+    class's own `from_options` classmethod, else by this package's builder of its
+    nearest base, else as `loss_class(**variant_options)`."""
+    if hasattr(loss_class, "from_options"):
+        return loss_class.from_options(options, **variant_options)
+    for base in loss_class.__mro__:
+        if base in _BUILDERS:
+            return _BUILDERS[base](loss_class, options, **variant_options)
+    return loss_class(**variant_options)
+
+
+def _concentration_layer(
+    loss_class: type[ContrastiveLoss], options: LossOptions
+) -> DiagonalScaling | None:
+    """The Lambda_hat layer a model training `loss_class` holds (None: none)."""
+    if loss_class.concentration == "isotropic":
+        return DiagonalScaling(
+            options.starting_concentration, parametrization=options.parametrization, tied=True
+        )
+    if loss_class.concentration == "diagonal":
+        return DiagonalScaling(
+            options.starting_concentration,
+            parametrization=options.parametrization,
+            initial_noise=0.1,
+            seed=options.seed,
+        )
+    return None
+
+
 def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling | None]:
     """The loss and Lambda_hat layer of the registered variant `name`.
 
@@ -193,13 +268,13 @@ def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling
         raise ValueError(f"Unknown loss variant {name!r}; expected one of {tuple(LOSS_VARIANTS)}.")
     variant = LOSS_VARIANTS[name]
     run_options = LossOptions(**options)
-    loss = variant.loss_class.from_options(run_options, **variant.options)
+    loss = _loss_from_options(variant.loss_class, run_options, **variant.options)
     if run_options.block_size and getattr(loss, "block_size", None) != run_options.block_size:
         raise ValueError(
             f"The loss variant {name!r} has no blockwise form: pass `block_size` None "
             "(`--loss-block-size 0`) for it."
         )
-    return loss, variant.loss_class.concentration_layer(run_options)
+    return loss, _concentration_layer(variant.loss_class, run_options)
 
 
 # The variants the recipes compare, in the order `--help` lists them.

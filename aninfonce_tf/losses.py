@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import keras
-import numpy as np
 
 from aninfonce_tf import functional
 from aninfonce_tf.layers import DiagonalScaling
-
-if TYPE_CHECKING:
-    from aninfonce_tf.loss_variants import LossOptions
 
 CONCENTRATIONS = ("diagonal", "isotropic")
 
@@ -38,11 +34,13 @@ class ContrastiveLoss(keras.losses.Loss):
     Subclasses implement `per_row_losses` and set `concentration` (None, `"diagonal"`
     or `"isotropic"`: the trainable Lambda_hat the model must hold) and `stat_names`
     (the statistics `per_row_losses` returns, logged by `fit`). To run in the
-    recipes, override `from_options` when the class takes arguments from the run's
-    loss flags, and register it with `loss_variants.register_loss`.
+    recipes, register it with `loss_variants.register_loss`, and give it a classmethod
+    `from_options(options, **variant_options)` when it takes arguments from the run's
+    loss flags (`loss_variants.LossOptions`).
 
     Example (a loss defined in a user's file):
 
+    >>> import numpy as np
     >>> class SquaredAlignment(ContrastiveLoss):
     ...     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
     ...         return keras.ops.sum(keras.ops.square(z1 - z2), axis=-1), {}
@@ -85,28 +83,6 @@ class ContrastiveLoss(keras.losses.Loss):
                 "the model `DiagonalScaling(..., tied=True)`."
             )
 
-    @classmethod
-    def from_options(cls, options: LossOptions, **variant_options) -> ContrastiveLoss:
-        """The loss of a registered variant, from the run's loss flags (`options`) and
-        the variant's own fixed options (`register_loss(name, **variant_options)`)."""
-        return cls(**variant_options)
-
-    @classmethod
-    def concentration_layer(cls, options: LossOptions) -> DiagonalScaling | None:
-        """The Lambda_hat layer a model training this loss holds (None: none)."""
-        if cls.concentration == "isotropic":
-            return DiagonalScaling(
-                options.starting_concentration, parametrization=options.parametrization, tied=True
-            )
-        if cls.concentration == "diagonal":
-            return DiagonalScaling(
-                options.starting_concentration,
-                parametrization=options.parametrization,
-                initial_noise=0.1,
-                seed=options.seed,
-            )
-        return None
-
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class InfoNCE(ContrastiveLoss):
@@ -132,6 +108,7 @@ class InfoNCE(ContrastiveLoss):
 
     Example:
 
+    >>> import numpy as np
     >>> loss = InfoNCE(temperature=0.5)
     >>> z = np.eye(4, dtype="float32")
     >>> round(float(loss(z, z)), 4)
@@ -203,25 +180,6 @@ class InfoNCE(ContrastiveLoss):
             )
         super().check_scaling(scaling)
 
-    @classmethod
-    def from_options(
-        cls, options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
-    ) -> InfoNCE:
-        beta = options.hard_negative_beta if hard_negatives else 0.0
-        if ensemble:
-            temperature = _ensemble_temperatures(options)
-        else:
-            temperature = functional.check_temperature(
-                options.infonce_temperature, "infonce_temperature"
-            )[0]
-        similarity = "cosine" if options.normalized else "euclidean"
-        return cls(
-            similarity,
-            temperature=temperature,
-            hard_negative_beta=beta,
-            block_size=options.block_size,
-        )
-
     def get_config(self):
         config = super().get_config()
         config.update(self.options)
@@ -248,6 +206,7 @@ class AnInfoNCE(InfoNCE):
 
     Example:
 
+    >>> import numpy as np
     >>> from aninfonce_tf.layers import DiagonalScaling
     >>> scaling = DiagonalScaling(initial_concentration=[1.0, 4.0])
     >>> u = np.array([[1.0, 0.0], [0.0, 1.0]], "float32")
@@ -291,18 +250,6 @@ class AnInfoNCE(InfoNCE):
             **kwargs,
         )
 
-    @classmethod
-    def from_options(
-        cls, options: LossOptions, hard_negatives: bool = False, ensemble: bool = False
-    ) -> AnInfoNCE:
-        beta = options.hard_negative_beta if hard_negatives else 0.0
-        temperature = 1.0
-        if ensemble:
-            temperatures = _ensemble_temperatures(options)
-            median = float(np.median(temperatures))
-            temperature = [t / median for t in temperatures]
-        return cls(temperature=temperature, hard_negative_beta=beta, block_size=options.block_size)
-
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class IsotropicAnInfoNCE(AnInfoNCE):
@@ -319,6 +266,7 @@ class IsotropicAnInfoNCE(AnInfoNCE):
 
     Example:
 
+    >>> import numpy as np
     >>> scaling = DiagonalScaling(4.0, tied=True)
     >>> u = np.array([[1.0, 0.0], [0.0, 1.0]], "float32")
     >>> cosine = InfoNCE(temperature=0.25)(u, u[::-1])
@@ -330,13 +278,6 @@ class IsotropicAnInfoNCE(AnInfoNCE):
 
     def __init__(self, name: str = "isotropic_an_info_nce", **kwargs):
         super().__init__(name=name, **kwargs)
-
-
-def _ensemble_temperatures(options: LossOptions) -> list[float]:
-    # Checked here, so that the message names the recipes' flag.
-    return functional.check_temperature(
-        list(options.ensemble_temperatures), "ensemble_temperatures"
-    )
 
 
 __all__ = [

@@ -18,9 +18,9 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=True)
 def _fresh_readout_checks(monkeypatch):
     """Each test runs the readout checks it builds, as a new process would."""
-    from aninfonce_tf.configs import readout_check
+    from aninfonce_tf.configs import images
 
-    monkeypatch.setattr(readout_check, "_RECORDS", {})
+    monkeypatch.setattr(images, "_RECORDS", {})
 
 
 @pytest.fixture(autouse=True)

@@ -35,8 +35,9 @@ from aninfonce_tf import (
 from aninfonce_tf.checkpoints import Backup, read_json, write_json
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic, train
 from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.configs.mnist_vae import trained_decoder
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
-from aninfonce_tf.data.vae import VAE, digit_images, trained_decoder
+from aninfonce_tf.data.vae import VAE, digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.evaluation.targets import parse_targets

@@ -15,8 +15,8 @@ import numbers
 import typing
 
 from aninfonce_tf import memory, optimizers
-from aninfonce_tf.configs.fields import layer_widths, require_at_least, split_list
 from aninfonce_tf.distribute import STRATEGIES
+from aninfonce_tf.errors import UsageError
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_variants
 
@@ -51,9 +51,11 @@ RUN_GROUPS = {
 }
 
 
-class UsageError(ValueError):
-    """A setting that cannot run, found before training: the recipes print it as one
-    line and exit with status 2, as argparse does for a bad flag.
+@contextlib.contextmanager
+def as_usage_errors():
+    """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
+    the run directory) as `UsageError`s, which the recipes print as one line; every
+    other error keeps its traceback.
 
     Example:
 
@@ -61,21 +63,56 @@ class UsageError(ValueError):
     ...     RunConfig(steps=0).validate()
     Traceback (most recent call last):
     ...
-    aninfonce_tf.configs.base.UsageError: `steps` (0) must be a positive multiple of `eval_every` (500).
+    aninfonce_tf.errors.UsageError: `steps` (0) must be a positive multiple of `eval_every` (500).
     """
-
-
-@contextlib.contextmanager
-def as_usage_errors():
-    """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
-    the run directory) as `UsageError`s, which the recipes print as one line; every
-    other error keeps its traceback."""
     try:
         yield
     except UsageError:
         raise
     except ValueError as error:
         raise UsageError(str(error)) from error
+
+
+def split_list(text: str, kind: type = str) -> list:
+    """`"a, b,c"` -> `["a", "b", "c"]`, each converted by `kind`; empty items dropped."""
+    return [kind(item.strip()) for item in text.split(",") if item.strip()]
+
+
+def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") -> None:
+    """Raises `ValueError` naming the field `name` of `config` when it is below `minimum`
+    (`why`: what the minimum is for).
+
+    Example:
+
+    >>> require_at_least(RunConfig(steps=0), "steps", 1, "0 trains nothing")
+    Traceback (most recent call last):
+    ...
+    ValueError: `steps` must be at least 1 (0 trains nothing); got 0.
+    """
+    value = getattr(config, name)
+    if value < minimum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"`{name}` must be at least {minimum}{reason}; got {value}.")
+
+
+def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
+    """The comma-separated layer widths of the field `name` of `config`.
+
+    Raises:
+        ValueError: naming the field unless every width is a positive integer and,
+            unless `allow_empty`, there is one.
+    """
+    text = getattr(config, name)
+    try:
+        widths = split_list(text, int)
+    except ValueError:
+        widths = None
+    if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
+        raise ValueError(
+            f"`{name}` must be comma-separated positive widths such as '64,32'"
+            f"{' (or empty)' if allow_empty else ''}; got {text!r}."
+        )
+    return widths
 
 
 def option(

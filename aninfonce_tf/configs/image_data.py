@@ -9,22 +9,22 @@ ImageNet's are read from its files, in a new order each epoch
 
 Example:
 
->>> from aninfonce_tf.configs.images import ImageConfig
->>> source = training_source(ImageConfig(dataset="photos", patches_per_photo=2))
->>> source["image"].shape, worker_shard(ImageConfig(), source, 1, 2)["label"].shape
+>>> photos = ImageSource(dataset="photos", patches_per_photo=2)
+>>> source = training_source(photos)
+>>> source["image"].shape, worker_shard(photos, source, 1, 2)["label"].shape
 ((18, 48, 48, 3), (9,))
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.configs.linear_evaluation import linear_evaluator
+from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluator
 from aninfonce_tf.data.datasets import (
     IMAGENET_10PCT,
     PHOTO_NAMES,
@@ -35,9 +35,6 @@ from aninfonce_tf.data.datasets import (
 from aninfonce_tf.data.epochs import FilePieces, held_in_memory
 from aninfonce_tf.evaluation.linear_evaluation import LinearEvaluator
 
-if TYPE_CHECKING:
-    from aninfonce_tf.configs.images import ImageConfig
-
 # The classes of each dataset (the final linear evaluation's classifier's outputs).
 CLASSES = {"photos": len(PHOTO_NAMES), "cifar10": 10, "imagenet2012": 1000}
 # The datasets whose training images are read from their files, too many to hold.
@@ -46,8 +43,40 @@ READ_FROM_FILES = ("imagenet2012",)
 TEST_SPLITS = {"cifar10": "test", "imagenet2012": "validation"}
 
 
+@dataclasses.dataclass(frozen=True)
+class ImageSource:
+    """The fields of an image config (`configs.images.ImageConfig.image_source()`) that
+    say where its examples come from.
+
+    Args:
+        dataset: "photos", "cifar10" or "imagenet2012".
+        data_dir: tfds' data directory ("": its default).
+        mock_data: random tfds examples instead of the dataset.
+        batch_size: the training batch (tfds' mock data holds at least as many).
+        seed: seed of the photos' patches.
+        test_size: test examples the probes draw from.
+        patches_per_photo: training patches cut from each photo.
+        linear_eval_split: "train" or "10pct", the final linear evaluation's training
+            examples.
+
+    Example:
+
+    >>> ImageSource(dataset="cifar10").dataset
+    'cifar10'
+    """
+
+    dataset: str = "photos"
+    data_dir: str = ""
+    mock_data: bool = False
+    batch_size: int = 256
+    seed: int = 0
+    test_size: int = 2000
+    patches_per_photo: int = 400
+    linear_eval_split: str = "train"
+
+
 @contextlib.contextmanager
-def data_source(config: ImageConfig):
+def data_source(config: ImageSource):
     """Within it, tfds gives random examples when `config.mock_data` (tfds' mock)."""
     if config.mock_data:
         import tensorflow_datasets as tfds
@@ -58,7 +87,7 @@ def data_source(config: ImageConfig):
         yield
 
 
-def examples(config: ImageConfig, split: str, decode: bool = True) -> tf.data.Dataset:
+def examples(config: ImageSource, split: str, decode: bool = True) -> tf.data.Dataset:
     """`{image, label}` examples of the split ("train" or "test"); tfds' images
     encoded with `decode=False` (`tfds_images`)."""
     if config.dataset == "photos":
@@ -70,7 +99,7 @@ def examples(config: ImageConfig, split: str, decode: bool = True) -> tf.data.Da
     return tfds_images(config.dataset, tfds_split, config.data_dir or None, decode=decode)
 
 
-def training_source(config: ImageConfig) -> Mapping[str, np.ndarray] | FilePieces:
+def training_source(config: ImageSource) -> Mapping[str, np.ndarray] | FilePieces:
     """One pass over the training examples, as `datasets.pair_batches` reads it: held
     in memory (tfds' images encoded), or ImageNet's files (call it within
     `data_source`)."""
@@ -80,7 +109,7 @@ def training_source(config: ImageConfig) -> Mapping[str, np.ndarray] | FilePiece
 
 
 def worker_shard(
-    config: ImageConfig, source: Mapping[str, np.ndarray] | FilePieces, index: int, count: int
+    config: ImageSource, source: Mapping[str, np.ndarray] | FilePieces, index: int, count: int
 ) -> Mapping[str, np.ndarray] | FilePieces:
     """The `index`-th of `count` disjoint parts of `training_source(config)`: every
     `count`-th example held in memory, or an even part of the split's files."""
@@ -89,7 +118,7 @@ def worker_shard(
     return {key: values[index::count] for key, values in source.items()}
 
 
-def final_examples(config: ImageConfig) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+def final_examples(config: ImageSource) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """The train and test examples of the final linear evaluation: every one of the
     training split (or of SimCLR's 10 % subset of ImageNet's, `linear_eval_split`) and
     of the test split, tfds' images encoded (call it within `data_source`: mock data is
@@ -108,20 +137,24 @@ def final_examples(config: ImageConfig) -> tuple[tf.data.Dataset, tf.data.Datase
 
 
 def final_evaluators(
-    config: ImageConfig, image_size: int, decode: Callable[[dict], dict] | None
+    config: LinearEvaluationConfig,
+    source: ImageSource,
+    image_size: int,
+    decode: Callable[[dict], dict] | None,
 ) -> list[LinearEvaluator]:
-    """The final linear evaluation of `config` on `final_examples` (tfds' images
-    decoded by `decode`), in a list: empty without `linear_eval_epochs` (call it within
-    `data_source`)."""
+    """The final linear evaluation of `config` on `final_examples(source)` (tfds'
+    images decoded by `decode`), in a list: empty without `linear_eval_epochs` (call it
+    within `data_source`)."""
     if not config.linear_eval_epochs:
         return []
-    train, test = final_examples(config)
-    classes = CLASSES[config.dataset]
+    train, test = final_examples(source)
+    classes = CLASSES[source.dataset]
     return [linear_evaluator(config, train, test, image_size, classes, decode)]
 
 
 __all__ = [
     "CLASSES",
+    "ImageSource",
     "READ_FROM_FILES",
     "TEST_SPLITS",
     "data_source",

@@ -35,15 +35,18 @@ learning rate from them.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 import math
 import warnings
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs import image_data
+from aninfonce_tf.configs import image_data, readout_check
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.learning_rates import (
     LEARNING_RATE_SCALINGS,
@@ -52,8 +55,8 @@ from aninfonce_tf.configs.learning_rates import (
 )
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
-from aninfonce_tf.configs.readout_check import ReadoutCheckConfig, readout_probes
-from aninfonce_tf.data.augment import AUGMENTATION_PRESETS
+from aninfonce_tf.configs.readout_check import CHECK_SEED, CHECK_VIEWS_SEED, ReadoutCheckConfig
+from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
     pair_batches,
@@ -67,6 +70,7 @@ from aninfonce_tf.data.probe_sets import (
     stratified_arrays,
 )
 from aninfonce_tf.encoders import resnet18_cifar, resnet50, small_cnn
+from aninfonce_tf.evaluation.determinable import DeterminableProbeEvaluator
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.probes import FOLDS, ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
@@ -116,6 +120,10 @@ SMOKE = dict(
     readout_check_steps=4,
     readout_check_batch_size=32,
 )
+
+
+# The records of the checks run in this process, by their config (seed `CHECK_SEED`).
+_RECORDS: dict[str, dict] = {}
 
 
 @dataclasses.dataclass
@@ -192,6 +200,19 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
     def test_size(self) -> int:
         """Test images the probes need: the class probe's and the readout's."""
         return max(self.probe_size, self.readout_size)
+
+    def image_source(self) -> image_data.ImageSource:
+        """Where this config's examples come from (`image_data`'s functions read it)."""
+        return image_data.ImageSource(
+            dataset=self.dataset,
+            data_dir=self.data_dir,
+            mock_data=self.mock_data,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            test_size=self.test_size,
+            patches_per_photo=self.patches_per_photo,
+            linear_eval_split=self.linear_eval_split,
+        )
 
     def steps_per_epoch(self) -> int:
         """Full batches in the training split (at least 1)."""
@@ -275,6 +296,63 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
                 require_prepared(self.dataset, self.data_dir or None)
 
 
+def preset_readout_check(
+    config: ImageConfig,
+    encoder: Callable[[], keras.Model],
+    augment: SimCLRAugment,
+    canvas: int | None = None,
+    decode: Callable[[dict], dict] | None = None,
+) -> dict:
+    """The preset's `readout_check` (call it within `image_data.data_source`):
+    `config`'s with the seed `CHECK_SEED`, trained on the training examples of that
+    config and scored on a view of each of the first `readout_size` of the `test_size`
+    test examples that `probe_sets.stratified_arrays` draws with the seed
+    `[CHECK_SEED, 1]` (the readout's images at seed `CHECK_SEED`). Run once per process
+    for configs that differ only in their seed; the check is seeded, so a new process
+    gets the same record."""
+    check_config = dataclasses.replace(config, seed=CHECK_SEED)
+    key = json.dumps(dataclasses.asdict(check_config), sort_keys=True, default=str)
+    if key not in _RECORDS:
+        views = centre_squares_and_views(
+            augment, tf.constant([CHECK_SEED, CHECK_VIEWS_SEED], tf.int64), canvas
+        )
+        check_source = check_config.image_source()
+        test = image_data.examples(check_source, "test")
+        arrays, _, _ = stratified_arrays(test, config.test_size, [CHECK_SEED, 1], views)
+        rows = slice(config.readout_size)
+        params = {name: values[rows] for name, values in arrays["params"].items()}
+        train = image_data.training_source(check_source)
+        _RECORDS[key] = readout_check.readout_check(
+            check_config, encoder, train, augment, arrays["view"][rows], params, canvas, decode
+        )
+    return copy.deepcopy(_RECORDS[key])
+
+
+def readout_probes(
+    config: ImageConfig,
+    encoder: Callable[[], keras.Model],
+    augment: SimCLRAugment,
+    canvas: int | None = None,
+    decode: Callable[[dict], dict] | None = None,
+) -> tuple[type[ImageProbeEvaluator], dict, dict]:
+    """The image probes' evaluator class, its extra keyword arguments and its entries
+    of `results.json`'s `run` record: without the check, `ImageProbeEvaluator` and
+    none; with it, `DeterminableProbeEvaluator` keeping the targets that
+    `preset_readout_check` finds, and its record, `readout_determinable`."""
+    if not config.readout_check_steps:
+        return ImageProbeEvaluator, {}, {}
+    record = preset_readout_check(config, encoder, augment, canvas, decode)
+    if not record["kept"]:
+        warnings.warn(
+            f"The readout check ({config.readout_check_steps} steps) kept no target: "
+            "augmentation_readout will be NaN (augmentation_readout_all_targets and each "
+            "target's score stay). Expected of a smoke run's brief check; otherwise one "
+            "view determines none of the targets, or `readout_check_steps` is too few.",
+            stacklevel=2,
+        )
+    return DeterminableProbeEvaluator, {"kept": record["kept"]}, {"readout_determinable": record}
+
+
 def build(config: ImageConfig) -> Experiment:
     """Pairs of SimCLR views, the encoder and projector, the probes and, with
     `linear_eval_epochs`, the final linear evaluation."""
@@ -287,14 +365,15 @@ def build(config: ImageConfig) -> Experiment:
     readout_seed = tf.constant([config.seed, 123], tf.int64)
     test_prepare = centre_squares_and_views(augment, readout_seed, canvas)
     data_dir = config.data_dir or None
-    with image_data.data_source(config):
+    source = config.image_source()
+    with image_data.data_source(source):
         train_arrays, train_labels, train_pool = stratified_arrays(
-            image_data.examples(config, "train"),
+            image_data.examples(source, "train"),
             config.probe_size,
             [config.seed, 0],
             centre_squares(size),
         )
-        test = image_data.examples(config, "test")
+        test = image_data.examples(source, "test")
         test_arrays, test_labels, test_pool = stratified_arrays(
             test,
             config.test_size,
@@ -310,11 +389,11 @@ def build(config: ImageConfig) -> Experiment:
             )
         # The training images of tfds stay encoded until `pair_batches` has skipped and
         # shuffled them.
-        train = image_data.training_source(config)
+        train = image_data.training_source(source)
         decode = (
             None if config.dataset == "photos" else tfds_image_decoder(config.dataset, data_dir)
         )
-        final = image_data.final_evaluators(config, size, decode)
+        final = image_data.final_evaluators(config, source, size, decode)
         shape = (size, size, 3)
         encoders = {
             "small_cnn": lambda: small_cnn(shape, config.features),
@@ -350,7 +429,7 @@ def build(config: ImageConfig) -> Experiment:
         # Each worker reads its own shard (tfds: an even part of the split) in
         # per-replica batches, with its own augmentation stream.
         index, count = context.input_pipeline_id, context.num_input_pipelines
-        shard = image_data.worker_shard(config, train, index, count)
+        shard = image_data.worker_shard(source, train, index, count)
         local_replicas = context.num_replicas_in_sync // context.num_input_pipelines
         return pair_batches(
             shard,
@@ -407,5 +486,7 @@ __all__ = [
     "SUMMARY",
     "TRAIN_EXAMPLES",
     "build",
+    "preset_readout_check",
+    "readout_probes",
     "scaled_learning_rate",
 ]

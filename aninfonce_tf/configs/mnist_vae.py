@@ -15,13 +15,18 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
+import zipfile
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import plots
+from aninfonce_tf.checkpoints import replace_atomically, write_json
 from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
@@ -31,8 +36,9 @@ from aninfonce_tf.data.synthetic import (
     SyntheticSetup,
     concentration_from_spec,
 )
-from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, trained_decoder
+from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, train_vae
 from aninfonce_tf.encoders import small_cnn
+from aninfonce_tf.errors import UsageError
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
 
 
@@ -181,4 +187,76 @@ SMOKE = dict(
     encoder_filters="8",
 )
 
-__all__ = ["MnistVaeConfig", "PRESETS", "SMOKE", "build"]
+
+def trained_decoder(
+    latent_dim: int = 10,
+    source: str = "digits",
+    steps: int = 3000,
+    beta: float = 1.0,
+    seed: int = 0,
+    cache_dir: str | Path = "~/.cache/aninfonce_tf/vae",
+    data_dir: str | None = None,
+) -> tuple[keras.Model, Path]:
+    """The frozen decoder of a VAE trained with these settings: loaded from
+    `cache_dir` when trained before, otherwise trained (`data.vae.train_vae`) and
+    saved there with a grid of reconstructions (`reconstructions.png`), the decoder
+    last and atomically: a process killed while saving leaves no cache to load. Runs
+    that share `cache_dir` may train and save the same VAE at once: each file is
+    written through a temporary of each process's own, then renamed into place.
+
+    Returns:
+        `(decoder, directory)`; the decoder is not trainable.
+
+    Raises:
+        ValueError: for fewer than 1 `steps` (`train_vae`).
+        UsageError: (a `ValueError`) for a cached decoder that does not load (a
+            damaged file), naming it and the fix.
+    """
+    settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
+    key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    directory = Path(cache_dir).expanduser() / f"{source}-{latent_dim}d-{key}"
+    path = directory / "decoder.keras"
+    if path.exists():
+        decoder = _cached_decoder(path)
+    else:
+        vae, images = train_vae(latent_dim, source, steps, beta, seed, data_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        decoder = vae.decoder
+        write_json(directory / "settings.json", settings, shared=True)
+        shown = [images[:16], vae.predict(images[:16], verbose=0)]
+        replace_atomically(
+            directory / "reconstructions.png",
+            lambda temporary: plots.plot_image_grid(
+                shown, temporary, row_titles=["digit", "reconstruction"]
+            ),
+            shared=True,
+        )
+        # Last and atomically: a decoder.keras in the cache is a whole one, and a
+        # process killed before leaves none, so that the next call trains again.
+        replace_atomically(path, decoder.save, shared=True)
+    decoder.trainable = False
+    return decoder, directory
+
+
+def _cached_decoder(path: Path) -> keras.Model:
+    """The decoder saved at `path`.
+
+    Raises:
+        UsageError: for a file that does not load, naming it and the fix.
+    """
+    try:
+        return keras.saving.load_model(path)
+    except Exception as error:  # whatever a damaged file raises; Ctrl-C is not one
+        # Keras says "File not found" of a file that is there but not a whole zip.
+        reason = (
+            f"{type(error).__name__}: {' '.join(str(error).split())}"
+            if zipfile.is_zipfile(path)
+            else "not a whole .keras zip file"
+        )
+        raise UsageError(
+            f"the cached VAE decoder {path} does not load ({reason}): delete it, and the "
+            "next run trains the VAE again (or pass another --vae-cache-dir)."
+        ) from None
+
+
+__all__ = ["MnistVaeConfig", "PRESETS", "SMOKE", "build", "trained_decoder"]

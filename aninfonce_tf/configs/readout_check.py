@@ -11,7 +11,8 @@ own, `CHECK_STREAM`), `readout_check_batch_size` views a step, and scores it on 
 of each of the readout's test images of seed `CHECK_SEED`, drawn with the seed
 `[CHECK_SEED, CHECK_VIEWS_SEED]` (the readout's are drawn with `[seed, 123]`). It does
 not depend on the contrastive model: `configs.images.build` runs it before training,
-once per process for configs that differ only in their seed (`preset_readout_check`).
+once per process for configs that differ only in their seed
+(`configs.images.preset_readout_check`).
 
 Example:
 
@@ -24,26 +25,16 @@ ValueError: `readout_check_steps` must be at least 0 (0: no check, the readout a
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import json
-import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
 
-from aninfonce_tf.configs import image_data
 from aninfonce_tf.configs.base import RunConfig, option, require_at_least
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.datasets import pair_batches
-from aninfonce_tf.data.probe_sets import centre_squares_and_views, stratified_arrays
-from aninfonce_tf.evaluation.determinable import DeterminableProbeEvaluator, determinability
-from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
-
-if TYPE_CHECKING:
-    from aninfonce_tf.configs.images import ImageConfig
+from aninfonce_tf.evaluation.determinable import determinability
 
 # The augmentation stream of the check's training views: apart from the contrastive
 # training's, 0, and its workers', 0 to workers - 1 (`pair_batches`' `stream`).
@@ -52,8 +43,6 @@ CHECK_STREAM = 2**20
 CHECK_VIEWS_SEED = 124
 # The seed of the check, whatever the training seed: its images, views and network.
 CHECK_SEED = 0
-# The records of the checks run in this process, by their config (seed `CHECK_SEED`).
-_RECORDS: dict[str, dict] = {}
 
 
 @dataclasses.dataclass
@@ -133,68 +122,10 @@ def readout_check(
     }
 
 
-def preset_readout_check(
-    config: ImageConfig,
-    encoder: Callable[[], keras.Model],
-    augment: SimCLRAugment,
-    canvas: int | None = None,
-    decode: Callable[[dict], dict] | None = None,
-) -> dict:
-    """The preset's `readout_check` (call it within `image_data.data_source`):
-    `config`'s with the seed `CHECK_SEED`, trained on the training examples of that
-    config and scored on a view of each of the first `readout_size` of the `test_size`
-    test examples that `probe_sets.stratified_arrays` draws with the seed
-    `[CHECK_SEED, 1]` (the readout's images at seed `CHECK_SEED`). Run once per process
-    for configs that differ only in their seed; the check is seeded, so a new process
-    gets the same record."""
-    check_config = dataclasses.replace(config, seed=CHECK_SEED)
-    key = json.dumps(dataclasses.asdict(check_config), sort_keys=True, default=str)
-    if key not in _RECORDS:
-        views = centre_squares_and_views(
-            augment, tf.constant([CHECK_SEED, CHECK_VIEWS_SEED], tf.int64), canvas
-        )
-        test = image_data.examples(check_config, "test")
-        arrays, _, _ = stratified_arrays(test, config.test_size, [CHECK_SEED, 1], views)
-        rows = slice(config.readout_size)
-        params = {name: values[rows] for name, values in arrays["params"].items()}
-        train = image_data.training_source(check_config)
-        _RECORDS[key] = readout_check(
-            check_config, encoder, train, augment, arrays["view"][rows], params, canvas, decode
-        )
-    return copy.deepcopy(_RECORDS[key])
-
-
-def readout_probes(
-    config: ImageConfig,
-    encoder: Callable[[], keras.Model],
-    augment: SimCLRAugment,
-    canvas: int | None = None,
-    decode: Callable[[dict], dict] | None = None,
-) -> tuple[type[ImageProbeEvaluator], dict, dict]:
-    """The image probes' evaluator class, its extra keyword arguments and its entries
-    of `results.json`'s `run` record: without the check, `ImageProbeEvaluator` and
-    none; with it, `DeterminableProbeEvaluator` keeping the targets that
-    `preset_readout_check` finds, and its record, `readout_determinable`."""
-    if not config.readout_check_steps:
-        return ImageProbeEvaluator, {}, {}
-    record = preset_readout_check(config, encoder, augment, canvas, decode)
-    if not record["kept"]:
-        warnings.warn(
-            f"The readout check ({config.readout_check_steps} steps) kept no target: "
-            "augmentation_readout will be NaN (augmentation_readout_all_targets and each "
-            "target's score stay). Expected of a smoke run's brief check; otherwise one "
-            "view determines none of the targets, or `readout_check_steps` is too few.",
-            stacklevel=2,
-        )
-    return DeterminableProbeEvaluator, {"kept": record["kept"]}, {"readout_determinable": record}
-
-
 __all__ = [
     "CHECK_SEED",
     "CHECK_STREAM",
     "CHECK_VIEWS_SEED",
     "ReadoutCheckConfig",
     "readout_check",
-    "preset_readout_check",
-    "readout_probes",
 ]

@@ -2,8 +2,8 @@
 image experiment with known latents (the paper's MNIST experiment).
 
 Trained on MNIST through tfds when it is prepared, otherwise on scikit-learn's
-8x8 digits (shipped with scikit-learn) upsampled to 28x28. The trained VAE is
-cached by its settings and reused.
+8x8 digits (shipped with scikit-learn) upsampled to 28x28 (`train_vae`); the
+experiment caches the trained decoder (`configs.mnist_vae.trained_decoder`).
 
 Example:
 
@@ -14,19 +14,11 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import zipfile
-from pathlib import Path
-
 import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.checkpoints import replace_atomically, write_json
-from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.data.options import without_autotune
-from aninfonce_tf.plots import plot_image_grid
 
 IMAGE_SHAPE = (28, 28, 1)
 SOURCES = ("digits", "mnist")
@@ -169,90 +161,54 @@ class VAE(keras.Model):
         }
 
 
-def trained_decoder(
+def train_vae(
     latent_dim: int = 10,
     source: str = "digits",
     steps: int = 3000,
     beta: float = 1.0,
     seed: int = 0,
-    cache_dir: str | Path = "~/.cache/aninfonce_tf/vae",
     data_dir: str | None = None,
-) -> tuple[keras.Model, Path]:
-    """The frozen decoder of a VAE trained with these settings: loaded from
-    `cache_dir` when trained before, otherwise trained (batch 128, Adam 1e-3) and
-    saved there with a grid of reconstructions (`reconstructions.png`), the decoder
-    last and atomically: a process killed while saving leaves no cache to load. Runs
-    that share `cache_dir` may train and save the same VAE at once: each file is
-    written through a temporary of each process's own, then renamed into place.
+) -> tuple[VAE, np.ndarray]:
+    """A VAE trained on the digit images of `source` (batch 128, Adam 1e-3).
+
+    Args:
+        latent_dim: the latents' dimension.
+        source: one of `SOURCES` (`digit_images`).
+        steps: training steps, at least 1.
+        beta: weight of the KL term.
+        seed: seed of the weights and of the shuffling.
+        data_dir: tfds' data directory (None: its default).
 
     Returns:
-        `(decoder, directory)`; the decoder is not trainable.
+        `(vae, images)`: the trained VAE and the images it was trained on.
 
     Raises:
         ValueError: for fewer than 1 `steps` (Keras would train until the data ends,
             which it never does).
-        UsageError: (a `ValueError`) for a cached decoder that does not load (a
-            damaged file), naming it and the fix.
+
+    Example:
+
+    >>> vae, images = train_vae(2, steps=1)
+    training the VAE decoder (digits, 2 latents, 1 steps)
+    >>> vae.decoder.output_shape, images.shape
+    ((None, 28, 28, 1), (1797, 28, 28, 1))
     """
     if steps < 1:
         raise ValueError(f"`steps` must be at least 1; got {steps}.")
-    settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
-    key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
-    directory = Path(cache_dir).expanduser() / f"{source}-{latent_dim}d-{key}"
-    path = directory / "decoder.keras"
-    if path.exists():
-        decoder = _cached_decoder(path)
-    else:
-        images = digit_images(source, data_dir)
-        keras.utils.set_random_seed(seed)
-        vae = VAE(latent_dim=latent_dim, beta=beta, seed=seed)
-        vae.compile(keras.optimizers.Adam(1e-3), jit_compile=True)
-        data = without_autotune(
-            tf.data.Dataset.from_tensor_slices(images)
-            .shuffle(len(images), seed=seed)
-            .repeat()
-            .batch(128, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
-        )
-        print(f"training the VAE decoder ({source}, {latent_dim} latents, {steps} steps)")
-        vae.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
-        directory.mkdir(parents=True, exist_ok=True)
-        decoder = vae.decoder
-        write_json(directory / "settings.json", settings, shared=True)
-        shown = [images[:16], vae.predict(images[:16], verbose=0)]
-        replace_atomically(
-            directory / "reconstructions.png",
-            lambda temporary: plot_image_grid(
-                shown, temporary, row_titles=["digit", "reconstruction"]
-            ),
-            shared=True,
-        )
-        # Last and atomically: a decoder.keras in the cache is a whole one, and a
-        # process killed before leaves none, so that the next call trains again.
-        replace_atomically(path, decoder.save, shared=True)
-    decoder.trainable = False
-    return decoder, directory
+    images = digit_images(source, data_dir)
+    keras.utils.set_random_seed(seed)
+    vae = VAE(latent_dim=latent_dim, beta=beta, seed=seed)
+    vae.compile(keras.optimizers.Adam(1e-3), jit_compile=True)
+    data = without_autotune(
+        tf.data.Dataset.from_tensor_slices(images)
+        .shuffle(len(images), seed=seed)
+        .repeat()
+        .batch(128, drop_remainder=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    print(f"training the VAE decoder ({source}, {latent_dim} latents, {steps} steps)")
+    vae.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+    return vae, images
 
 
-def _cached_decoder(path: Path) -> keras.Model:
-    """The decoder saved at `path`.
-
-    Raises:
-        UsageError: for a file that does not load, naming it and the fix.
-    """
-    try:
-        return keras.saving.load_model(path)
-    except Exception as error:  # whatever a damaged file raises; Ctrl-C is not one
-        # Keras says "File not found" of a file that is there but not a whole zip.
-        reason = (
-            f"{type(error).__name__}: {' '.join(str(error).split())}"
-            if zipfile.is_zipfile(path)
-            else "not a whole .keras zip file"
-        )
-        raise UsageError(
-            f"the cached VAE decoder {path} does not load ({reason}): delete it, and the "
-            "next run trains the VAE again (or pass another --vae-cache-dir)."
-        ) from None
-
-
-__all__ = ["SOURCES", "VAE", "digit_images", "trained_decoder", "vae_decoder", "vae_encoder"]
+__all__ = ["SOURCES", "VAE", "digit_images", "train_vae", "vae_decoder", "vae_encoder"]

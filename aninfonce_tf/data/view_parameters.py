@@ -17,15 +17,12 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.image_ops import JITTER_OPS
-
-if TYPE_CHECKING:
-    from aninfonce_tf.data.augment import SimCLRAugment
 
 # Attempts per image at a crop box within the image before falling back to a
 # central crop (torchvision's RandomResizedCrop tries 10 times too).
@@ -44,6 +41,32 @@ PARAMETERS = (
     "blur_sigma",
     "solarize",
 )
+
+
+class ViewSettings(Protocol):
+    """The settings `draw_parameters` reads, as `SimCLRAugment` holds and documents them.
+
+    Example:
+
+    >>> from aninfonce_tf.data.augment import SimCLRAugment
+    >>> settings: ViewSettings = SimCLRAugment(hue=0.0)
+    >>> settings.hue, settings.crop_scale
+    (0.0, (0.08, 1.0))
+    """
+
+    crop_scale: tuple[float, float]
+    crop_ratio: tuple[float, float]
+    flip_probability: float
+    jitter_probability: float
+    brightness: float
+    contrast: float
+    saturation: float
+    hue: float
+    random_jitter_order: bool
+    grayscale_probability: float
+    blur_probability: float
+    blur_sigma: tuple[float, float]
+    solarize_probability: float
 
 
 def stateless_seed(seed) -> tf.Tensor:
@@ -75,9 +98,9 @@ def stateless_seed(seed) -> tf.Tensor:
 
 
 def draw_parameters(
-    augment: SimCLRAugment, batch: int | tf.Tensor, image_sizes: tf.Tensor, seed: tf.Tensor
+    augment: ViewSettings, batch: int | tf.Tensor, image_sizes: tf.Tensor, seed: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """`PARAMETERS` of `batch` views by `augment` (the settings of a `SimCLRAugment`)
+    """`PARAMETERS` of `batch` views by `augment` (a `SimCLRAugment`'s settings)
     of images `image_sizes` (`[B, 2]` heights and widths in pixels), from the
     stateless `seed` (`[2]`): float32, `[B]` each but `crop_box` and `jitter_order`
     (`[B, 4]`), as `SimCLRAugment` documents them.
@@ -171,4 +194,11 @@ def crop_boxes(
     return tf.stack([top, left, top + height, left + width], axis=1)
 
 
-__all__ = ["CROP_ATTEMPTS", "PARAMETERS", "crop_boxes", "draw_parameters", "stateless_seed"]
+__all__ = [
+    "CROP_ATTEMPTS",
+    "PARAMETERS",
+    "ViewSettings",
+    "crop_boxes",
+    "draw_parameters",
+    "stateless_seed",
+]

@@ -15,8 +15,8 @@ import signal
 import threading
 from pathlib import Path
 
-from aninfonce_tf.configs.base import UsageError
-from aninfonce_tf.disk_space import OutOfSpace, free_bytes, is_out_of_space
+from aninfonce_tf.disk_space import free_bytes, is_out_of_space
+from aninfonce_tf.errors import OutOfSpace, UsageError
 
 # Exit statuses: a usage error (as argparse), a failure (a full disk), and the
 # shell's for SIGINT and SIGTERM.

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.errors import UsageError
 
 try:
     import fcntl

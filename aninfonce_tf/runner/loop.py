@@ -26,9 +26,10 @@ from pathlib import Path
 import keras
 
 from aninfonce_tf.checkpoints import Backup, read_json, remove_backup, write_json
-from aninfonce_tf.configs.base import RunConfig, UsageError, as_usage_errors
+from aninfonce_tf.configs.base import RunConfig, as_usage_errors
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
+from aninfonce_tf.errors import UsageError
 from aninfonce_tf.evaluation.console import on_terminal
 from aninfonce_tf.evaluation.targets import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS

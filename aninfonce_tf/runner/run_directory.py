@@ -31,8 +31,9 @@ import keras
 import aninfonce_tf
 from aninfonce_tf import backbones
 from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
-from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig, UsageError
+from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
 from aninfonce_tf.disk_space import state_bytes
+from aninfonce_tf.errors import UsageError
 from aninfonce_tf.evaluation.targets import canonical_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel

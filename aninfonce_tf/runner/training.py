@@ -12,9 +12,10 @@ import keras
 
 from aninfonce_tf import distribute, optimizers
 from aninfonce_tf.checkpoints import Backup
-from aninfonce_tf.configs.base import RunConfig, UsageError
+from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import training_views
+from aninfonce_tf.errors import UsageError
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
 from aninfonce_tf.evaluation.console import EpochLine
 from aninfonce_tf.evaluation.targets import Target, targets_reached

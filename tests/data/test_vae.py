@@ -42,12 +42,12 @@ def test_a_missing_mnist_says_how_to_prepare_it_within_seconds(tmp_path):
 
 
 def test_the_vae_learns_and_is_cached(tmp_path, capsys):
-    decoder, directory = vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
+    decoder, directory = mnist_vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
     assert "training the VAE" in capsys.readouterr().out
     assert not decoder.trainable
     assert (directory / "reconstructions.png").stat().st_size > 1000
     assert json.loads((directory / "settings.json").read_text())["steps"] == 300
-    cached, same = vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
+    cached, same = mnist_vae.trained_decoder(6, steps=300, cache_dir=tmp_path)
     assert same == directory and "training the VAE" not in capsys.readouterr().out
     z = np.random.default_rng(0).normal(size=(64, 6)).astype("float32")
     np.testing.assert_allclose(cached(z), decoder(z), rtol=1e-6)
@@ -68,7 +68,7 @@ def test_a_decoder_save_cut_short_leaves_no_cache_to_load(tmp_path, monkeypatch)
     # Its training is not at stake.
     monkeypatch.setattr(vae.VAE, "fit", lambda *args, **kwargs: None)
     with pytest.raises(OSError, match="killed while saving"):
-        vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+        mnist_vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
     # The next call trains again instead of failing to load a torn decoder.keras; the
     # write's own temporary, which no later write replaces, is gone.
     assert list(tmp_path.glob("*/decoder.keras")) == list(tmp_path.glob("*/.partial-*")) == []
@@ -103,12 +103,12 @@ def test_a_damaged_cached_decoder_is_named_with_its_fix(tmp_path, monkeypatch, c
     config = dataclasses.replace(mnist_vae.PRESETS["digits"], **mnist_vae.SMOKE)
     cache = tmp_path / "vae"
     settings = (config.dim, config.vae_source, config.vae_steps, config.vae_beta, config.seed)
-    _, directory = vae.trained_decoder(*settings, cache_dir=cache)
+    _, directory = mnist_vae.trained_decoder(*settings, cache_dir=cache)
     path = directory / "decoder.keras"
     path.write_bytes(DAMAGES[damage](path.read_bytes()))
     message = f"the cached VAE decoder {path} does not load .*: delete it"
     with pytest.raises(ValueError, match=message):
-        vae.trained_decoder(*settings, cache_dir=cache)
+        mnist_vae.trained_decoder(*settings, cache_dir=cache)
     # The recipe: one line, no traceback.
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
@@ -130,10 +130,10 @@ def test_runs_saving_the_same_vae_at_once_each_put_a_whole_decoder_in_place(tmp_
         temporaries.append(Path(path))
         save(model, path, *args, **kwargs)
         if len(temporaries) == 1:  # the first run's file written, not yet renamed
-            vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+            mnist_vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
 
     monkeypatch.setattr(keras.Model, "save", save_while_another_run_saves)
-    _, directory = vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
+    _, directory = mnist_vae.trained_decoder(2, steps=1, cache_dir=tmp_path)
     first, second = temporaries
     assert first != second and first.parent == second.parent == directory
     keras.saving.load_model(directory / "decoder.keras")

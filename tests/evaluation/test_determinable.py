@@ -250,7 +250,7 @@ def test_an_image_config_with_the_check_records_it_and_averages_what_it_keeps(mo
     assert list(other.evaluators[0].kept) == record["kept"]
     assert not np.allclose(other.evaluators[0].views, evaluator.views)
     # A new process runs it again, seeded, to the same record.
-    monkeypatch.setattr(readout_check, "_RECORDS", {})
+    monkeypatch.setattr(images, "_RECORDS", {})
     again = images.build(dataclasses.replace(config, seed=3)).metadata["readout_determinable"]
     assert len(checked) == 2 and again == record
     (_, seed_zero_views, _), (_, seed_three_views, _) = checked

@@ -1,0 +1,55 @@
+"""The error types every tier raises: a setting that cannot run (`UsageError`) and a
+full disk (`OutOfSpace`, a `UsageError`). This module imports nothing of the package.
+
+Example:
+
+>>> from pathlib import Path
+>>> print(OutOfSpace(Path("run/aninfonce/model.keras"), 2_000_000, 1_000))
+No space left in run/aninfonce for model.keras: it needs about 2,000,000 bytes and 1,000 are free. Free space or pass another --out; the run resumes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UsageError(ValueError):
+    """A setting that cannot run, found before training: the recipes print it as one
+    line and exit with status 2, as argparse does for a bad flag.
+
+    Example:
+
+    >>> raise UsageError("`steps` (0) must be a positive multiple of `eval_every` (500).")
+    Traceback (most recent call last):
+    ...
+    aninfonce_tf.errors.UsageError: `steps` (0) must be a positive multiple of `eval_every` (500).
+    """
+
+
+class OutOfSpace(UsageError):
+    """A write that the disk has no room for, refused before it starts (the free space
+    checked against an estimate) or stopped by the disk (`ENOSPC`): every file written
+    before it is kept, and the recipes print it as one line and exit with status 1.
+
+    Args:
+        path: the file (or directory) that was to be written.
+        needed: the bytes it needs (an estimate; 0: unknown).
+        free: the bytes free on its disk.
+
+    Example:
+
+    >>> error = OutOfSpace(Path("run/seed_0/results.json"), 0, 512)
+    >>> isinstance(error, UsageError), str(error)
+    (True, 'No space left in run/seed_0 for results.json: 512 are free. Free space or pass another --out; the run resumes.')
+    """
+
+    def __init__(self, path: Path, needed: int, free: int):
+        self.path, self.needed, self.free = path, needed, free
+        room = f"it needs about {needed:,} bytes and {free:,} are" if needed else f"{free:,} are"
+        super().__init__(
+            f"No space left in {path.parent} for {path.name}: {room} free. Free space or "
+            "pass another --out; the run resumes."
+        )
+
+
+__all__ = ["OutOfSpace", "UsageError"]
