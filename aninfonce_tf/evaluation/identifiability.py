@@ -29,6 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_blocks
 from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.features import level_features
+from aninfonce_tf.evaluation.protocol import concentration_scores
 
 
 def _split(latents, features, train_fraction: float, seed: int):
@@ -426,8 +427,8 @@ class IdentifiabilityEvaluator:
             if getattr(model, "alignment", None) is not None:
                 model.alignment.set_matrix(alignment)
         if getattr(model, "scaling", None) is not None:
+            scores.update(concentration_scores(model))
             learned = np.asarray(model.scaling.concentration)
-            scores["lambda_hat"] = learned.tolist()
             # A tied Lambda_hat (one learned temperature) has no order to compare.
             if self.true_concentration is not None and not getattr(model.scaling, "tied", False):
                 scores.update(

@@ -51,7 +51,7 @@ from aninfonce_tf.evaluation.probes import (
     augmentation_readout,
     linear_probe_accuracy,
 )
-from aninfonce_tf.evaluation.protocol import level_stages
+from aninfonce_tf.evaluation.protocol import concentration_scores, level_stages
 
 # Fractions of the renders that fit the probes, choose the kernel's hyperparameters and
 # score.
@@ -371,8 +371,7 @@ class LatentEvaluator:
                         view_features, self.view_params, channels=self.views.shape[-1]
                     )
                     scores[level].update(readout)
-        if getattr(model, "scaling", None) is not None:
-            scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
+        scores.update(concentration_scores(model))
         return scores
 
 

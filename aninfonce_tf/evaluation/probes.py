@@ -78,7 +78,7 @@ from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.image_ops import JITTER_OPS
 from aninfonce_tf.evaluation.features import LEVELS, level_features, ridge_r2
-from aninfonce_tf.evaluation.protocol import level_stages
+from aninfonce_tf.evaluation.protocol import concentration_scores, level_stages
 
 # The logistic probes' inverse L2 penalties, chosen by FOLDS-fold cross-validation.
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
@@ -374,8 +374,7 @@ class ImageProbeEvaluator:
                 scores[level].update(
                     augmentation_readout(views, self.view_params, channels=channels)
                 )
-        if getattr(model, "scaling", None) is not None:
-            scores["lambda_hat"] = np.asarray(model.scaling.concentration).tolist()
+        scores.update(concentration_scores(model))
         return scores
 
 

@@ -19,6 +19,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
+# A Lambda_hat dimension below this fraction of the median is counted as low: the shape
+# that tells a learned temperature with a few free dimensions from a graded Lambda_hat.
+LOW_CONCENTRATION_FRACTION = 0.1
+
 
 @runtime_checkable
 class Evaluator(Protocol):
@@ -123,4 +129,31 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
     return stage
 
 
-__all__ = ["Evaluator", "level_stages", "takes_argument"]
+def concentration_scores(model) -> dict[str, Any]:
+    """A model's learned Lambda_hat (`lambda_hat`) and its shape,
+    `lambda_hat_low_dimensions`: how many entries lie below
+    `LOW_CONCENTRATION_FRACTION` of their median; empty for a model without one.
+
+    Example:
+
+    >>> class Scaling:
+    ...     concentration = np.array([0.12, 40.0, 41.0, 60.0])
+    >>> class Model:
+    ...     scaling = Scaling()
+    >>> concentration_scores(Model())["lambda_hat_low_dimensions"]
+    1
+    """
+    if getattr(model, "scaling", None) is None:
+        return {}
+    learned = np.asarray(model.scaling.concentration, "float64")
+    low = int(np.sum(learned < LOW_CONCENTRATION_FRACTION * np.median(learned)))
+    return {"lambda_hat": learned.tolist(), "lambda_hat_low_dimensions": low}
+
+
+__all__ = [
+    "LOW_CONCENTRATION_FRACTION",
+    "Evaluator",
+    "concentration_scores",
+    "level_stages",
+    "takes_argument",
+]

@@ -207,6 +207,7 @@ def test_the_evaluator_on_a_contrastive_model_with_the_readout():
     ]
     assert 0.0 <= scores["projector"]["augmentation_readout"] <= 1.0
     assert scores["lambda_hat"] == pytest.approx([2.0] * 4)
+    assert scores["lambda_hat_low_dimensions"] == 0  # none below a tenth of the median
     # Mean colours of 4x4 patches carry the background hue; 4 random projections less.
     assert (
         scores["backbone"]["linear_r2"]["background_hue"]

@@ -289,7 +289,8 @@ def test_the_image_evaluator_scores_backbone_and_projector(monkeypatch):
         for level in ("backbone", "projector")
         for stage in ("features", "linear probe", "kNN", "readout")
     ]
-    assert set(scores) == {"backbone", "projector", "lambda_hat"} and len(scores["lambda_hat"]) == 4
+    assert set(scores) == {"backbone", "projector", "lambda_hat", "lambda_hat_low_dimensions"}
+    assert len(scores["lambda_hat"]) == 4 and scores["lambda_hat_low_dimensions"] == 0
     assert set(scores["backbone"]) == {
         "class_accuracy",
         "knn_k20_accuracy",
