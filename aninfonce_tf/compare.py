@@ -121,7 +121,7 @@ def endpoint_mismatches(
     """Where two paired arms' runs of one seed stopped at other steps, scored other
     blocks or averaged other readout targets (a block score or a readout of two runs
     then averages other parts), in words; without `readout`, the readout targets are
-    not compared (`common_readout` puts every run on one set).
+    not compared (`common_readout` and `listed_readout` put every run on one set).
 
     Example:
 
@@ -196,9 +196,62 @@ def common_readout(
             if check_seed is None
             else f"The check of seed {check_seed} kept no readout target."
         )
+    _add_common_readout(arms, common)
+    return common
+
+
+def listed_readout(
+    arms: Mapping[str, dict[int, dict[str, float]]], targets: Sequence[str]
+) -> list[str]:
+    """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
+    over `targets`, a list fixed before the runs (a plan's), whatever the runs' readout
+    checks kept. Returns the targets, each once, in their order.
+
+    Example:
+
+    >>> arms = {"a": {0: {"projector/readout/grayscale": 0.7, "projector/readout/hue": 0.5}}}
+    >>> listed_readout(arms, ["grayscale", "hue"])
+    ['grayscale', 'hue']
+    >>> arms["a"][0]["projector/augmentation_readout_common"]
+    0.6
+
+    Raises:
+        ValueError: for no target, or a target some run of some arm did not score at
+            a level where it scored readout targets (the mean would average fewer).
+    """
+    targets = list(dict.fromkeys(targets))
+    if not targets:
+        raise ValueError("`--readout-targets` names no target: give them comma-separated.")
+    for label, per_seed in arms.items():
+        for seed, scores in per_seed.items():
+            scored: dict[str, set[str]] = {}
+            for key, value in scores.items():
+                parts = key.split("/")
+                finite = isinstance(value, int | float) and math.isfinite(value)
+                if len(parts) == 3 and parts[1] == "readout" and finite:
+                    scored.setdefault(parts[0], set()).add(parts[2])
+            if not scored:
+                raise ValueError(
+                    f"`--readout-targets`: seed {seed} of the arm {label!r} scored no readout "
+                    "target (`<level>/readout/<target>`): give image runs."
+                )
+            for level, names in sorted(scored.items()):
+                missing = [target for target in targets if target not in names]
+                if missing:
+                    raise ValueError(
+                        f"`--readout-targets`: seed {seed} of the arm {label!r} scored no "
+                        f"{level} readout of {missing}; it scored {sorted(names)}."
+                    )
+    _add_common_readout(arms, targets)
+    return targets
+
+
+def _add_common_readout(
+    arms: Mapping[str, dict[int, dict[str, float]]], targets: Sequence[str]
+) -> None:
     for per_seed in arms.values():
         for scores in per_seed.values():
-            readout = determinable_readout(scores, {"kept": common})
+            readout = determinable_readout(scores, {"kept": targets})
             scores.update(
                 {
                     f"{key}_common": value
@@ -206,7 +259,6 @@ def common_readout(
                     if key.endswith("/augmentation_readout")
                 }
             )
-    return common
 
 
 def compare(
@@ -318,6 +370,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         help="with --common-readout: the targets the check of this seed kept (0: the "
         "preset's check) instead of those kept in every seed",
     )
+    parser.add_argument(
+        "--readout-targets",
+        help="image runs: add <level>/augmentation_readout_common, the readout over these "
+        "comma-separated targets (a list fixed before the runs) in every run, whatever "
+        "their readout checks kept; instead of --common-readout",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     options = parser.parse_args(argv)
     try:
@@ -327,11 +385,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
             arms[label], endpoints[label] = read_arm(directory, variant)
         if options.readout_check_seed is not None and not options.common_readout:
             raise ValueError("`--readout-check-seed` needs `--common-readout`.")
-        common = (
-            common_readout(arms, endpoints, options.readout_check_seed)
-            if options.common_readout
-            else None
-        )
+        if options.readout_targets is not None and options.common_readout:
+            raise ValueError(
+                "`--readout-targets` and `--common-readout` are two rules for the readout's "
+                "targets: give one."
+            )
+        if options.readout_targets is not None:
+            listed = [name.strip() for name in options.readout_targets.split(",")]
+            common = listed_readout(arms, [name for name in listed if name])
+        elif options.common_readout:
+            common = common_readout(arms, endpoints, options.readout_check_seed)
+        else:
+            common = None
         pairs = []
         for text in options.pair:
             first, _, second = text.partition(":")
@@ -352,11 +417,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     summary["endpoints"] = endpoints
     if common is not None:
         summary["common_readout_targets"] = common
-        summary["common_readout_rule"] = (
-            "kept in every seed of every arm"
-            if options.readout_check_seed is None
-            else f"kept by the check of seed {options.readout_check_seed}"
-        )
+        if options.readout_targets is not None:
+            summary["common_readout_rule"] = "listed by --readout-targets"
+        elif options.readout_check_seed is None:
+            summary["common_readout_rule"] = "kept in every seed of every arm"
+        else:
+            summary["common_readout_rule"] = (
+                f"kept by the check of seed {options.readout_check_seed}"
+            )
     summary["endpoint_mismatches"] = mismatches
     summary["command"] = shlex.join(["python", "-m", "aninfonce_tf.compare", *argv])
     print(summary_table(summary, scores))
@@ -374,6 +442,7 @@ __all__ = [
     "common_readout",
     "compare",
     "endpoint_mismatches",
+    "listed_readout",
     "main",
     "parse_arm",
     "read_arm",

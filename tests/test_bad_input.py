@@ -33,6 +33,8 @@ from aninfonce_tf import (
     sweep,
 )
 from aninfonce_tf.checkpoints import Backup, read_json, write_json
+from aninfonce_tf.compare import listed_readout
+from aninfonce_tf.compare import main as compare_main
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic, train
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.configs.mnist_vae import trained_decoder
@@ -131,6 +133,21 @@ def _command(out) -> None:
         runner.main(synthetic, [*COMMAND, "--out", str(out)])
     assert stop.value.code == 2 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
     raise UsageError(stderr.getvalue().strip())
+
+
+def _compare_command(tmp_path, *flags) -> None:
+    """Runs `python -m aninfonce_tf.compare` on an image run of seed 0 in `tmp_path` with
+    `flags`, which must end with exit status 2; raises its error line as a `UsageError`."""
+    seed_dir = tmp_path / "run" / "seed_0"
+    seed_dir.mkdir(parents=True)
+    variant = {"projector": {"readout": {"grayscale": 0.7, "hue": 0.5}}, "steps": 10}
+    run = {"readout_determinable": {"kept": ["grayscale"], "targets": {}, "seed": 0}}
+    (seed_dir / "results.json").write_text(json.dumps({"run": run, "variants": {"x": variant}}))
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as stop:
+        compare_main([f"--arm=x={tmp_path / 'run'}:x", *flags])
+    assert stop.value.code == 2, stderr.getvalue()
+    raise UsageError(stderr.getvalue().strip().splitlines()[-1])
 
 
 def _locked_out(tmp_path):
@@ -404,6 +421,30 @@ CASES = {
         lambda p: _run_recipe(rendered, p, grayscale_probability=1.5),
         ValueError,
         r"`grayscale_probability` must lie in \[0, 1\]; got 1.5",
+    ),
+    "compare --readout-targets naming a target a run did not score": (
+        lambda _: listed_readout({"x": {0: {"projector/readout/hue": 0.5}}}, ["hue", "blur"]),
+        ValueError,
+        re.escape(
+            "`--readout-targets`: seed 0 of the arm 'x' scored no projector readout of "
+            "['blur']; it scored ['hue']."
+        ),
+    ),
+    "compare --readout-targets of runs without a per-target readout": (
+        lambda _: listed_readout({"x": {0: {"backbone/mcc": 0.5}}}, ["hue"]),
+        ValueError,
+        "seed 0 of the arm 'x' scored no readout target .*: give image runs",
+    ),
+    "compare --readout-targets with no target": (
+        lambda p: _compare_command(p, "--readout-targets", ","),
+        UsageError,
+        "`--readout-targets` names no target: give them comma-separated",
+    ),
+    "compare --readout-targets with --common-readout": (
+        lambda p: _compare_command(p, "--readout-targets", "hue", "--common-readout"),
+        UsageError,
+        "`--readout-targets` and `--common-readout` are two rules for the readout's targets: "
+        "give one",
     ),
     "a --grid-crop-min-scale below 0.4 (rendered_sweep)": (
         lambda p: sweep.run_cells(

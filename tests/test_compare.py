@@ -142,3 +142,27 @@ def test_a_common_readout_of_one_seed_averages_that_seeds_targets_in_every_run(t
     with pytest.raises(SystemExit):  # the seed alone, without --common-readout
         main([*argv[:-1], "--readout-check-seed=0"])
     assert "needs `--common-readout`" in capsys.readouterr().err
+
+
+def test_a_listed_readout_averages_the_given_targets_whatever_the_checks_kept(tmp_path, capsys):
+    # The two arms' checks kept other targets in seed 1; the list puts both on a and c.
+    directory = _image_run(tmp_path / "run", {0: ["a"], 1: ["a", "b"]})
+    other = _image_run(tmp_path / "other", {0: ["a"], 1: ["b"]})
+    argv = [f"--arm=x={directory}:x", f"--arm=y={other}:x", "--pair=x:y"]
+    summary = main([*argv, "--readout-targets=a, c,a"])
+    assert summary["common_readout_targets"] == ["a", "c"]
+    assert summary["common_readout_rule"] == "listed by --readout-targets"
+    assert summary["endpoint_mismatches"] == []
+    entry = summary["variants"]["x"]["projector/augmentation_readout_common"]
+    assert entry["mean"] == pytest.approx(0.65) and entry["n"] == 2
+    plain = _run_directory(tmp_path / "plain", "x", {0: 0.5})
+    for bad, message in (
+        (["--readout-targets=a,blur"], "seed 0 of the arm 'x' scored no projector readout of"),
+        (["--readout-targets=,"], "`--readout-targets` names no target"),
+        (["--readout-targets=a", "--common-readout"], "two rules for the readout's targets"),
+        ([f"--arm=z={plain}:x", "--readout-targets=a"], "seed 0 of the arm 'z' scored no readout"),
+    ):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, *bad])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
