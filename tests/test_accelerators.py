@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf.configs import base, images, photos
+from aninfonce_tf import optimizers, runner
+from aninfonce_tf.configs import base, cifar10, imagenet, images, photos
+from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+from aninfonce_tf.data.epochs import FilePieces
+from aninfonce_tf.runner import training as runner_training
+from tests.support import prepare_tiny_tfds
 
 
 def must_compile_functions(dataset: tf.data.Dataset) -> list[str]:
@@ -62,3 +67,54 @@ def test_a_run_directory_on_object_storage_is_refused_in_one_line(tmp_path, out)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"--out {out}: a run directory is a local path" in lines[0]
     assert not any(tmp_path.iterdir())  # no local gs:/bucket/run or ram:/run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "module, splits, image_shape, views",
+    [
+        (imagenet, {"train": 16, "validation": 16}, (60, 80, 3), 224),
+        (cifar10, {"train": 16, "test": 16}, (32, 32, 3), 32),
+    ],
+    ids=["imagenet", "cifar10"],
+)
+def test_the_presets_own_model_runs_two_steps_under_mirrored_on_two_cpus(
+    module, splits, image_shape, views, tmp_path, monkeypatch
+):
+    # What an 8-GPU or TPU run builds: the preset's encoder, precision, synchronised
+    # batch norm, optimizer and views, its data read from a prepared tfds set.
+    preset = next(iter(module.PRESETS.values())).resolved()  # the recipe's default
+    prepare_tiny_tfds(preset.dataset, tmp_path / "data", splits, image_shape)
+    seen = {}
+
+    def recording_pairs(source, augment, batch_size, **kwargs):
+        seen.update(source=type(source), view_size=augment.image_size)
+        return datasets.pair_batches(source, augment, batch_size, **kwargs)
+
+    build_model = runner_training.build_model
+
+    def recording_model(config, experiment, variant):
+        model = build_model(config, experiment, variant)
+        seen.update(
+            replicas=tf.distribute.get_strategy().num_replicas_in_sync,
+            encoder=model.encoder,
+            optimizer=type(model.optimizer),
+        )
+        return model
+
+    monkeypatch.setattr(images, "pair_batches", recording_pairs)
+    monkeypatch.setattr(runner_training, "build_model", recording_model)
+    data = str(tmp_path / "data")
+    argv = ["--smoke-full", "--strategy", "mirrored", "--data-dir", data, "--losses", "infonce"]
+    results = runner.main(module, [*argv, "--out", str(tmp_path / "run")])["infonce"]
+    assert results["steps"] == 2 and 0 <= results["backbone"]["linear_eval_accuracy"] <= 1
+    assert seen["replicas"] == 2 and seen["view_size"] == views
+    # ImageNet's training images read from the split's files; CIFAR10's held in memory.
+    assert (seen["source"] is FilePieces) == (module is imagenet)
+    encoder = seen["encoder"]
+    assert encoder.name == preset.encoder
+    expected = "mixed_bfloat16" if preset.mixed_precision else "float32"
+    assert {layer.dtype_policy.name for layer in encoder.layers[1:]} == {expected}
+    norms = [layer for layer in encoder._flatten_layers() if "synchronized" in layer.get_config()]
+    assert norms and all(layer.synchronized for layer in norms)
+    assert seen["optimizer"] is type(optimizers.encoder_optimizer(preset))
