@@ -6,15 +6,20 @@ import dataclasses
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from aninfonce_tf import optimizers, runner
+from aninfonce_tf import ContrastiveModel, distribute, optimizers, runner
 from aninfonce_tf.configs import base, cifar10, imagenet, images, photos
 from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.epochs import FilePieces
+from aninfonce_tf.encoders import resnet50
+from aninfonce_tf.layers import projection_head
+from aninfonce_tf.loss_variants import loss_variant
+from aninfonce_tf.optimizers import LARS
 from aninfonce_tf.runner import training as runner_training
 from tests.support import prepare_tiny_tfds
 
@@ -118,3 +123,81 @@ def test_the_presets_own_model_runs_two_steps_under_mirrored_on_two_cpus(
     norms = [layer for layer in encoder._flatten_layers() if "synchronized" in layer.get_config()]
     assert norms and all(layer.synchronized for layer in norms)
     assert seen["optimizer"] is type(optimizers.encoder_optimizer(preset))
+
+
+# The per-replica step of the ImageNet preset: ResNet-50 in mixed_bfloat16 with
+# synchronised batch norm, SimCLR's head, AnInfoNCE's Lambda_hat and LARS.
+REPLICA_BATCH = 2
+
+
+def _imagenet_step_model() -> ContrastiveModel:
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    encoder = resnet50((224, 224, 3), synchronized_batch_norm=True)
+    projector = projection_head([64], 16, batch_norm=True, synchronized_batch_norm=True)
+    keras.config.set_dtype_policy("float32")
+    loss, scaling = loss_variant("aninfonce")
+    model = ContrastiveModel(encoder, projector=projector, scaling=scaling)
+    model.compile(LARS(0.1), loss=loss, concentration_optimizer=keras.optimizers.Adam(0.01))
+    return model
+
+
+def _views(rows: int) -> dict:
+    views = np.zeros((rows, 224, 224, 3), "float32")
+    return {"view1": views, "view2": views}
+
+
+def replica_graph_faults(graph: tf.Graph) -> list[str]:
+    """What in a compiled step's graph would stall or break an accelerator: host
+    assertions and prints of strings, Python functions, string and float64 tensors,
+    int64 tensors other than scalars (Keras' optimizer step counters), and inputs of
+    unknown dimensions; in the graph and in its functions' bodies (control flow)."""
+    faults = []
+    host_ops = {"Assert", "Print", "PrintV2"}
+    python_ops = {"PyFunc", "EagerPyFunc", "PyFuncStateless"}
+    for op in graph.get_operations():
+        if op.type in python_ops:
+            faults.append(f"{op.type} {op.name}")
+        if op.type in host_ops and any(t.dtype == tf.string for t in op.inputs):
+            faults.append(f"{op.type} of strings {op.name}")
+        for tensor in op.outputs:
+            scalar_count = tensor.dtype == tf.int64 and tensor.shape.rank == 0
+            if tensor.dtype in (tf.string, tf.float64, tf.int64) and not scalar_count:
+                faults.append(f"{tensor.dtype.name} {tensor.name} of {op.type}")
+        placeholder = op.type == "Placeholder" and op.outputs[0].dtype != tf.resource
+        if placeholder and not op.outputs[0].shape.is_fully_defined():
+            faults.append(f"input {op.name} of shape {op.outputs[0].shape}")
+    wide = {tf.string.as_datatype_enum, tf.float64.as_datatype_enum}
+    for function in graph.as_graph_def().library.function:
+        for node in function.node_def:
+            types = [
+                value.type for value in node.attr.values() if value.WhichOneof("value") == "type"
+            ] + [t for value in node.attr.values() for t in value.list.type]
+            if node.op in python_ops or (node.op in host_ops and wide & set(types)):
+                faults.append(f"{node.op} {node.name} in {function.signature.name}")
+            elif wide & set(types):
+                faults.append(f"string or float64 {node.name} in {function.signature.name}")
+    return faults
+
+
+@pytest.mark.slow
+def test_the_replica_step_under_mirrored_has_nothing_an_accelerator_stalls_on():
+    strategy = distribute.get_strategy("mirrored")
+    with strategy.scope():
+        model = _imagenet_step_model()
+    data = distribute.distribute_global_batches(
+        strategy,
+        lambda: tf.data.Dataset.from_tensors(_views(2 * REPLICA_BATCH)).repeat(),
+        2 * REPLICA_BATCH,
+    )
+    step = tf.function(lambda batch: strategy.run(model.train_step, args=(batch,)))
+    graph = step.get_concrete_function(next(iter(data))).graph
+    assert any(op.name.startswith("replica_1/") for op in graph.get_operations())
+    assert replica_graph_faults(graph) == []
+
+
+def test_one_replicas_step_lowers_to_xla_hlo():
+    model = _imagenet_step_model()
+    step = tf.function(model.train_step, jit_compile=True)
+    batch = {key: tf.constant(value) for key, value in _views(REPLICA_BATCH).items()}
+    hlo = step.experimental_get_compiler_ir(batch)(stage="hlo")
+    assert "HloModule" in hlo and "convolution" in hlo
