@@ -17,6 +17,8 @@ from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.epochs import FilePieces
 from aninfonce_tf.encoders import resnet50
+from aninfonce_tf.evaluation.features import LEVELS, level_features, unit_float32
+from aninfonce_tf.evaluation.linear_evaluation import features_on_disk
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.optimizers import LARS
@@ -201,3 +203,49 @@ def test_one_replicas_step_lowers_to_xla_hlo():
     batch = {key: tf.constant(value) for key, value in _views(REPLICA_BATCH).items()}
     hlo = step.experimental_get_compiler_ir(batch)(stage="hlo")
     assert "HloModule" in hlo and "convolution" in hlo
+
+
+class _ReplicasSeen(keras.layers.Layer):
+    """Passes its input on and records the replicas in sync where it was called (0
+    across replicas)."""
+
+    def __init__(self, seen: list, **kwargs):
+        super().__init__(**kwargs)
+        self.record = seen.append  # not the list: Keras would track a copy of it
+
+    def call(self, inputs):
+        context = tf.distribute.get_replica_context()  # None: in the strategy's scope
+        self.record(context.num_replicas_in_sync if context else 0)
+        return inputs
+
+
+def test_probe_and_linear_evaluation_features_are_computed_on_every_replica_as_on_the_host(
+    tmp_path,
+):
+    seen = []
+    with distribute.get_strategy("mirrored").scope():
+        encoder = keras.Sequential(
+            [
+                keras.Input((8, 8, 3)),
+                _ReplicasSeen(seen),
+                keras.layers.Conv2D(4, 3),
+                keras.layers.BatchNormalization(synchronized=True),
+                keras.layers.GlobalAveragePooling2D(),
+            ]
+        )
+        model = ContrastiveModel(encoder, projector=projection_head([6], 3, batch_norm=True))
+        model.build((None, 8, 8, 3))
+    images = np.random.default_rng(0).integers(0, 256, (10, 8, 8, 3), dtype="uint8")
+    unit = unit_float32(images)  # as the host computed them, eagerly, on one device
+    host = {
+        "backbone": np.asarray(model(unit)),
+        "projector": np.asarray(model.embed(unit, scaled=False)),
+    }
+    seen.clear()
+    for level in LEVELS:  # 10 images in batches of 4: the last one padded
+        np.testing.assert_allclose(level_features(model, images, level, 4), host[level], atol=1e-5)
+    examples = tf.data.Dataset.from_tensor_slices({"image": images, "label": np.arange(10)})
+    features, labels = features_on_disk(model, examples, tmp_path / "features", 4)
+    np.testing.assert_allclose(features, host["backbone"], atol=1e-5)
+    assert labels.tolist() == list(range(10))
+    assert seen and set(seen) == {2}  # traced in each replica's context, never on one device
