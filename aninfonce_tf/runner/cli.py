@@ -39,17 +39,16 @@ def parse_config(
     hidden: Sequence[str] = (),
     smoke_full: dict | None = None,
 ) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: `--preset NAME`, `--smoke` (or
-    `--smoke-full`), `--out DIR`,
-    `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override of every
-    field of the presets' dataclass (but those in `hidden`); `@FILE` reads flags from a
-    file, as they would be typed (`_FlagsParser`).
+    """A config from the command line: `--preset NAME`, `--smoke` (or `--smoke-full`),
+    `--out DIR`, `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override
+    of every field of the presets' dataclass (but those in `hidden`); `@FILE` reads
+    flags from a file, as they would be typed (`_FlagsParser`).
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
     overrides under `--smoke` (or the `smoke_full` ones under `--smoke-full`), gives
-    the defaults that `--help` shows, in the sections
-    of `GROUPS` (each field's `group`). Unknown flags (abbreviations included) and bad
-    values exit with argparse's usage error, so a mistyped flag never runs with a
+    the defaults that `--help` shows, in the sections of `GROUPS` (each field's
+    `group`). Unknown flags (abbreviations included) and bad values exit with
+    argparse's usage error, so a mistyped flag never runs with a
     default silently.
 
     Args:
@@ -73,8 +72,8 @@ def parse_config(
         `(config, options)`: the config `resolved()` (the fields other fields set
         follow the values given); `options` has `preset`, `out`, `seeds` (a list of
         seeds, or None), `allow_code_change`, `smoke` (True under `--smoke` or
-        `--smoke-full`), `smoke_full` and `changed`, the flags whose values differ from the preset's
-        (`changed_flags`).
+        `--smoke-full`), `smoke_full` and `changed`, the flags whose values differ
+        from the preset's (`changed_flags`).
     """
     choices = dict(choices or {})
     fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
@@ -130,7 +129,7 @@ def parse_config(
         allow_abbrev=False,
     )
     smoke_flag = " --smoke-full" if full_run else " --smoke" if smoke_run else ""
-    defaults_from = f"the {chosen.preset!r} preset" + smoke_flag.replace(" ", ", ", 1)
+    defaults_from = f"the {chosen.preset!r} preset" + (f",{smoke_flag}" if smoke_flag else "")
     groups = {
         name: parser.add_argument_group(f"{name} (defaults: {defaults_from})") for name in GROUPS
     }
