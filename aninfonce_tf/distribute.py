@@ -151,16 +151,16 @@ def supports_jit(strategy: tf.distribute.Strategy) -> bool:
 
 
 def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
-    """False for the mirrored strategies, where Keras' loop over several steps per call
-    (`steps_per_execution > 1`) fails to feed a placeholder (keras-team/keras#19246);
-    True everywhere else."""
-    mirrored = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
-    return not isinstance(strategy, mirrored)
+    """False for `MultiWorkerMirroredStrategy`, where Keras' loop over several steps per
+    call (`steps_per_execution > 1`) fails to feed a placeholder (keras-team/keras#19246);
+    True everywhere else (`ContrastiveModel` runs them unrolled under
+    `MirroredStrategy`)."""
+    return not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
 def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
     """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
-    cannot, one step per call under the mirrored strategies (with a warning)."""
+    cannot, one step per call under `MultiWorkerMirroredStrategy` (with a warning)."""
     if jit_compile and not supports_jit(strategy):
         jit_compile = False
     if steps_per_execution > 1 and not supports_multi_step(strategy):

@@ -14,6 +14,7 @@ import warnings
 import keras
 import tensorflow as tf
 from keras import ops
+from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
 from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.backbones import expects_pixel_values
@@ -157,6 +158,35 @@ class _TwoOptimizers:
         self.optimizer.apply(gradients[:split], main_variables)
 
 
+class _UnrolledStepsUnderMirrored:
+    """Several steps per compiled call (`steps_per_execution` k) under
+    `MirroredStrategy`: k replicated steps one after another in one `tf.function`,
+    where Keras' own loop over them (a `tf.while_loop` of `tf.cond`s around
+    `strategy.run`) fails to feed a placeholder (keras-team/keras#19246, Keras 3.15).
+    The same steps and updates as k calls of one step; the callbacks, and the host,
+    read the logs once per call. A dataset that ends inside a call trains the steps
+    it had and stops without their report (give `fit` its `steps_per_epoch`)."""
+
+    def _make_function(self, step_function):
+        strategy = self.distribute_strategy
+        if self.steps_per_execution == 1 or not isinstance(
+            strategy, tf.distribute.MirroredStrategy
+        ):
+            return super()._make_function(step_function)
+
+        def one_step(data):
+            outputs = strategy.run(step_function, args=(data,))
+            return reduce_per_replica(outputs, strategy, reduction="auto")
+
+        @tf.function(reduce_retracing=True)
+        def steps(iterator):
+            for _ in range(self.steps_per_execution):
+                outputs = one_step(next(iterator))
+            return outputs
+
+        return steps
+
+
 class _ProgbarWithoutCounts(keras.callbacks.ProgbarLogger):
     """Keras' progress bar without the loss's counts (`PROGRESS_HIDDEN`: the candidates
     per anchor, a constant), which `History` and the other callbacks keep."""
@@ -183,7 +213,7 @@ def _shown(logs):
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
-class ContrastiveModel(_TwoOptimizers, keras.Model):
+class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
     """Contrastive learner over positive pairs, for InfoNCE, AnInfoNCE or any
     `losses.ContrastiveLoss`.
 
@@ -339,8 +369,9 @@ class ContrastiveModel(_TwoOptimizers, keras.Model):
                 (`automatic_jit`: off for several replicas or a convolutional encoder,
                 on otherwise; the choice and its reason in `jit_compile_reason` and
                 the `aninfonce_tf` log). Several replicas never run under XLA.
-            steps_per_execution: steps run per `tf.function` call (1 under the
-                mirrored strategies, where more fails: keras-team/keras#19246).
+            steps_per_execution: steps run per `tf.function` call, the logs read
+                once per call (1 under `MultiWorkerMirroredStrategy`, where more
+                fails: keras-team/keras#19246; `MirroredStrategy` runs them unrolled).
             **kwargs: passed to `keras.Model.compile`, except `metrics` and
                 `weighted_metrics`, which are refused: there are no targets for them.
 

@@ -9,6 +9,8 @@ ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar in DIR/downloads/manual, the
     python recipes/imagenet.py --strategy mirrored --data-dir DIR     # every GPU of the machine
     python recipes/imagenet.py --data-dir DIR --seeds 0,1,2           # three seeds, summary.json
     python recipes/imagenet.py --smoke    # end to end on tfds' mock data, ~1 min
+    python recipes/imagenet.py --smoke-full --strategy tpu --data-dir gs://BUCKET/DIR
+                                          # 2 steps of the real model: a new machine's check
     python recipes/imagenet.py --help     # every setting, with the preset's value
 
 On a TPU VM: `pip install "aninfonce-tf[tpu]" -f
@@ -16,6 +18,10 @@ https://storage.googleapis.com/libtpu-releases/index.html` (tensorflow-tpu and l
 no tensorflow-cpu beside them); `--tpu local` (the default) is the VM's own TPU, `--tpu
 grpc://ADDRESS` a TPU Node (deprecated by Google Cloud). The run directory (`--out`) is
 local: copy it to a bucket when it ends (a `gs://` `--out` is refused).
+On 8 GPUs: `pip install "aninfonce-tf[gpu]"`, then `--strategy mirrored`. What the
+CPU tests check in lieu of a TPU or GPUs (the real preset for 2 steps under
+MirroredStrategy on 2 logical CPUs, the replica step's graph and its XLA lowering):
+docs/runner.md, "On 8 GPUs and on a TPU VM".
 
 Accelerator and time: a TPU v3-8 or 8 A100-class GPUs (the encoder runs in
 mixed_bfloat16; V100s lack bfloat16: add `--mixed-precision false`, float32, slower);

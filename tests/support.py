@@ -13,6 +13,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.evaluation.callbacks import scalar_items
@@ -29,6 +30,38 @@ def load_recipe(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def prepare_tiny_tfds(
+    name: str, data_dir: Path, split_sizes: dict[str, int], image_shape: tuple, classes: int = 2
+) -> None:
+    """Prepares tfds' dataset `name` in `data_dir` as `tfds build` would, with its own
+    features and files, but `split_sizes` random images of `image_shape` per split
+    (labels cycling through the first `classes`): what `tfds.builder(name, data_dir)`
+    reads, built in a second."""
+
+    class Tiny(tfds.builder_cls(name), skip_registration=True):
+        code_path = Path(__file__)  # tfds' own lookup needs importlib_resources
+
+        def _split_generators(self, dl_manager):
+            return {split: self._generate_examples(split, n) for split, n in split_sizes.items()}
+
+        def _generate_examples(self, split, count):
+            rng = np.random.default_rng(len(split))
+            for index in range(count):
+                example = {}
+                for key, feature in self.info.features.items():
+                    if isinstance(feature, tfds.features.Image):
+                        example[key] = rng.integers(0, 256, image_shape, dtype=np.uint8)
+                    elif isinstance(feature, tfds.features.ClassLabel):
+                        example[key] = index % classes
+                    else:  # ids and file names
+                        example[key] = f"{split}_{index}"
+                yield f"{split}_{index}", example
+
+    Tiny.name = name
+    files = tfds.download.DownloadConfig(num_shards=2, try_download_gcs=False)
+    Tiny(data_dir=str(data_dir)).download_and_prepare(download_config=files)
 
 
 # The harness every Keras object of the package goes through.

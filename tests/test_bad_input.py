@@ -821,6 +821,14 @@ def _usage_error(tmp_path, capsys):
     )
 
 
+def _smoke_and_smoke_full(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        runner.main(cifar10, ["--smoke", "--smoke-full", "--out", str(tmp_path / "run")])
+    assert stop.value.code == 2
+    assert "--smoke and --smoke-full exclude each other" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def _log_every(tmp_path, capsys):
     _usage_errors(
         tmp_path,
@@ -848,6 +856,7 @@ BEHAVIOURS = {
     "hard negatives at a temperature other than 1": _hard_negatives_at_a_temperature,
     "a usage error on a recipe's command line": _usage_error,
     "--log-every 0 or negative": _log_every,
+    "--smoke beside --smoke-full": _smoke_and_smoke_full,
     "a SimCLRAugment seed that is a float or a string": _augment_seeds,
     "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
     "`(images, labels)` batches for augment_pairs": _supervised_pairs,

@@ -358,18 +358,51 @@ def test_uneven_replica_batches_stop_with_a_clear_error():
         model.fit(data, epochs=1, verbose=0)
 
 
-def test_several_steps_per_call_fall_back_to_one_under_a_mirrored_strategy():
+class _Reports(keras.callbacks.Callback):
+    """The batches after which `fit` reported its logs (once per compiled call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches.append(batch)
+
+
+def test_several_steps_per_call_under_mirrored_train_as_one_step_per_call():
     x1, x2 = _pairs(256)
-    with distribute.get_strategy("mirrored").scope():
-        model = _model()
-        with pytest.warns(UserWarning, match="19246"):
-            model.compile(keras.optimizers.Adam(1e-3), steps_per_execution=4)
-    assert model.steps_per_execution == 1
-    history = model.fit((x1, x2), batch_size=64, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"][0])
-    single = _model()
-    single.compile(keras.optimizers.Adam(1e-3), steps_per_execution=4)
-    assert single.steps_per_execution == 4
+    strategy = distribute.get_strategy("mirrored")
+    data = distribute.distribute_global_batches(
+        strategy,
+        lambda: (
+            tf.data.Dataset.from_tensor_slices({"view1": x1, "view2": x2})
+            .batch(32, drop_remainder=True)
+            .repeat()
+        ),
+        32,
+    )
+    start, weights, reports = [], {}, {}
+    for steps_per_execution in (1, 4):
+        with strategy.scope():
+            model = _model()
+            model.compile(
+                keras.optimizers.SGD(0.1, momentum=0.9),
+                concentration_optimizer=1e-2,
+                steps_per_execution=steps_per_execution,
+            )
+        assert model.steps_per_execution == steps_per_execution
+        start = start or model.get_weights()
+        model.set_weights(start)  # both from the same weights
+        reports[steps_per_execution] = _Reports()
+        model.fit(
+            data, steps_per_epoch=8, epochs=2, verbose=0, callbacks=[reports[steps_per_execution]]
+        )
+        weights[steps_per_execution] = model.get_weights()
+    assert reports[4].batches == [3, 7, 3, 7]  # the logs read once per call of 4 steps
+    for after_four, after_one in zip(weights[4], weights[1], strict=True):
+        np.testing.assert_allclose(after_four, after_one, rtol=1e-5, atol=1e-6)
+    several_workers = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
+    assert not distribute.supports_multi_step(several_workers)  # Keras' loop fails there
 
 
 def test_lambda_hat_statistics_are_logged_after_the_update_under_a_strategy():

@@ -60,6 +60,7 @@ PRESETS = {
     ),
 }
 SMOKE = dict(images.SMOKE, mock_data=True, linear_eval_epochs=2)
+SMOKE_FULL = dict(images.SMOKE_FULL, readout_check_steps=2, readout_check_batch_size=8)
 # The flags of this recipe: CIFAR10's 32-pixel views and encoders, its whole training
 # split for the final evaluation (`parse_config`).
 NOT_FLAGS = ("dataset", "patches_per_photo")
@@ -69,4 +70,4 @@ FLAG_CHOICES = {
     "linear_eval_split": ("train",),
 }
 
-__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "build"]
+__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "SMOKE_FULL", "build"]

@@ -93,6 +93,7 @@ SMOKE = dict(
     synchronized_batch_norm=False,
     mixed_precision=False,
 )
+SMOKE_FULL = images.SMOKE_FULL
 # The flags of this recipe: ImageNet's 224-pixel views and encoders (`parse_config`).
 NOT_FLAGS = ("dataset", "patches_per_photo")
 FLAG_CHOICES = {
@@ -100,4 +101,4 @@ FLAG_CHOICES = {
     "augmentation": ("simclr_imagenet", "mocov2_imagenet"),
 }
 
-__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "build"]
+__all__ = ["FLAG_CHOICES", "NOT_FLAGS", "PRESETS", "SMOKE", "SMOKE_FULL", "build"]

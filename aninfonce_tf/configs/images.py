@@ -121,6 +121,23 @@ SMOKE = dict(
     readout_check_batch_size=32,
 )
 
+# The sizes of `--smoke-full`: 2 steps of the preset's own encoder, precision, batch
+# norm, optimizer, views and data pipeline (a prepared tfds set in --data-dir), 4 pairs
+# per replica on 2 replicas (1 on 8 GPUs), evaluated once at the end.
+SMOKE_FULL = dict(
+    steps=2,
+    eval_every=2,
+    batch_size=8,
+    warmup_steps=1,
+    epochs=0,
+    eval_epochs=0,
+    warmup_epochs=0,
+    probe_size=16,
+    readout_size=16,
+    linear_eval_epochs=1,
+    linear_eval_batch_size=8,
+)
+
 
 # The records of the checks run in this process, by their config (seed `CHECK_SEED`).
 _RECORDS: dict[str, dict] = {}
@@ -482,6 +499,7 @@ __all__ = [
     "LEARNING_RATE_SCALINGS",
     "SGD_COSINE",
     "SMOKE",
+    "SMOKE_FULL",
     "ImageConfig",
     "SUMMARY",
     "TRAIN_EXAMPLES",

@@ -9,12 +9,16 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
+import tensorflow as tf
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
+
+from aninfonce_tf import distribute
 
 # The ridge penalties `ridge_r2` chooses from, for standardised features.
 RIDGE_ALPHAS = np.logspace(-3, 5, 17)
@@ -32,6 +36,57 @@ def batched_features(function: Callable, inputs, batch_size: int) -> np.ndarray:
             for start in range(0, len(inputs), batch_size)
         ]
     )
+
+
+def several_replicas(model) -> tf.distribute.Strategy | None:
+    """The strategy of `model` (a Keras model's `distribute_strategy`) when it has
+    several replicas on one host, whose devices `on_devices` splits batches over;
+    else None."""
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None or strategy.num_replicas_in_sync == 1:
+        return None
+    return None if distribute.is_multi_worker(strategy) else strategy
+
+
+def on_devices(
+    model, forward: Callable[[tf.Tensor], tf.Tensor], batch_size: int, jit_compile: bool = False
+) -> Callable[[np.ndarray], np.ndarray]:
+    """`forward` of a batch of at most `batch_size` rows as one compiled function on the
+    devices of `model`'s strategy, as float32 NumPy: split evenly over the replicas
+    (`several_replicas`: `strategy.run`; the rows padded with zeros to `replicas` x
+    ceil(`batch_size` / `replicas`), a static shape, and the padding dropped), else on
+    the default device (XLA with `jit_compile`: never around several replicas). Each
+    row's output must depend on its own row only (inference mode).
+
+    Example:
+
+    >>> import keras
+    >>> double = on_devices(keras.Sequential([keras.layers.Rescaling(2.0)]), lambda x: 2 * x, 4)
+    >>> double(np.arange(3, dtype="float32")[:, None]).ravel().tolist()
+    [0.0, 2.0, 4.0]
+    """
+    strategy = several_replicas(model)
+    if strategy is None:
+        compiled = tf.function(forward, jit_compile=jit_compile, reduce_retracing=True)
+        return lambda batch: np.asarray(compiled(tf.convert_to_tensor(batch)), "float32")
+    replicas = strategy.num_replicas_in_sync
+    per_replica = -(-batch_size // replicas)
+    run = tf.function(lambda values: strategy.run(forward, args=(values,)))
+
+    def on_replicas(batch: np.ndarray) -> np.ndarray:
+        batch = np.asarray(batch)
+        padded = np.zeros((replicas * per_replica, *batch.shape[1:]), batch.dtype)
+        padded[: len(batch)] = batch
+
+        def replica_rows(context: tf.distribute.ValueContext) -> np.ndarray:
+            first = context.replica_id_in_sync_group * per_replica
+            return padded[first : first + per_replica]
+
+        values = strategy.experimental_distribute_values_from_function(replica_rows)
+        outputs = strategy.experimental_local_results(run(values))
+        return np.concatenate([np.asarray(output, "float32") for output in outputs])[: len(batch)]
+
+    return on_replicas
 
 
 def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
@@ -82,8 +137,10 @@ def unit_float32(images) -> np.ndarray:
 def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
     """Features of `images` at one of `LEVELS`: the backbone output ("backbone") or
     the projector output before Lambda_hat (any other level), in batches, each batch
-    made float32 by `unit_float32` first (so that uint8 or float16 images are stored
-    at a quarter or half of float32's memory).
+    made float32 as `unit_float32` says (so that uint8 or float16 images are stored at
+    a quarter or half of float32's memory): on the host, eagerly, for a model on one
+    device; split over the replicas of a model with several (`on_devices`), the
+    batches sent to the devices as stored.
 
     Args:
         model: a `ContrastiveModel` (its call gives the backbone's features,
@@ -95,11 +152,17 @@ def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
     Returns:
         `[N, d]` float32 features.
     """
-    if level == "backbone":
-        return batched_features(lambda batch: model(unit_float32(batch)), images, batch_size)
-    return batched_features(
-        lambda batch: model.embed(unit_float32(batch), scaled=False), images, batch_size
-    )
+    features = model if level == "backbone" else functools.partial(model.embed, scaled=False)
+    if several_replicas(model) is None:
+        return batched_features(lambda batch: features(unit_float32(batch)), images, batch_size)
+
+    def forward(batch: tf.Tensor) -> tf.Tensor:
+        unit = tf.cast(batch, tf.float32)
+        if batch.dtype == tf.uint8:
+            unit = unit / 255
+        return tf.cast(features(unit), tf.float32)
+
+    return batched_features(on_devices(model, forward, batch_size), images, batch_size)
 
 
 __all__ = [
@@ -107,6 +170,8 @@ __all__ = [
     "RIDGE_ALPHAS",
     "batched_features",
     "level_features",
+    "on_devices",
+    "several_replicas",
     "ridge_r2",
     "unit_float32",
 ]

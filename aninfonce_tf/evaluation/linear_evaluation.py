@@ -55,16 +55,20 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.disk_space import room_for
-from aninfonce_tf.evaluation.features import batched_features
+from aninfonce_tf.evaluation.features import batched_features, on_devices
 from aninfonce_tf.evaluation.protocol import level_stages
 
 # The score it records, at the backbone: top-1 test accuracy.
 SCORE = "backbone/linear_eval_accuracy"
 
 
-def backbone_pass(model, jit_compile: bool = False) -> Callable[[tf.Tensor], tf.Tensor]:
-    """`model`'s backbone features (inference mode, float32) of a batch of images,
-    uint8 ones read as / 255, as one `tf.function` that every batch reuses."""
+def backbone_pass(
+    model, batch_size: int, jit_compile: bool = False
+) -> Callable[[np.ndarray], np.ndarray]:
+    """`model`'s backbone features (inference mode, float32) of a batch of at most
+    `batch_size` images, uint8 ones read as / 255, as one compiled function on the
+    devices of the model's strategy (`features.on_devices`) that every batch reuses;
+    float32 NumPy out."""
 
     def forward(images: tf.Tensor) -> tf.Tensor:
         unit = tf.cast(images, tf.float32)
@@ -72,7 +76,7 @@ def backbone_pass(model, jit_compile: bool = False) -> Callable[[tf.Tensor], tf.
             unit = unit / 255
         return tf.cast(model(unit, training=False), tf.float32)
 
-    return tf.function(forward, jit_compile=jit_compile, reduce_retracing=True)
+    return on_devices(model, forward, batch_size, jit_compile)
 
 
 def feature_bytes(model, examples: tf.data.Dataset) -> int:
@@ -89,7 +93,8 @@ def features_on_disk(
     model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """The backbone features of every `{image, label}` example, computed `batch_size`
-    at a time (`backbone_pass`) and written to the float32 file `path`.
+    at a time on the model's devices (`backbone_pass`) and written to the float32 file
+    `path`.
 
     Returns:
         `(features [N, d]`, a read-only memory map of `path`, `labels [N])`.
@@ -98,10 +103,10 @@ def features_on_disk(
         ValueError: for examples without one.
     """
     labels, width = [], 0
-    forward = backbone_pass(model, jit_compile)
+    forward = backbone_pass(model, batch_size, jit_compile)
     with open(path, "wb") as file:
         for batch in examples.batch(batch_size).prefetch(tf.data.AUTOTUNE):
-            features = forward(batch["image"]).numpy()
+            features = forward(batch["image"].numpy())
             file.write(np.ascontiguousarray(features).tobytes())
             labels.append(batch["label"].numpy())
             width = features.shape[1]

@@ -37,16 +37,18 @@ def parse_config(
     prog: str | None = None,
     choices: Mapping[str, Sequence[str]] | None = None,
     hidden: Sequence[str] = (),
+    smoke_full: dict | None = None,
 ) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: `--preset NAME`, `--smoke`, `--out DIR`,
-    `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override of every
-    field of the presets' dataclass (but those in `hidden`); `@FILE` reads flags from a
-    file, as they would be typed (`_FlagsParser`).
+    """A config from the command line: `--preset NAME`, `--smoke` (or `--smoke-full`),
+    `--out DIR`, `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override
+    of every field of the presets' dataclass (but those in `hidden`); `@FILE` reads
+    flags from a file, as they would be typed (`_FlagsParser`).
 
     The chosen preset (the first of `presets` by default), shrunk by the `smoke`
-    overrides under `--smoke`, gives the defaults that `--help` shows, in the sections
-    of `GROUPS` (each field's `group`). Unknown flags (abbreviations included) and bad
-    values exit with argparse's usage error, so a mistyped flag never runs with a
+    overrides under `--smoke` (or the `smoke_full` ones under `--smoke-full`), gives
+    the defaults that `--help` shows, in the sections of `GROUPS` (each field's
+    `group`). Unknown flags (abbreviations included) and bad values exit with
+    argparse's usage error, so a mistyped flag never runs with a
     default silently.
 
     Args:
@@ -62,13 +64,16 @@ def parse_config(
         choices: the values a field's flag takes in this recipe, fewer than the
             field's own `choices`.
         hidden: fields that are no flag in this recipe: they keep the preset's value.
+        smoke_full: field overrides of `--smoke-full`, a smoke run that keeps the
+            preset's model, precision, optimizer, views and data (sizes only shrink);
+            None: no `--smoke-full` flag.
 
     Returns:
         `(config, options)`: the config `resolved()` (the fields other fields set
         follow the values given); `options` has `preset`, `out`, `seeds` (a list of
-        seeds, or None), `allow_code_change`, `smoke` (False when no smoke overrides
-        are given) and `changed`, the flags whose values differ from the preset's
-        (`changed_flags`).
+        seeds, or None), `allow_code_change`, `smoke` (True under `--smoke` or
+        `--smoke-full`), `smoke_full` and `changed`, the flags whose values differ
+        from the preset's (`changed_flags`).
     """
     choices = dict(choices or {})
     fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
@@ -84,6 +89,13 @@ def parse_config(
             "--smoke",
             action="store_true",
             help="a tiny run of the whole pipeline (10-60 s; docs/runner.md)",
+        )
+    if smoke_full is not None:
+        choice.add_argument(
+            "--smoke-full",
+            action="store_true",
+            help="a 2-step run of the preset's own model, precision, optimizer, views and "
+            "data (--data-dir): a new accelerator machine's first check (docs/runner.md)",
         )
     choice.add_argument(
         "--import",
@@ -101,12 +113,13 @@ def parse_config(
         except (ImportError, OSError, SyntaxError) as error:
             choice.error(f"--import {name}: {type(error).__name__}: {error}")
     preset = presets[chosen.preset]
-    smoke_run = getattr(chosen, "smoke", False)
+    full_run = getattr(chosen, "smoke_full", False)
+    smoke_run = getattr(chosen, "smoke", False) or full_run
     if smoke_run:
-        preset = dataclasses.replace(preset, **smoke)
+        preset = dataclasses.replace(preset, **(smoke_full if full_run else smoke))
     parser = _FlagsParser(
         prog=prog,
-        usage=f"%(prog)s [-h] [--preset NAME]{'' if smoke is None else ' [--smoke]'} [--out DIR] "
+        usage=f"%(prog)s [-h] [--preset NAME]{_smoke_usage(smoke, smoke_full)} [--out DIR] "
         "[--FLAG VALUE ...] [@FLAGS_FILE]",
         fromfile_prefix_chars="@",
         description=description,
@@ -115,7 +128,8 @@ def parse_config(
         formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
-    defaults_from = f"the {chosen.preset!r} preset" + (", --smoke" if smoke_run else "")
+    smoke_flag = " --smoke-full" if full_run else " --smoke" if smoke_run else ""
+    defaults_from = f"the {chosen.preset!r} preset" + (f",{smoke_flag}" if smoke_flag else "")
     groups = {
         name: parser.add_argument_group(f"{name} (defaults: {defaults_from})") for name in GROUPS
     }
@@ -150,7 +164,10 @@ def parse_config(
     argv = sys.argv[1:] if argv is None else argv
     if options.seeds and any(arg.split("=")[0] == "--seed" for arg in argv):
         parser.error("--seed and --seeds exclude each other: --seeds sets each run's seed")
+    if full_run and chosen.smoke:
+        parser.error("--smoke and --smoke-full exclude each other: pass one of them")
     options.smoke = smoke_run
+    options.smoke_full = full_run
     values = {f.name: getattr(options, f.name) for f in flags}
     try:  # the fields other fields set follow the values given
         config = dataclasses.replace(preset, **values).resolved()
@@ -158,6 +175,16 @@ def parse_config(
     except ValueError as error:
         parser.error(str(error))
     return config, options
+
+
+def _smoke_usage(smoke: dict | None, smoke_full: dict | None) -> str:
+    """` [--smoke | --smoke-full]`: the smoke flags a recipe's usage line shows."""
+    flags = [
+        name
+        for name, sizes in (("--smoke", smoke), ("--smoke-full", smoke_full))
+        if sizes is not None
+    ]
+    return f" [{' | '.join(flags)}]" if flags else ""
 
 
 def changed_flags(config: RunConfig, preset: RunConfig) -> list[str]:
@@ -264,6 +291,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         argv,
         description=description,
         smoke=config_module.SMOKE,
+        smoke_full=getattr(config_module, "SMOKE_FULL", None),
         epilog=epilog,
         prog=prog,
         choices=getattr(config_module, "FLAG_CHOICES", None),
@@ -288,6 +316,8 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
 
 def run_name(options: argparse.Namespace) -> str:
     """`quick-smoke`: the name of a run directory made for the parsed `options`."""
+    if getattr(options, "smoke_full", False):
+        return options.preset + "-smoke-full"
     return options.preset + ("-smoke" if options.smoke else "")
 
 
@@ -301,7 +331,10 @@ def run_line(options: argparse.Namespace) -> str:
     >>> run_line(options)
     'quick --seeds 0,1: --steps 600'
     """
-    preset = options.preset + (" --smoke" if options.smoke else "")
+    if getattr(options, "smoke_full", False):
+        preset = options.preset + " --smoke-full"
+    else:
+        preset = options.preset + (" --smoke" if options.smoke else "")
     if options.seeds:
         preset += " --seeds " + ",".join(map(str, options.seeds))
     return f"{preset}: {' '.join(options.changed) or 'the preset as it is'}"
