@@ -42,7 +42,7 @@ from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.evaluation.targets import parse_targets
 from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss
 from aninfonce_tf.export import export_encoder
-from aninfonce_tf.loss_variants import loss_variant
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant, register_loss
 from aninfonce_tf.runner.lock import lock_run_directory
 from tests import test_functional, test_models
 from tests.support import ROOT, UndeclaredEvaluator
@@ -169,7 +169,26 @@ def _non_finite(tmp_path):
     raise RuntimeError(f"stopped at step {stop.stopped_at}")
 
 
+# Names a loss variant cannot have: each would name a path, or a directory of the run's.
+BAD_LOSS_NAMES = ["..", "/abs/path", "a,b", "backup", "", "a/b", "1st"]
+
+
+def _bad_loss_names(tmp_path):
+    for name in BAD_LOSS_NAMES[:-1]:
+        with pytest.raises(ValueError, match=re.escape(f"got {name!r}.")):
+            register_loss(name)
+    register_loss(BAD_LOSS_NAMES[-1])
+
+
 CASES = {
+    "a loss name that is no plain identifier, or a run directory's (register_loss)": (
+        _bad_loss_names,
+        ValueError,
+        "A loss variant's name must be a plain identifier \\(letters, digits and _, not "
+        "starting with a digit\\) other than backup, tensorboard, tensorboard_unreadable, "
+        "workers: it names the variant's directory in a run directory and its Keras model; "
+        "got '1st'\\.$",
+    ),
     "views of different widths": (
         lambda _: _fit(X, X[:, :5]),
         ValueError,
@@ -779,6 +798,26 @@ def _usage_error(tmp_path, capsys):
     )
 
 
+def _bad_loss_name_on_the_command_line(tmp_path, capsys):
+    user_file = tmp_path / "my_losses.py"
+    user_file.write_text(
+        "from aninfonce_tf import InfoNCE, register_loss\nregister_loss('..')(InfoNCE)\n"
+    )
+    LOSS_VARIANTS[".."] = LOSS_VARIANTS["infonce"]  # put there without `register_loss`
+    try:
+        _usage_errors(
+            tmp_path, capsys, [(["--losses", ".."], "A loss variant's name must be a plain")]
+        )
+    finally:
+        del LOSS_VARIANTS[".."]
+    with pytest.raises(SystemExit) as stop:  # argparse's usage, then one line
+        runner.main(synthetic, ["--import", str(user_file), "--out", str(tmp_path / "run")])
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in error, error
+    assert "my_losses.py: ValueError: A loss variant's name must be a plain" in error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["my_losses.py"]
+
+
 def _log_every(tmp_path, capsys):
     _usage_errors(
         tmp_path,
@@ -806,6 +845,9 @@ BEHAVIOURS = {
     "hard negatives at a temperature other than 1": _hard_negatives_at_a_temperature,
     "a usage error on a recipe's command line": _usage_error,
     "--log-every 0 or negative": _log_every,
+    "a loss name that is no plain identifier, on the command line (--losses, --import)": (
+        _bad_loss_name_on_the_command_line
+    ),
     "a SimCLRAugment seed that is a float or a string": _augment_seeds,
     "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
     "`(images, labels)` batches for augment_pairs": _supervised_pairs,
