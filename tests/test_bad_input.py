@@ -28,6 +28,7 @@ from aninfonce_tf import (
     LinearAlignment,
     SimCLRAugment,
     augment_pairs,
+    distribute,
     functional,
     runner,
     small_cnn,
@@ -143,6 +144,13 @@ def _deleted_lock_file(tmp_path):
     with lock_run_directory(tmp_path):
         (tmp_path / ".lock").unlink()
         _command(tmp_path)
+
+
+def _workers_given_different_flags(tmp_path):
+    # Each worker's digest as another worker would gather it: theirs differs.
+    other_worker = lambda strategy, digest: [digest, digest + 1]  # noqa: E731
+    with mock.patch.object(distribute, "gather_from_workers", other_worker):
+        runner.run_directory.check_workers_agree(get_strategy("default"), SMOKE)
 
 
 def _out_of_others(tmp_path):
@@ -677,6 +685,13 @@ CASES = {
         UsageError,
         "the sweep's cells \\{'learning_rate': 0.01\\} and \\{'learning_rate': 0.01\\} share "
         "the directory learning_rate=0.01: give each value of an axis once\\.$",
+    ),
+    "workers of one run given different flags (--seed 0 and --seed 1)": (
+        _workers_given_different_flags,
+        UsageError,
+        "The workers of this run were given different flags or code \\(digests \\['\\w+', "
+        "'\\w+'\\], one per replica\\): every worker must run the same command with the same "
+        "aninfonce_tf \\(TF_CONFIG aside\\)\\. Rerun every worker with the same flags\\.$",
     ),
     "an --out holding other files": (
         _out_of_others,

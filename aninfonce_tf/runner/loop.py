@@ -110,6 +110,8 @@ def _run(
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
     context = context or RunContext.create(config.strategy, config.tpu)
+    if context.multi_worker:
+        run_directory.check_workers_agree(context.strategy, config)
     work_dir = context.work_dir(run_dir)
     with lock_run_directory(work_dir):
         with as_usage_errors():

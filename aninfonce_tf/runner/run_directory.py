@@ -29,7 +29,7 @@ from pathlib import Path
 import keras
 
 import aninfonce_tf
-from aninfonce_tf import backbones
+from aninfonce_tf import backbones, distribute
 from aninfonce_tf.checkpoints import Backup, read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig, UsageError
 from aninfonce_tf.disk_space import state_bytes
@@ -160,6 +160,30 @@ def check_backup_identity(
         f"The backup of {variant} in {backup.directory} is not this run's: {problem}. Delete "
         f"{backup.directory} to train {variant} from the start, or pass a new --out."
     )
+
+
+def check_workers_agree(strategy, config: RunConfig) -> None:
+    """Checks that every worker of a multi-worker run was given the same config (every
+    field: each changes what a worker computes, or when it joins the collective ops)
+    and runs the same code (`code_version`), before any of them trains: each worker
+    passes a digest of both (`distribute.gather_from_workers`, a collective op that
+    every worker calls at once).
+
+    Raises:
+        UsageError: on every worker, when the digests differ.
+    """
+    text = json.dumps(
+        {"config": dataclasses.asdict(config), CODE: code_version()}, sort_keys=True, default=str
+    )
+    digest = int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)  # within int64
+    digests = distribute.gather_from_workers(strategy, digest)
+    if len(set(digests)) > 1:
+        raise UsageError(
+            f"The workers of this run were given different flags or code (digests "
+            f"{[f'{value:015x}' for value in digests]}, one per replica): every worker must "
+            "run the same command with the same aninfonce_tf (TF_CONFIG aside). Rerun every "
+            "worker with the same flags."
+        )
 
 
 def _without_date(entry: dict) -> dict:
@@ -471,6 +495,7 @@ __all__ = [
     "backup_identity",
     "check_backup_identity",
     "check_seeds_code",
+    "check_workers_agree",
     "config_changes",
     "check_seeds_directory",
     "claim_run_directory",
