@@ -260,6 +260,12 @@ def _other_final_evaluation(tmp_path):
     runner.run(dataclasses.replace(SMOKE, losses=losses), _with_linear_evaluation(40), tmp_path)
 
 
+def _seeds_of_other_final_evaluations(tmp_path):
+    config = dataclasses.replace(SMOKE, losses="aninfonce", steps=20)
+    runner.run_seeds(config, _with_linear_evaluation(1), tmp_path, [0], verbose=0)
+    runner.run_seeds(config, _with_linear_evaluation(40), tmp_path, [1], verbose=0)
+
+
 def _seeds_of_other_code(tmp_path):
     config = dataclasses.replace(SMOKE, losses="aninfonce", steps=20)
     runner.run_seeds(config, synthetic.build, tmp_path, [0], verbose=0)
@@ -654,6 +660,13 @@ CASES = {
         "finished variants were scored on other parts, or by another final evaluation, than "
         "this run gives \\(linear_evaluation \\{'epochs': 1\\} -> \\{'epochs': 40\\}\\): the "
         "variants still to train would not compare with them",
+    ),
+    "--seeds summarising seeds scored by other final evaluations": (
+        _seeds_of_other_final_evaluations,
+        UsageError,
+        "The seeds were scored by different final linear evaluations \\(seed 0: "
+        "\\{'epochs': 1\\}; seed 1: \\{'epochs': 40\\}\\): their summary would average them\\. "
+        "Rerun the seeds with the same --linear-eval-\\* flags, or into a new --out\\.$",
     ),
     "--seeds summarising seeds trained by other code": (
         _seeds_of_other_code,

@@ -245,6 +245,7 @@ def run_seeds(
         with as_usage_errors():  # the codes that trained them, now that every seed has
             codes = run_directory.seeds_code(run_dir, [*runs, *earlier])
             mixed_code = run_directory.check_seeds_code(codes, allow_code_change)
+            run_directory.check_seeds_protocol(run_dir, sorted({**runs, **earlier}))
         summary = summarize(
             {
                 seed: {name: report.variant_scores(result) for name, result in results.items()}

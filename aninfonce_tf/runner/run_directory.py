@@ -286,6 +286,30 @@ def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> b
     return True
 
 
+def check_seeds_protocol(run_dir: Path, seeds: Sequence[int]) -> None:
+    """Checks that the seeds of a `--seeds` summary were scored by one final linear
+    evaluation: each seed's `run.linear_evaluation` in its `results.json` (the
+    `--linear-eval-*` flags may change on a resume, so that seeds run apart may
+    differ).
+
+    Raises:
+        ValueError: naming each seed's protocol when they differ.
+    """
+    protocols = {}
+    for seed in seeds:
+        path = run_dir / f"seed_{seed}" / "results.json"
+        protocols[seed] = (read_json(path).get("run", {}) if path.exists() else {}).get(
+            "linear_evaluation"
+        )
+    if len({json.dumps(protocol, sort_keys=True) for protocol in protocols.values()}) > 1:
+        named = "; ".join(f"seed {seed}: {protocol}" for seed, protocol in protocols.items())
+        raise ValueError(
+            f"The seeds were scored by different final linear evaluations ({named}): their "
+            "summary would average them. Rerun the seeds with the same --linear-eval-* "
+            "flags, or into a new --out."
+        )
+
+
 def _saved_config(run_dir: Path) -> dict | None:
     """`run_dir/config.json`, None when there is none."""
     path = run_dir / "config.json"
@@ -495,6 +519,7 @@ __all__ = [
     "backup_identity",
     "check_backup_identity",
     "check_seeds_code",
+    "check_seeds_protocol",
     "check_workers_agree",
     "config_changes",
     "check_seeds_directory",
