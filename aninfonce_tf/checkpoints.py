@@ -32,7 +32,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import h5py
@@ -217,10 +217,17 @@ class Backup(keras.callbacks.Callback):
     not fit the model (its layers' shapes changed since) stops `fit` with a
     `UsageError` (`aninfonce_tf.configs.base`) naming it and the fix.
 
+    Each checkpoint records its step and `identity`, what the run that wrote it is;
+    `restore` refuses one whose recorded step is not the one its name gives (a renamed
+    file) and gives back its identity in `restored_identity` (None: written without
+    one), for the caller to compare with its own.
+
     Args:
         directory: where the checkpoints go (one per run of `fit`).
         steps_per_epoch: training steps per epoch of `fit`.
         keep: checkpoints kept (at least 2, so that one survives a torn write).
+        identity: JSON values naming the run (its config, its code), written into
+            each checkpoint.
 
     Example:
 
@@ -237,14 +244,22 @@ class Backup(keras.callbacks.Callback):
     6
     """
 
-    def __init__(self, directory: str | Path, steps_per_epoch: int, keep: int = 2):
+    def __init__(
+        self,
+        directory: str | Path,
+        steps_per_epoch: int,
+        keep: int = 2,
+        identity: Mapping | None = None,
+    ):
         super().__init__()
         if keep < 2:
             raise ValueError(f"`keep` must be at least 2; got {keep}.")
         self.directory = Path(directory)
         self.steps_per_epoch = steps_per_epoch
         self.keep = keep
+        self.identity = identity
         self.restored_logs: dict = {}
+        self.restored_identity: dict | None = None
         self._restore_from: Path | None = None
 
     def checkpoints(self) -> list[tuple[int, Path]]:
@@ -259,17 +274,28 @@ class Backup(keras.callbacks.Callback):
     def restore(self, at_most: int | None = None) -> int:
         """The step of the newest readable checkpoint (at or below `at_most`, if
         given; 0: none), which `fit` will load; its epoch's logs go to
-        `restored_logs`."""
-        self._restore_from, self.restored_logs = None, {}
+        `restored_logs`, the identity it records to `restored_identity`.
+
+        Raises:
+            UsageError: for a checkpoint that records another step than its name's.
+        """
+        self._restore_from, self.restored_logs, self.restored_identity = None, {}, None
         for step, path in self.checkpoints():
             if at_most is not None and step > at_most:
                 continue
             try:
-                logs = _read_checkpoint(path)
+                logs, recorded_step, identity = _read_checkpoint(path)
             except (OSError, KeyError, ValueError) as error:
                 print(f"   checkpoint {path} does not read ({error}); trying the one before")
                 continue
+            if recorded_step is not None and recorded_step != step:
+                raise UsageError(
+                    f"{path} holds step {recorded_step}, not the step {step} its name gives "
+                    f"(a renamed file): delete {self.directory} to train this variant from "
+                    "the start, or pass a new --out."
+                )
             self._restore_from, self.restored_logs = path, logs
+            self.restored_identity = identity
             return step
         return 0
 
@@ -333,6 +359,9 @@ class Backup(keras.callbacks.Callback):
             self.model.save_weights(temporary, overwrite=True)
             with h5py.File(temporary, "a") as file:
                 file.attrs["logs"] = json.dumps(scalars)
+                file.attrs["step"] = step
+                if self.identity is not None:
+                    file.attrs["identity"] = json.dumps(self.identity)
 
         # Room for twice the variables, or for the last checkpoint: h5py may crash on a
         # full disk rather than raise.
@@ -366,11 +395,14 @@ def remove_backup(backups: str | Path, name: str) -> None:
         backups.rmdir()
 
 
-def _read_checkpoint(path: Path) -> dict:
-    """The logs stored in a checkpoint, after reading every array in it."""
+def _read_checkpoint(path: Path) -> tuple[dict, int | None, dict | None]:
+    """The logs, step and identity stored in a checkpoint (None where it records none),
+    after reading every array in it."""
     with h5py.File(path, "r") as file:
         file.visititems(lambda _, item: item[()] if isinstance(item, h5py.Dataset) else None)
-        return json.loads(file.attrs["logs"])
+        step = int(file.attrs["step"]) if "step" in file.attrs else None
+        identity = json.loads(file.attrs["identity"]) if "identity" in file.attrs else None
+        return json.loads(file.attrs["logs"]), step, identity
 
 
 def _is_number(value) -> bool:

@@ -109,6 +109,36 @@ class LossVariant:
 
 # Every variant the recipes can run, by name: filled by `register_loss`.
 LOSS_VARIANTS: dict[str, LossVariant] = {}
+# The directories a run directory holds beside its variants' (`aninfonce_tf.runner`):
+# no variant, whose directory is named after it, may take one of these names.
+RUN_DIRECTORY_NAMES = ("backup", "tensorboard", "tensorboard_unreadable", "workers")
+
+
+def check_loss_name(name) -> str:
+    """`name` if it can name a loss variant: a plain identifier (letters, digits and _,
+    not starting with a digit), which Keras accepts as a model's name and which names
+    a directory of its own in a run directory, none of `RUN_DIRECTORY_NAMES`.
+
+    Raises:
+        ValueError: for any other name (`..`, `/abs/path`, `a,b`, `backup`, `""`),
+            saying what a name may be.
+
+    Example:
+
+    >>> check_loss_name("squared_alignment")
+    'squared_alignment'
+    >>> check_loss_name("..")
+    Traceback (most recent call last):
+    ...
+    ValueError: A loss variant's name must be a plain identifier (letters, digits and _, not starting with a digit) other than backup, tensorboard, tensorboard_unreadable, workers: it names the variant's directory in a run directory and its Keras model; got '..'.
+    """
+    if not (isinstance(name, str) and name.isidentifier()) or name in RUN_DIRECTORY_NAMES:
+        raise ValueError(
+            "A loss variant's name must be a plain identifier (letters, digits and _, not "
+            f"starting with a digit) other than {', '.join(RUN_DIRECTORY_NAMES)}: it names "
+            f"the variant's directory in a run directory and its Keras model; got {name!r}."
+        )
+    return name
 
 
 def register_loss(name: str, **options):
@@ -120,7 +150,8 @@ def register_loss(name: str, **options):
 
     Raises:
         TypeError: for a class that is not a `ContrastiveLoss`.
-        ValueError: for a name already held by another class.
+        ValueError: for a name that cannot name a variant (`check_loss_name`), at
+            once, or already held by another class.
 
     Example (a loss defined in a user's file):
 
@@ -134,6 +165,7 @@ def register_loss(name: str, **options):
     ('SquaredAlignment', None)
     >>> del LOSS_VARIANTS["squared_alignment"]
     """
+    check_loss_name(name)
 
     def register(cls):
         if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
@@ -294,6 +326,8 @@ __all__ = [
     "LOSS_VARIANTS",
     "LossOptions",
     "LossVariant",
+    "RUN_DIRECTORY_NAMES",
+    "check_loss_name",
     "check_variants",
     "loss_variant",
     "register_loss",

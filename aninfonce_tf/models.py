@@ -461,9 +461,24 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return loss, values
 
     def fit(self, x=None, *args, **kwargs):
+        """Keras' `fit` of the pairs `x` (checked by `fit_input`; the class's example).
+
+        Raises:
+            ValueError: for a dataset known to be infinite without `steps_per_epoch`
+                (before any step), or data that yields no batch.
+        """
         x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
+            steps_per_epoch = kwargs.get("steps_per_epoch") or (
+                args[11] if len(args) > 11 else None
+            )
+            if steps_per_epoch is None and x.cardinality() == tf.data.INFINITE_CARDINALITY:
+                raise ValueError(
+                    "The dataset is infinite (it repeats without end) and `steps_per_epoch` is "
+                    "not given: `fit` would never end its first epoch. Pass `steps_per_epoch`, "
+                    "or end the dataset (`dataset.take(batches)`)."
+                )
         counter = _EpochsWithSteps()
         callbacks = [*(kwargs.get("callbacks") or []), counter]
         if not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):

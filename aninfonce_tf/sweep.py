@@ -139,12 +139,26 @@ Pass --allow-below-limits to run it anyway.
 
 
 def cell_name(values: Mapping[str, object]) -> str:
-    """The directory name of a cell: `field=value,...` (numbers in `%g`)."""
+    """The directory name of a cell: `field=value,...`, each number exact (`_text`), so
+    that cells of different values never share a directory.
+
+    Example:
+
+    >>> cell_name({"learning_rate": 1e-3, "steps": 600})
+    'learning_rate=0.001,steps=600'
+    >>> cell_name({"learning_rate": 0.1000001}), cell_name({"learning_rate": 0.10000001})
+    ('learning_rate=0.1000001', 'learning_rate=0.10000001')
+    """
     return ",".join(f"{field}={_text(value)}" for field, value in values.items())
 
 
 def _text(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """A value as its cell's name gives it: a float in `%g` where that is exact (the
+    names of earlier sweeps), else in full (`repr`), which no other float has."""
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
 
 
 def read_seed_scores(cell_dir: Path, seeds: Sequence[int]) -> dict[int, dict]:
@@ -220,7 +234,14 @@ def run_cells(
         planned.append((values, cell_seeds, name, cell_config))
     with as_usage_errors():  # a line on the command line, not a traceback
         check_limits(cells, limits or {})
-    cell_names = {name for _, _, name, _ in planned}
+    cell_names = {}
+    for values, _, name, _ in planned:
+        if name in cell_names:
+            raise UsageError(
+                f"the sweep's cells {cell_names[name]} and {values} share the directory {name}: "
+                "give each value of an axis once."
+            )
+        cell_names[name] = values
     with as_usage_errors():
         run_directory.refuse_others(
             run_dir,
@@ -230,7 +251,7 @@ def run_cells(
         )
     context = RunContext.create(config.strategy, config.tpu)
     records = []
-    with lock_run_directory(run_dir):
+    with lock_run_directory(context.work_dir(run_dir)):  # each worker its own
         for values, cell_seeds, name, cell_config in planned:
             print(f"##### cell {name}: seeds {cell_seeds}", flush=True)
             summary = run_seeds(

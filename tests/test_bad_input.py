@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import re
+import shutil
 import tempfile
 import typing
 from pathlib import Path
@@ -27,6 +28,7 @@ from aninfonce_tf import (
     LinearAlignment,
     SimCLRAugment,
     augment_pairs,
+    distribute,
     functional,
     runner,
     small_cnn,
@@ -45,8 +47,9 @@ from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.evaluation.targets import parse_targets
 from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss
 from aninfonce_tf.export import export_encoder
-from aninfonce_tf.loss_variants import loss_variant
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant, register_loss
 from aninfonce_tf.runner.lock import lock_run_directory
+from aninfonce_tf.runner.run_directory import code_version
 from tests import test_functional, test_models
 from tests.support import ROOT, UndeclaredEvaluator
 
@@ -155,6 +158,19 @@ def _locked_out(tmp_path):
         _command(tmp_path)
 
 
+def _deleted_lock_file(tmp_path):
+    with lock_run_directory(tmp_path):
+        (tmp_path / ".lock").unlink()
+        _command(tmp_path)
+
+
+def _workers_given_different_flags(tmp_path):
+    # Each worker's digest as another worker would gather it: theirs differs.
+    other_worker = lambda strategy, digest: [digest, digest + 1]  # noqa: E731
+    with mock.patch.object(distribute, "gather_from_workers", other_worker):
+        runner.run_directory.check_workers_agree(get_strategy("default"), SMOKE)
+
+
 def _out_of_others(tmp_path):
     (tmp_path / "figure.png").write_bytes(b"\x89PNG")
     (tmp_path / "results.json").write_text(json.dumps({"accuracy": 0.9}))
@@ -187,11 +203,126 @@ def _non_finite(tmp_path):
     raise RuntimeError(f"stopped at step {stop.stopped_at}")
 
 
+# Names a loss variant cannot have: each would name a path, or a directory of the run's.
+BAD_LOSS_NAMES = ["..", "/abs/path", "a,b", "backup", "", "a/b", "1st"]
+
+
+def _bad_loss_names(tmp_path):
+    for name in BAD_LOSS_NAMES[:-1]:
+        with pytest.raises(ValueError, match=re.escape(f"got {name!r}.")):
+            register_loss(name)
+    register_loss(BAD_LOSS_NAMES[-1])
+
+
+def _interrupted(run_dir, build=synthetic.build, **overrides):
+    """A run of `SMOKE` (one variant unless `overrides` say otherwise) stopped at step
+    20 of its last variant, with that variant's backup kept."""
+    config = dataclasses.replace(SMOKE, **{"losses": "aninfonce", **overrides})
+    names = config.loss_names()
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if self.model.name == names[-1]:
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(config, build, run_dir, verbose=0, callbacks=[Interrupt()])
+    return config
+
+
+def _backup_of_another_run(tmp_path):
+    _interrupted(tmp_path / "other", seed=1)
+    config = dataclasses.replace(SMOKE, losses="aninfonce")
+    runner.run_directory.write_config(tmp_path / "run", config, [code_version()])
+    shutil.copytree(tmp_path / "other" / "backup", tmp_path / "run" / "backup")
+    _run(tmp_path / "run", losses="aninfonce")
+
+
+def _renamed_checkpoint(tmp_path):
+    _interrupted(tmp_path)
+    backup = tmp_path / "backup" / "aninfonce"
+    (backup / "step-000020.weights.h5").rename(backup / "step-000100.weights.h5")
+    _run(tmp_path, losses="aninfonce")
+
+
+def _lost_history(tmp_path):
+    _interrupted(tmp_path)
+    (tmp_path / "aninfonce" / "history.json").unlink()
+    with pytest.raises(UsageError, match="lacks the evaluations at steps \\[20\\]"):
+        _run(tmp_path, losses="aninfonce")
+    shutil.rmtree(tmp_path / "aninfonce")  # the whole variant directory
+    _run(tmp_path, losses="aninfonce")
+
+
+def _resumed_without_the_plug_in(tmp_path):
+    user_file = tmp_path.parent / f"{tmp_path.name}_plug_in.py"  # beside the run directory
+    user_file.write_text("X = 1\n")
+    with mock.patch.object(runner.run_directory, "USER_CODE", [user_file]):
+        _interrupted(tmp_path)
+    with mock.patch.object(runner.run_directory, "USER_CODE", []):
+        _run(tmp_path, losses="aninfonce")
+
+
+def _with_linear_evaluation(epochs):
+    def build(config):
+        experiment = synthetic.build(config)
+        protocol = {"linear_evaluation": {"epochs": epochs}}
+        return dataclasses.replace(experiment, metadata={**experiment.metadata, **protocol})
+
+    return build
+
+
+def _other_final_evaluation(tmp_path):
+    losses = "aninfonce,infonce"
+    _interrupted(tmp_path, _with_linear_evaluation(1), losses=losses)  # aninfonce finished
+    runner.run(dataclasses.replace(SMOKE, losses=losses), _with_linear_evaluation(40), tmp_path)
+
+
+def _seeds_of_other_final_evaluations(tmp_path):
+    config = dataclasses.replace(SMOKE, losses="aninfonce", steps=20)
+    runner.run_seeds(config, _with_linear_evaluation(1), tmp_path, [0], verbose=0)
+    runner.run_seeds(config, _with_linear_evaluation(40), tmp_path, [1], verbose=0)
+
+
+def _seeds_of_other_code(tmp_path):
+    config = dataclasses.replace(SMOKE, losses="aninfonce", steps=20)
+    runner.run_seeds(config, synthetic.build, tmp_path, [0], verbose=0)
+    other_code = {**code_version(), "source_sha256": "0" * 64}
+    with mock.patch.object(runner.run_directory, "code_version", lambda: other_code):
+        summary = runner.run_seeds(
+            config, synthetic.build, tmp_path, [1], verbose=0, allow_code_change=True
+        )
+    assert summary["seeds"] == [0, 1]
+    assert [code[-1]["source_sha256"] for code in summary["code"].values()] == [
+        code_version()["source_sha256"],
+        "0" * 64,
+    ]
+    try:
+        runner.run_seeds(config, synthetic.build, tmp_path, [2], verbose=0)
+    finally:
+        assert not (tmp_path / "seed_2").exists()  # refused before training
+
+
 CASES = {
+    "a loss name that is no plain identifier, or a run directory's (register_loss)": (
+        _bad_loss_names,
+        ValueError,
+        "A loss variant's name must be a plain identifier \\(letters, digits and _, not "
+        "starting with a digit\\) other than backup, tensorboard, tensorboard_unreadable, "
+        "workers: it names the variant's directory in a run directory and its Keras model; "
+        "got '1st'\\.$",
+    ),
     "views of different widths": (
         lambda _: _fit(X, X[:, :5]),
         ValueError,
         "`view1` and `view2` must have the same shape",
+    ),
+    "an infinite dataset without steps_per_epoch": (
+        lambda _: _fit_dataset(tf.data.Dataset.from_tensors((X, X)).repeat()),
+        ValueError,
+        "The dataset is infinite \\(it repeats without end\\) and `steps_per_epoch` is not "
+        "given: `fit` would never end its first epoch. Pass `steps_per_epoch`, or end the "
+        "dataset",
     ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
     "a rotation gain of 0, negative, not finite or a bool": (
@@ -538,11 +669,84 @@ CASES = {
         "--base-learning-rate too",
     ),
     "an --out that holds another config": (_other_out, ValueError, "another config \\(seed"),
+    "another run's backup copied into --out": (
+        _backup_of_another_run,
+        UsageError,
+        "The backup of aninfonce in .*/run/backup/aninfonce is not this run's: it was written "
+        "by a run of another config \\(seed: 1 -> 0\\)\\. Delete .*/run/backup/aninfonce to "
+        "train aninfonce from the start, or pass a new --out\\.$",
+    ),
+    "a backup checkpoint renamed to another step": (
+        _renamed_checkpoint,
+        UsageError,
+        "step-000100.weights.h5 holds step 20, not the step 100 its name gives \\(a renamed "
+        "file\\): delete .*/backup/aninfonce to train this variant from the start, or pass a "
+        "new --out\\.$",
+    ),
+    "a lost history.json or variant directory beside a backup": (
+        _lost_history,
+        UsageError,
+        "aninfonce/history.json lacks the evaluations at steps \\[20\\], before the step 20 "
+        "that the backup of aninfonce resumes at \\(the file or its directory was lost\\): "
+        "put it back, or delete .*/backup/aninfonce to train aninfonce from the start\\.$",
+    ),
+    "a resume without the --import plug-in that trained the run": (
+        _resumed_without_the_plug_in,
+        UsageError,
+        "was trained by aninfonce_tf .* \\(source \\w+, --import and backbone files \\w+\\), "
+        "this is aninfonce_tf .* \\(source \\w+\\): resuming would mix two versions",
+    ),
+    "a resume with other final-evaluation settings than its finished variants": (
+        _other_final_evaluation,
+        UsageError,
+        "finished variants were scored on other parts, or by another final evaluation, than "
+        "this run gives \\(linear_evaluation \\{'epochs': 1\\} -> \\{'epochs': 40\\}\\): the "
+        "variants still to train would not compare with them",
+    ),
+    "--seeds summarising seeds scored by other final evaluations": (
+        _seeds_of_other_final_evaluations,
+        UsageError,
+        "The seeds were scored by different final linear evaluations \\(seed 0: "
+        "\\{'epochs': 1\\}; seed 1: \\{'epochs': 40\\}\\): their summary would average them\\. "
+        "Rerun the seeds with the same --linear-eval-\\* flags, or into a new --out\\.$",
+    ),
+    "--seeds summarising seeds trained by other code": (
+        _seeds_of_other_code,
+        UsageError,
+        "The seeds were trained by different code \\(seed 0: aninfonce_tf .*; seed 1: "
+        "aninfonce_tf .* \\(source 000000000000\\); seed 2: .*\\): their summary would average two "
+        "versions of the code\\. Pass --allow-code-change to summarise them with each seed's "
+        "code recorded in summary.json, or a new --out\\.$",
+    ),
     "an --out in use by another run (locked)": (
         _locked_out,
         UsageError,
         "is in use by another run \\(pid \\d+ on .+, started .+\\): wait for it to end, or "
         "pass another --out\\.$",
+    ),
+    "an --out in use by a run whose .lock file was deleted": (
+        _deleted_lock_file,
+        UsageError,
+        "is in use by another run \\(a process whose .lock file, which names it, was "
+        "deleted\\): wait for it to end, or pass another --out\\.$",
+    ),
+    "a sweep whose cells share a directory (a value given twice)": (
+        lambda p: sweep.run_cells(
+            dataclasses.replace(SMOKE, losses="aninfonce", steps=20),
+            synthetic.build,
+            p,
+            [({"learning_rate": 0.01}, [0]), ({"learning_rate": 0.01}, [1])],
+        ),
+        UsageError,
+        "the sweep's cells \\{'learning_rate': 0.01\\} and \\{'learning_rate': 0.01\\} share "
+        "the directory learning_rate=0.01: give each value of an axis once\\.$",
+    ),
+    "workers of one run given different flags (--seed 0 and --seed 1)": (
+        _workers_given_different_flags,
+        UsageError,
+        "The workers of this run were given different flags or code \\(digests \\['\\w+', "
+        "'\\w+'\\], one per replica\\): every worker must run the same command with the same "
+        "aninfonce_tf \\(TF_CONFIG aside\\)\\. Rerun every worker with the same flags\\.$",
     ),
     "an --out holding other files": (
         _out_of_others,
@@ -829,6 +1033,26 @@ def _smoke_and_smoke_full(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def _bad_loss_name_on_the_command_line(tmp_path, capsys):
+    user_file = tmp_path / "my_losses.py"
+    user_file.write_text(
+        "from aninfonce_tf import InfoNCE, register_loss\nregister_loss('..')(InfoNCE)\n"
+    )
+    LOSS_VARIANTS[".."] = LOSS_VARIANTS["infonce"]  # put there without `register_loss`
+    try:
+        _usage_errors(
+            tmp_path, capsys, [(["--losses", ".."], "A loss variant's name must be a plain")]
+        )
+    finally:
+        del LOSS_VARIANTS[".."]
+    with pytest.raises(SystemExit) as stop:  # argparse's usage, then one line
+        runner.main(synthetic, ["--import", str(user_file), "--out", str(tmp_path / "run")])
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in error, error
+    assert "my_losses.py: ValueError: A loss variant's name must be a plain" in error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["my_losses.py"]
+
+
 def _log_every(tmp_path, capsys):
     _usage_errors(
         tmp_path,
@@ -857,6 +1081,9 @@ BEHAVIOURS = {
     "a usage error on a recipe's command line": _usage_error,
     "--log-every 0 or negative": _log_every,
     "--smoke beside --smoke-full": _smoke_and_smoke_full,
+    "a loss name that is no plain identifier, on the command line (--losses, --import)": (
+        _bad_loss_name_on_the_command_line
+    ),
     "a SimCLRAugment seed that is a float or a string": _augment_seeds,
     "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
     "`(images, labels)` batches for augment_pairs": _supervised_pairs,

@@ -12,11 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from aninfonce_tf import sweep
 from aninfonce_tf.checkpoints import write_json
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.configs.base import UsageError
+from aninfonce_tf.runner import RunContext
+from aninfonce_tf.runner.lock import lock_run_directory
 from aninfonce_tf.statistics import summarize
 from aninfonce_tf.sweep_tables import (
     change_table,
@@ -429,3 +432,38 @@ def test_a_cell_that_cannot_run_is_refused_before_the_first_run(fake_runs, tmp_p
 def test_pairs_without_simclrs_views_are_refused(flags, fake_runs, tmp_path, capsys):
     assert "only the augment mode" in _refused(tmp_path / "sweep", flags, capsys)
     assert fake_runs == []
+
+
+def test_cells_whose_values_agree_to_six_digits_get_directories_of_their_own(fake_runs, tmp_path):
+    cells = [({"crop_min_scale": 0.5000001}, [0]), ({"crop_min_scale": 0.50000001}, [0])]
+    sweep.run_cells(rendered.SWEEP, rendered.build, tmp_path, cells)
+    assert [run_dir.name for _, run_dir, _, _ in fake_runs] == [
+        "crop_min_scale=0.5000001",
+        "crop_min_scale=0.50000001",
+    ]
+    assert sweep.cell_name({"crop_min_scale": 0.5}) == "crop_min_scale=0.5"  # as before
+
+
+def test_cells_sharing_a_directory_are_refused_before_any_runs(fake_runs, tmp_path):
+    cells = [({"crop_min_scale": 0.5}, [0]), ({"crop_min_scale": 0.5}, [1])]
+    with pytest.raises(UsageError, match="share the directory crop_min_scale=0.5: give each"):
+        sweep.run_cells(rendered.SWEEP, rendered.build, tmp_path, cells)
+    assert fake_runs == []
+
+
+def test_a_second_worker_of_a_sweep_locks_its_own_directory(monkeypatch, tmp_path):
+    worker = RunContext(tf.distribute.get_strategy(), chief=False, multi_worker=True)
+    monkeypatch.setattr(RunContext, "work_dir", lambda self, run_dir: run_dir / "workers" / "w")
+    monkeypatch.setattr(sweep.RunContext, "create", lambda *args: worker)
+    calls = []
+
+    def run_seeds(config, build, run_dir, seeds, context=None, **labels):
+        assert context is worker
+        calls.append(run_dir)
+        return {}
+
+    monkeypatch.setattr(sweep, "run_seeds", run_seeds)
+    with lock_run_directory(tmp_path):  # the chief's lock, held meanwhile
+        sweep.run_cells(rendered.SWEEP, rendered.build, tmp_path, [({"crop_min_scale": 0.5}, [0])])
+    assert calls == [tmp_path / "crop_min_scale=0.5"]
+    assert (tmp_path / "workers" / "w").is_dir()

@@ -18,7 +18,7 @@ from aninfonce_tf import memory, optimizers
 from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.errors import UsageError
 from aninfonce_tf.layers import PARAMETRIZATIONS
-from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_variants
+from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_loss_name, check_variants
 
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
@@ -240,7 +240,13 @@ class RunConfig:
     resume_exempt: typing.ClassVar[tuple[str, ...]] = ()
 
     def loss_names(self) -> list[str]:
-        names = split_list(self.losses)
+        """`losses` as a list of registered variants' names.
+
+        Raises:
+            ValueError: for a name that cannot name a variant (`check_loss_name`) or
+                that no variant has.
+        """
+        names = [check_loss_name(name) for name in split_list(self.losses)]
         unknown = sorted(set(names) - set(LOSS_VARIANTS))
         if unknown or not names:
             raise ValueError(

@@ -110,7 +110,8 @@ def parse_config(
     for name in chosen.imports:
         try:
             import_user_code(name)
-        except (ImportError, OSError, SyntaxError) as error:
+        # A ValueError or TypeError: a refusal of the package's, such as `register_loss`'s.
+        except (ImportError, OSError, SyntaxError, ValueError, TypeError) as error:
             choice.error(f"--import {name}: {type(error).__name__}: {error}")
     preset = presets[chosen.preset]
     full_run = getattr(chosen, "smoke_full", False)

@@ -1,10 +1,13 @@
 """The lock that keeps a run directory to one run at a time.
 
-`lock_run_directory` holds an exclusive `fcntl.flock` on `RUN/.lock` for the life of
-a run. A second run on the same directory is refused at once, naming the holder (its
-pid, host and start time, which the holder writes into the file). The kernel releases
-the lock when its process ends, however it ends: the file a killed run leaves behind
-holds no lock, and the next run takes it over, saying whose it was.
+`lock_run_directory` holds an exclusive `fcntl.flock` on an open descriptor of the run
+directory itself for the life of a run, so that the lock holds while its holder lives,
+whatever happens to the files in it. A second run on the same directory is refused at
+once, naming the holder (its pid, host and start time, which the holder writes into
+`RUN/.lock`, a file kept for this message only: deleting it releases nothing). The
+kernel releases the lock when its process ends, however it ends: the `.lock` a killed
+run leaves behind names a holder that is gone, and the next run takes over, saying whose
+it was.
 
 POSIX only (there is no `fcntl` elsewhere: runs are then not locked), and reliable on
 local filesystems only: over NFS `flock` is emulated with byte-range locks, or is local
@@ -34,7 +37,6 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 from aninfonce_tf.errors import UsageError
 
@@ -44,18 +46,18 @@ except ImportError:  # not POSIX: runs are not locked (docs/runner.md, Resume)
     fcntl = None
 
 LOCK_NAME = ".lock"
-# How a holder that has not written its details yet is named, and how long a refused
-# run waits for them.
+# How a holder that has not written its details yet, or whose holder file is gone, is
+# named, and how long a refused run waits for its details.
 UNWRITTEN = "a process that has not written its pid yet"
+GONE = f"a process whose {LOCK_NAME} file, which names it, was deleted"
 HOLDER_WAIT_SECONDS = 2.0
 
 
 @contextlib.contextmanager
 def lock_run_directory(run_dir: Path) -> Iterator[None]:
-    """Holds the exclusive lock of `run_dir` (created if need be) while the block runs.
-
-    The lock file is removed on release, while still locked; a run that opened it
-    before then finds it gone once it gets the lock and locks the new one instead.
+    """Holds the exclusive lock of `run_dir` (created if need be) while the block runs:
+    a `flock` on a descriptor of the directory, with this process's details in
+    `run_dir/.lock`, which is removed on release.
 
     Raises:
         UsageError: when another process holds it, naming that process.
@@ -65,65 +67,63 @@ def lock_run_directory(run_dir: Path) -> Iterator[None]:
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_NAME
-    file = _acquire(path)
+    directory = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        file.close()
-
-
-def _acquire(path: Path) -> TextIO:
-    """The lock file `path`, opened and locked, with this process's details in it."""
-    while True:
-        path.parent.mkdir(parents=True, exist_ok=True)  # removed meanwhile by a refused run
-        file = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+")
         try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _written_holder(file)
-            file.close()
             raise UsageError(
-                f"{path.parent} is in use by another run ({_holder(holder)}): wait for it "
-                "to end, or pass another --out."
+                f"{run_dir} is in use by another run ({_holder(_written_holder(path))}): wait "
+                "for it to end, or pass another --out."
             ) from None
+        _write_holder(path)
         try:
-            current = os.path.samestat(os.fstat(file.fileno()), os.stat(path))
-        except FileNotFoundError:
-            current = False
-        if current:
-            break
-        file.close()  # released and removed by its holder meanwhile: lock the new file
-    previous = file.read()
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(directory)  # releases the lock
+
+
+def _write_holder(path: Path) -> None:
+    """Writes this process's details into the holder file `path`, saying whose they
+    replace: a holder that ended without releasing the lock (killed)."""
+    previous = _read(path)
     if previous:
         print(
             f"   {path.parent}: taking over the lock of {_holder(previous)}, which ended "
             "without releasing it",
             flush=True,
         )
-    file.seek(0)
-    file.truncate()
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    file.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now}))
-    file.flush()
-    return file
+    path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now}))
 
 
-def _written_holder(file: TextIO) -> str:
-    """The locked file's text, once its holder has written its details (a holder that
+def _written_holder(path: Path) -> str | None:
+    """The holder file's text, once its holder has written its details (a holder that
     has just taken the lock writes them at once; waited for up to
-    `HOLDER_WAIT_SECONDS`)."""
+    `HOLDER_WAIT_SECONDS`); None when there is no such file."""
     deadline = time.monotonic() + HOLDER_WAIT_SECONDS
     while True:
-        file.seek(0)
-        text = file.read()
-        if _holder(text) != UNWRITTEN or time.monotonic() > deadline:
+        text = _read(path)
+        if _holder(text) not in (UNWRITTEN, GONE) or time.monotonic() > deadline:
             return text
         time.sleep(0.05)
 
 
-def _holder(text: str) -> str:
-    """`pid 12 on host, started 2026-11-27T10:00:00+00:00`, from a lock file's text."""
+def _read(path: Path) -> str | None:
+    """The text of the holder file `path`; None when there is none."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def _holder(text: str | None) -> str:
+    """`pid 12 on host, started 2026-11-27T10:00:00+00:00`, from a lock file's text
+    (None: there is no file)."""
+    if text is None:
+        return GONE
     try:
         holder = json.loads(text)
         return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"

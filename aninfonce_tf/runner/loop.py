@@ -111,6 +111,8 @@ def _run(
         stop_at = parse_targets(config.stop_at)
         names = config.loss_names()
     context = context or RunContext.create(config.strategy, config.tpu)
+    if context.multi_worker:
+        run_directory.check_workers_agree(context.strategy, config)
     work_dir = context.work_dir(run_dir)
     with lock_run_directory(work_dir):
         with as_usage_errors():
@@ -128,9 +130,10 @@ def _run(
             changes = report.scoring_changes(saved_run, record)
             if changes:
                 raise UsageError(
-                    f"{run_dir}'s finished variants were scored on other parts than this "
-                    f"code gives ({'; '.join(changes)}): the variants still to train would "
-                    "not compare with them. Rerun into a new --out."
+                    f"{run_dir}'s finished variants were scored on other parts, or by "
+                    f"another final evaluation, than this run gives ({'; '.join(changes)}): "
+                    "the variants still to train would not compare with them. Rerun with "
+                    "their settings, or into a new --out."
                 )
         input_spec = (
             split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
@@ -157,7 +160,7 @@ def _run(
                 if context.chief:
                     run_directory.write_config(run_dir, config, code)
                 model, results[name] = train_variant(
-                    config, experiment, name, run_dir, context, stop_at, verbose, callbacks
+                    config, experiment, name, run_dir, context, stop_at, verbose, callbacks, code
                 )
                 if context.chief:
                     if "stopped" not in results[name]:  # a diverged model is not worth keeping
@@ -204,7 +207,9 @@ def run_seeds(
     `allow_code_change`: as for `run`; `context`: the run's `RunContext` (default:
     made from `config` once). The run holds `run_dir`'s lock, and each seed's run its
     own, throughout; `run_dir` may hold nothing but the seeds' runs and
-    `summary.json`.
+    `summary.json`. Seeds trained by different code are refused before any training
+    (and again before the summary), unless `allow_code_change`; `summary.json` then
+    records each seed's code under `code`.
 
     Returns:
         The summary, as written to `summary.json`.
@@ -220,6 +225,8 @@ def run_seeds(
         with as_usage_errors():  # a damaged earlier seed is named before any training
             run_directory.check_seeds_directory(run_dir)
             earlier = run_directory.finished_seeds(run_dir, config.resolved(), seeds)
+            codes = run_directory.seeds_code(run_dir, [*seeds, *earlier])
+            run_directory.check_seeds_code(codes, allow_code_change)
         for seed in seeds:
             seed_dir = run_dir / f"seed_{seed}"
             print(f"=== seed {seed}: {seed_dir}", flush=True)
@@ -236,6 +243,10 @@ def run_seeds(
             )
         if earlier:
             print(f"=== seeds {sorted(earlier)}: finished in {run_dir} before, summarised too")
+        with as_usage_errors():  # the codes that trained them, now that every seed has
+            codes = run_directory.seeds_code(run_dir, [*runs, *earlier])
+            mixed_code = run_directory.check_seeds_code(codes, allow_code_change)
+            run_directory.check_seeds_protocol(run_dir, sorted({**runs, **earlier}))
         summary = summarize(
             {
                 seed: {name: report.variant_scores(result) for name, result in results.items()}
@@ -243,6 +254,8 @@ def run_seeds(
             },
             family=experiment.primary_scores,
         )
+        if mixed_code:
+            summary["code"] = {str(seed): code for seed, code in sorted(codes.items())}
         if context.chief:
             write_json(run_dir / "summary.json", summary)
             report.write_seeds_figures(summary, experiment, run_dir, preset, smoke)

@@ -55,9 +55,13 @@ def scored_on(run: dict) -> dict:
 
 def scoring_changes(saved: dict, record: dict) -> list[str]:
     """Where a resumed run's `run` record (`record`) is scored on other blocks or
-    readout targets (`scored_on`) than the one saved with its finished variants
-    (`saved`), in words; empty where they agree."""
-    before, now = scored_on(saved), scored_on(record)
+    readout targets (`scored_on`), or by another final linear evaluation (its
+    protocol, `linear_evaluation`, whose settings a resume may change), than the one
+    saved with its finished variants (`saved`), in words; empty where they agree."""
+    before, now = (
+        {**scored_on(run), "linear_evaluation": run.get("linear_evaluation")}
+        for run in (saved, record)
+    )
     return [f"{key} {before[key]} -> {now[key]}" for key in before if before[key] != now[key]]
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import keras
 
 import aninfonce_tf
-from aninfonce_tf import backbones
-from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
+from aninfonce_tf import backbones, distribute
+from aninfonce_tf.checkpoints import Backup, read_json, replace_atomically, write_json
 from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
 from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.errors import UsageError
@@ -89,16 +89,12 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     if saved is None:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
     else:
-        current = _comparable(json.loads(json.dumps(config.resume_key())))
-        exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
         filled = {k: v for k, v in _defaults(config).items() if k not in saved}
         if filled:
             named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
             print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
-        saved = _comparable({**filled, **{k: v for k, v in saved.items() if k not in exempt}})
-        differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
-        if differing:
-            changes = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
+        changes = config_changes(saved, config)
+        if changes:
             raise AnotherConfig(
                 f"{run_dir} holds a run of another config ({changes}); it would resume from "
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
@@ -118,6 +114,82 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
             "or pass a new --out."
         )
     return variants
+
+
+def config_changes(saved: dict, config: RunConfig) -> str:
+    """How `config` differs from the `saved` one (a `config.json`'s entries, or a
+    backup's record of them) in the fields a resume must keep, `stop_at` compared in
+    its one form (`canonical_targets`) and a field `saved` lacks (added to the code
+    since) at its default: `steps: 40 -> 80, ...`, empty where they agree."""
+    current = _comparable(json.loads(json.dumps(config.resume_key())))
+    exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
+    filled = {k: v for k, v in _defaults(config).items() if k not in saved}
+    saved = _comparable({**filled, **{k: v for k, v in saved.items() if k not in exempt}})
+    differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+    return ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
+
+
+def backup_identity(config: RunConfig) -> dict:
+    """What each backup checkpoint of a run of `config` records of it (`Backup`'s
+    `identity`): the fields a resume keeps (`RunConfig.resume_key`) and the code that
+    writes it (`code_version`)."""
+    return {"config": json.loads(json.dumps(config.resume_key())), CODE: code_version()}
+
+
+def check_backup_identity(
+    backup: Backup, config: RunConfig, code: Sequence[dict], variant: str
+) -> None:
+    """Checks that the checkpoint `backup` has restored (`Backup.restore`) was written
+    by this run: of `config`, by one of the codes that trained it (`code`,
+    `code_history`).
+
+    Raises:
+        UsageError: naming the checkpoint, what differs and the fix.
+    """
+    recorded = backup.restored_identity
+    if not isinstance(recorded, dict):
+        problem = "it records no run (a checkpoint from elsewhere, or from older code)"
+    elif changes := config_changes(recorded.get("config") or {}, config):
+        problem = f"it was written by a run of another config ({changes})"
+    elif recorded.get(CODE) not in [_without_date(entry) for entry in code]:
+        problem = (
+            f"it was written by {_code_name(recorded.get(CODE))}, which did not train this run"
+        )
+    else:
+        return
+    raise UsageError(
+        f"The backup of {variant} in {backup.directory} is not this run's: {problem}. Delete "
+        f"{backup.directory} to train {variant} from the start, or pass a new --out."
+    )
+
+
+def check_workers_agree(strategy, config: RunConfig) -> None:
+    """Checks that every worker of a multi-worker run was given the same config (every
+    field: each changes what a worker computes, or when it joins the collective ops)
+    and runs the same code (`code_version`), before any of them trains: each worker
+    passes a digest of both (`distribute.gather_from_workers`, a collective op that
+    every worker calls at once).
+
+    Raises:
+        UsageError: on every worker, when the digests differ.
+    """
+    text = json.dumps(
+        {"config": dataclasses.asdict(config), CODE: code_version()}, sort_keys=True, default=str
+    )
+    digest = int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)  # within int64
+    digests = distribute.gather_from_workers(strategy, digest)
+    if len(set(digests)) > 1:
+        raise UsageError(
+            f"The workers of this run were given different flags or code (digests "
+            f"{[f'{value:015x}' for value in digests]}, one per replica): every worker must "
+            "run the same command with the same aninfonce_tf (TF_CONFIG aside). Rerun every "
+            "worker with the same flags."
+        )
+
+
+def _without_date(entry: dict) -> dict:
+    """A code entry (`code_history`) without the date it first ran: the code alone."""
+    return {k: v for k, v in entry.items() if k != "date"}
 
 
 def _defaults(config: RunConfig) -> dict:
@@ -179,6 +251,64 @@ def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dic
         if len(results) == len(seed_config.loss_names()):
             found[seed] = results
     return found
+
+
+def seeds_code(run_dir: Path, seeds: Sequence[int]) -> dict[int, list[dict]]:
+    """`{seed: the code that trained run_dir/seed_<k>/}`, as its `config.json` records
+    it (`code_history`, oldest first, without the dates): this code for a seed not
+    trained yet."""
+    codes = {}
+    for seed in seeds:
+        saved = _saved_config(run_dir / f"seed_{seed}")
+        history = saved.get(CODE, [UNRECORDED_CODE]) if saved else [code_version()]
+        codes[seed] = [_without_date(entry) for entry in history if isinstance(entry, dict)]
+    return codes
+
+
+def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> bool:
+    """Whether the seeds of a `--seeds` summary were trained by different code
+    (`seeds_code`), which `allow_code_change` (`--allow-code-change`) allows.
+
+    Raises:
+        ValueError: when they were, without `allow_code_change`, naming each seed's code.
+    """
+    if len({json.dumps(code, sort_keys=True) for code in codes.values()}) < 2:
+        return False
+    if not allow_code_change:
+        named = "; ".join(
+            f"seed {seed}: {' -> '.join(map(_code_name, code or [None]))}"
+            for seed, code in sorted(codes.items())
+        )
+        raise ValueError(
+            f"The seeds were trained by different code ({named}): their summary would "
+            "average two versions of the code. Pass --allow-code-change to summarise them "
+            "with each seed's code recorded in summary.json, or a new --out."
+        )
+    return True
+
+
+def check_seeds_protocol(run_dir: Path, seeds: Sequence[int]) -> None:
+    """Checks that the seeds of a `--seeds` summary were scored by one final linear
+    evaluation: each seed's `run.linear_evaluation` in its `results.json` (the
+    `--linear-eval-*` flags may change on a resume, so that seeds run apart may
+    differ).
+
+    Raises:
+        ValueError: naming each seed's protocol when they differ.
+    """
+    protocols = {}
+    for seed in seeds:
+        path = run_dir / f"seed_{seed}" / "results.json"
+        protocols[seed] = (read_json(path).get("run", {}) if path.exists() else {}).get(
+            "linear_evaluation"
+        )
+    if len({json.dumps(protocol, sort_keys=True) for protocol in protocols.values()}) > 1:
+        named = "; ".join(f"seed {seed}: {protocol}" for seed, protocol in protocols.items())
+        raise ValueError(
+            f"The seeds were scored by different final linear evaluations ({named}): their "
+            "summary would average them. Rerun the seeds with the same --linear-eval-* "
+            "flags, or into a new --out."
+        )
 
 
 def _saved_config(run_dir: Path) -> dict | None:
@@ -283,7 +413,8 @@ def code_history(run_dir: Path, training: bool, allow_code_change: bool = False)
         history = []
     version = code_version()
     last = history[-1] if history else None
-    if (last and all(last.get(key) == value for key, value in version.items())) or not training:
+    # Every entry counts: one the current code lacks (the `--import` of a plug-in) too.
+    if (last and _without_date(last) == version) or not training:
         return history
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     current = {**version, "date": now}
@@ -308,7 +439,12 @@ def code_history(run_dir: Path, training: bool, allow_code_change: bool = False)
 def _code_name(entry: dict | None) -> str:
     if not entry or not entry.get("source_sha256"):
         return "an aninfonce_tf that recorded no version of its code"
-    return f"aninfonce_tf {entry.get('aninfonce_tf')} (source {entry['source_sha256'][:12]})"
+    user_code = entry.get("user_code_sha256")
+    with_user_code = f", --import and backbone files {user_code[:12]}" if user_code else ""
+    return (
+        f"aninfonce_tf {entry.get('aninfonce_tf')} (source {entry['source_sha256'][:12]}"
+        f"{with_user_code})"
+    )
 
 
 def points_until(path: Path, step: int) -> list[dict]:
@@ -381,6 +517,12 @@ __all__ = [
     "CODE",
     "AnotherConfig",
     "FILES",
+    "backup_identity",
+    "check_backup_identity",
+    "check_seeds_code",
+    "check_seeds_protocol",
+    "check_workers_agree",
+    "config_changes",
     "check_seeds_directory",
     "claim_run_directory",
     "code_history",
@@ -394,6 +536,7 @@ __all__ = [
     "refuse_others",
     "run_directory",
     "save_variant",
+    "seeds_code",
     "write_config",
     "write_results",
 ]

@@ -25,7 +25,7 @@ from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.event_files import drop_events_after
-from aninfonce_tf.runner.run_directory import points_until
+from aninfonce_tf.runner.run_directory import backup_identity, check_backup_identity, points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
@@ -72,6 +72,7 @@ def train_variant(
     stop_at: dict[str, Target],
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    code: Sequence[dict] = (),
 ) -> tuple[ContrastiveModel, dict]:
     """Trains one loss variant (resuming its backup, if any) and returns the model
     and its result: final scores, steps, seconds, final loss, score and loss curves.
@@ -83,13 +84,18 @@ def train_variant(
     the training metrics and Lambda_hat; the console (with `verbose`) Keras' line per
     epoch with the loss and the accuracy (`console.EpochLine`, unless `callbacks` hold a
     progress bar of their own) and a line per evaluation with the experiment's
-    `table_columns`, each within 100 columns."""
+    `table_columns`, each within 100 columns.
+
+    Each checkpoint records the run's config and code (`backup_identity`): a resume
+    refuses a backup that another run wrote, or whose evaluations before its step are
+    missing from `history.json`, rather than mix it into this run's result (`code`:
+    the codes that trained the run, `run_directory.code_history`)."""
     strategy = context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
     variant_dir.mkdir(parents=True, exist_ok=True)
     epoch_steps = config.epoch_steps()
-    backup = Backup(work_dir / "backup" / variant, epoch_steps)
+    backup = Backup(work_dir / "backup" / variant, epoch_steps, identity=backup_identity(config))
     if context.multi_worker:  # each worker has its own backup: one step
         start_step = backup.restore_on_every_worker(
             functools.partial(distribute.gather_from_workers, strategy)
@@ -105,17 +111,29 @@ def train_variant(
     history_path = variant_dir / "history.json"
     loss_path = variant_dir / "loss_curve.json"
     history, loss_curve, reached = [], [], None
-    if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
-        aside = run_dir / "tensorboard_unreadable" / variant
-        drop_events_after(run_dir / "tensorboard" / variant, start_step, aside)
     if start_step:
+        check_backup_identity(backup, config, code, variant)
         history = points_until(history_path, start_step)
+        missing = sorted(
+            set(range(config.eval_every, start_step + 1, config.eval_every))
+            - {point["step"] for point in history}
+        )
+        if missing:
+            raise UsageError(
+                f"{history_path} lacks the evaluations at steps {missing}, before the step "
+                f"{start_step} that the backup of {variant} resumes at (the file or its "
+                f"directory was lost): put it back, or delete {backup.directory} to train "
+                f"{variant} from the start."
+            )
         loss_curve = points_until(loss_path, start_step)
         print(f"   resuming {variant} at step {start_step}", flush=True)
         last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
         if targets_reached(last, stop_at, experiment.evaluators):
             # The run stopped there, at its targets: nothing is left to train.
             reached = {"step": start_step, "seconds": history[-1]["seconds"]}
+    if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
+        aside = run_dir / "tensorboard_unreadable" / variant
+        drop_events_after(run_dir / "tensorboard" / variant, start_step, aside)
     with strategy.scope():
         keras.utils.set_random_seed(config.seed)
         model = build_model(config, experiment, variant)

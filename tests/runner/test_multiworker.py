@@ -19,6 +19,7 @@ from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.runner import run_directory
 from tests.runner import multiworker_worker
+from tests.support import ROOT
 
 WORKER = Path(multiworker_worker.__file__)
 
@@ -109,3 +110,35 @@ def test_two_workers_train_the_photos_recipe_each_reading_its_own_shard(tmp_path
     results = json.loads((tmp_path / "run" / "results.json").read_text())["variants"]
     assert results["aninfonce"]["steps"] == 20
     assert 0 <= results["aninfonce"]["backbone"]["class_accuracy"] <= 1
+
+
+@pytest.mark.slow
+def test_workers_given_different_flags_both_refuse_in_one_line_before_training(tmp_path):
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    workers = []
+    for index in range(2):
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        env["PYTHONPATH"] = str(ROOT)  # the package under test, in every worker
+        env["TF_CONFIG"] = json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        )
+        command = [sys.executable, str(ROOT / "recipes" / "synthetic.py"), "--smoke"]
+        command += ["--losses", "aninfonce", "--export", "false", "--strategy", "multiworker"]
+        command += ["--seed", str(index), "--out", str(tmp_path / "run")]  # seeds differ
+        workers.append(
+            subprocess.Popen(
+                command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
+    try:
+        outputs = [worker.communicate(timeout=240) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    for worker, (out, err) in zip(workers, outputs, strict=True):
+        errors = [line for line in err.splitlines() if ": error: " in line]
+        assert worker.returncode == 2 and len(errors) == 1, err[-3000:]
+        assert "The workers of this run were given different flags or code" in errors[0]
+        assert "Rerun every worker with the same flags." in errors[0]
+        assert "== aninfonce" not in out  # before the first step
+    assert not (tmp_path / "run" / "config.json").exists()
