@@ -21,7 +21,7 @@ Example:
 >>> round(estimate["correlation"]["x"], 2), round(estimate["correlation"]["rotation_cos"], 2)
 (0.99, 0.36)
 >>> effective_blocks(estimate["correlation"])["content"]
-('x', 'y', 'scale', 'x_offset')
+('x', 'y', 'scale')
 
 Lambda_eff depends on a part's units and type; the blocks do not: they follow each
 part's correlation between the two views of a pair (`effective_blocks`, the rule in
@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.renderer import (
+    DERIVED_FROM,
     DERIVED_PARTS,
     HUES,
     LATENTS,
@@ -147,16 +148,25 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
         },
         "mean_squared_change": change,
         "correlation": correlation,
-        "unshared": [part for part, rho in correlation.items() if rho < UNSHARED_CORRELATION],
+        "unshared": [part for part, rho in correlation.items() if not _shared(rho)],
         "sample_size": int(count),
     }
 
 
 def _correlation(first: np.ndarray, second: np.ndarray) -> float:
-    """Pearson's rho of a part in the two views; 1 where no pair changes it."""
+    """Pearson's rho of a part in the two views: 1 where no pair changes a part that
+    varies, NaN where a view never shows it varying (e.g. erased in every view)."""
+    if min(np.var(first), np.var(second)) < 1e-18:
+        return float("nan")
     if np.allclose(first, second, rtol=0, atol=1e-9):
         return 1.0
     return float(np.corrcoef(first, second)[0, 1])
+
+
+def _shared(rho: float) -> bool:
+    """Whether a pair shares a part of correlation `rho`: |rho| at least
+    `UNSHARED_CORRELATION` (a part reversed between views is shared too); NaN is not."""
+    return bool(abs(rho) >= UNSHARED_CORRELATION)
 
 
 def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
@@ -164,8 +174,10 @@ def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, .
     their correlation rho between a pair's two views (`effective_concentration`'s
     `"correlation"`), a rule free of units.
 
-    Unshared parts (rho below `UNSHARED_CORRELATION`) are in neither block. A part no
-    pair changes (rho 1) is content. The others are placed on s = log(1 / (1 - rho))
+    Unshared parts (|rho| below `UNSHARED_CORRELATION`, or NaN: no view shows them
+    varying) are in neither block; a derived part (`renderer.DERIVED_FROM`) enters only
+    in place of an unshared part it stands for. A part no pair changes (rho 1) is
+    content. The others are placed on s = log(1 / (1 - rho))
     (for a stationary pair, log of Lambda_eff times twice the part's variance) and
     split where the two groups' variance between them is largest (Otsu's rule in one
     dimension), the parts above content; no split (all content) unless the closest
@@ -176,13 +188,15 @@ def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, .
 
     >>> effective_blocks({"x": 0.02, "y": 0.69, "scale": 0.54, "rotation_cos": 1.0})
     {'content': ('y', 'rotation_cos'), 'style': ('scale',)}
-    >>> effective_blocks({"x": 0.5, "y": 0.52})
+    >>> effective_blocks({"x": 0.5, "y": 0.52, "x_offset": 0.9})
     {'content': ('x', 'y'), 'style': ()}
     """
-    shared = [p for p, rho in correlation.items() if rho >= UNSHARED_CORRELATION]
-    content = {p for p in shared if correlation[p] >= 1}
-    changed = sorted(set(shared) - content, key=lambda part: correlation[part])
-    scores = -np.log1p(-np.array([correlation[part] for part in changed]))
+    shared = {p for p, rho in correlation.items() if _shared(rho)}
+    shared -= {d for d, part in DERIVED_FROM.items() if part in shared}
+    strength = {part: abs(correlation[part]) for part in shared}
+    content = {p for p in shared if strength[p] >= 1}
+    changed = sorted(shared - content, key=strength.get)
+    scores = -np.log1p(-np.array([strength[part] for part in changed]))
     cut = _otsu_cut(scores)
     if cut and np.exp(scores[cut] - scores[cut - 1]) >= MIN_BLOCK_GAP:
         content |= set(changed[cut:])

@@ -161,6 +161,8 @@ PARTS = part_names(CONTINUOUS)
 # Functions of the latents scored beside the parts (not in the MCC: not latents of
 # their own): the centre's distance from the vertical midline, which a flip keeps.
 DERIVED_PARTS = ("x_offset",)
+# The part each derived part stands in for where a pair does not share that part.
+DERIVED_FROM = {"x_offset": "x"}
 
 
 def derived_parts(coordinates: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -351,6 +353,7 @@ def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
 
 __all__ = [
     "CONTINUOUS",
+    "DERIVED_FROM",
     "DERIVED_PARTS",
     "EXTENT",
     "HUES",

@@ -371,8 +371,10 @@ class IdentifiabilityEvaluator:
             names.add("nonlinear_r2")
         if self.alignment_pairs is not None:
             names.add("aligned_mcc")
-        if anisotropic and self.true_concentration is not None:
-            names |= {"lambda_spearman", "lambda_relative_error"}
+        if anisotropic:
+            names.add("lambda_hat_low_dimensions")
+            if self.true_concentration is not None:
+                names |= {"lambda_spearman", "lambda_relative_error"}
         return names
 
     @property

@@ -149,7 +149,8 @@ def latent_scores(
         (`identifiability.mean_correlation_coefficient`, a feature dimension per part),
         `mcc_floor` and `mcc_floor_sd` (`identifiability.rotation_floor`, at the
         features' width) and, with `blocks`, `subspace_r2` `{block: R^2}`, the block's
-        parts read (ridge) from their matched dimensions only.
+        parts read (ridge) from their matched dimensions only (derived parts, matched to
+        no dimension, left out).
     """
     features = np.asarray(features, "float64")
     unknown = sorted(set(latents) - set(specs))
@@ -315,8 +316,8 @@ class LatentEvaluator:
         """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,
         `<level>/part_linear_r2/<part>`,
         `<level>/block_linear_r2/<block>`, `<level>/<class latent>_accuracy` (and
-        `nonlinear_` ones, `<level>/augmentation_readout`)."""
-        del anisotropic
+        `nonlinear_` ones, `<level>/augmentation_readout`; `lambda_hat_low_dimensions` where
+        `anisotropic`)."""
         continuous = [n for n, s in self.specs.items() if not s.classes and n in self.latents]
         classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
         kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)
@@ -329,10 +330,16 @@ class LatentEvaluator:
             names |= {f"{level}/block_{kind}_r2/{b}" for b, m in self.blocks.items() if len(m)}
         for level in LEVELS:
             names |= {f"{level}/mcc", f"{level}/mcc_floor", f"{level}/mcc_floor_sd"}
-            names |= {f"{level}/subspace_r2/{b}" for b, m in self.blocks.items() if len(m)}
+            # A block of derived parts only has no matched dimension: no subspace score.
+            derived = set(_derived_names(continuous))
+            names |= {
+                f"{level}/subspace_r2/{b}" for b, m in self.blocks.items() if set(m) - derived
+            }
             names |= {f"{level}/{latent}_accuracy" for latent in classes}
             if self.views is not None:
                 names.add(f"{level}/augmentation_readout")
+        if anisotropic:
+            names.add("lambda_hat_low_dimensions")
         return names
 
     @property

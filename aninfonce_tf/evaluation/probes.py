@@ -334,15 +334,16 @@ class ImageProbeEvaluator:
 
     def score_names(self, anisotropic: bool) -> set[str]:
         """`<level>/<score>` for each of `SCORES` (the per-target readouts are
-        scalars too, but which targets vary depends on the views)."""
-        del anisotropic
-        return {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
+        scalars too, but which targets vary depends on the views), and Lambda_hat's
+        shape where it is `anisotropic`."""
+        names = {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
+        return names | ({"lambda_hat_low_dimensions"} if anisotropic else set())
 
     @property
     def summary_scores(self) -> frozenset[str]:
         """The scores TensorBoard shows by default: `SCORES` at each level (not the
         readout of each target)."""
-        return frozenset(self.score_names(anisotropic=True))
+        return frozenset(self.score_names(anisotropic=False))
 
     @property
     def classes(self) -> int:

@@ -132,7 +132,8 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
 def concentration_scores(model) -> dict[str, Any]:
     """A model's learned Lambda_hat (`lambda_hat`) and its shape,
     `lambda_hat_low_dimensions`: how many entries lie below
-    `LOW_CONCENTRATION_FRACTION` of their median; empty for a model without one.
+    `LOW_CONCENTRATION_FRACTION` of their median (None where an entry is not finite;
+    not given for one learned concentration, `tied`); empty for a model without one.
 
     Example:
 
@@ -146,7 +147,10 @@ def concentration_scores(model) -> dict[str, Any]:
     if getattr(model, "scaling", None) is None:
         return {}
     learned = np.asarray(model.scaling.concentration, "float64")
-    low = int(np.sum(learned < LOW_CONCENTRATION_FRACTION * np.median(learned)))
+    if getattr(model.scaling, "tied", False):
+        return {"lambda_hat": learned.tolist()}
+    finite = bool(np.all(np.isfinite(learned)))
+    low = int(np.sum(learned < LOW_CONCENTRATION_FRACTION * np.median(learned))) if finite else None
     return {"lambda_hat": learned.tolist(), "lambda_hat_low_dimensions": low}
 
 

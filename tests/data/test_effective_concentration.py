@@ -142,6 +142,19 @@ def test_correlations_and_unshared_parts_of_flipped_views():
     assert estimate["unshared"] == ["x", "rotation_sin"]
     assert abs(rho["x"]) < 0.05 and rho["x_offset"] == rho["rotation_cos"] == 1.0
     assert rho["object_hue_cos"] == 1.0
+    # Hues erased in every view: no view shows them varying, so a pair shares nothing.
+    gray = effective_concentration(
+        RenderedPairs(augment=dataclasses.replace(STILL, grayscale_probability=1.0), size=32),
+        count=2000,
+    )
+    hues = [part for part in PARTS if "hue" in part]
+    assert all(np.isnan(gray["correlation"][part]) for part in hues)
+    assert set(hues) <= set(gray["unshared"])
+    blocks = effective_blocks(gray["correlation"])
+    assert not set(hues) & {*blocks["content"], *blocks["style"]}
+    # A part reversed between the views is shared; x_offset only stands in for an
+    # unshared x.
+    assert effective_blocks({"x": -0.9, "y": 0.9, "x_offset": 0.95})["content"] == ("x", "y")
 
 
 def test_estimates_repeat_and_bad_counts_are_refused():

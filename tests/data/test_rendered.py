@@ -323,7 +323,7 @@ def test_blocks_follow_the_measured_concentrations_of_every_mode():
         f"{hue}_{part}" for hue in ("object_hue", "background_hue") for part in ("cos", "sin")
     )
     assert RenderedPairs(mode="latent").blocks() == {
-        "content": ("x", "y", "scale", "x_offset"),
+        "content": ("x", "y", "scale"),
         "style": circular,
     }
     # SimCLR's views: a flip leaves a pair no shared sign of x or of the rotation's sin

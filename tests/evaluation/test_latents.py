@@ -143,8 +143,8 @@ def test_block_means_are_the_means_of_their_latents_or_parts():
     )
     with pytest.raises(ValueError, match="rotation_tan"):
         latent_scores(features, latents, blocks={"b": ("rotation_tan",)}, nonlinear=False)
-    assert blocks["content"] == ("x", "y", "scale", "x_offset")
-    assert min(parts[name] for name in ("x", "y", "scale")) > 0.99
+    assert blocks["content"] == ("x", "y", "scale")  # x is shared: x_offset stays out
+    assert scores["block_linear_r2"]["content"] > 0.99
     # |x - 1/2| is scored as a part of its own: no linear map of x reads it.
     assert parts["x_offset"] < 0.05
     assert scores["block_linear_r2"]["style"] < 0.05
@@ -237,3 +237,16 @@ def test_orientation_over_parts_identity_rotation_and_blocks():
     # A rotation keeps every part's R^2 (the derived |x - 1/2| was never linear).
     assert min(mixed["part_linear_r2"][part] for part in PARTS) > 0.99
     assert min(mixed["subspace_r2"].values()) < 0.9
+
+
+def test_a_block_of_derived_parts_has_block_r2_but_no_subspace_score():
+    latents = _latents(400)
+    blocks = {"style": ("scale", "x_offset"), "offset": ("x_offset",)}
+    features = _exact_features(latents)
+    scores = latent_scores(features, latents, blocks=blocks, nonlinear=False)
+    assert set(scores["subspace_r2"]) == {"style"}  # x_offset has no matched dimension
+    assert set(scores["block_linear_r2"]) == {"style", "offset"}
+    names = LatentEvaluator(np.zeros((400, 4)), latents, blocks=blocks).score_names(True)
+    assert "backbone/subspace_r2/style" in names
+    assert "backbone/subspace_r2/offset" not in names
+    assert "backbone/block_linear_r2/offset" in names

@@ -20,3 +20,6 @@ def test_low_dimensions_count_entries_below_a_tenth_of_the_median():
     assert concentration_scores(_Model([1.0, 10.0, 10.0]))["lambda_hat_low_dimensions"] == 0
     assert concentration_scores(_Model([0.99, 10.0, 10.0]))["lambda_hat_low_dimensions"] == 1
     assert concentration_scores(object()) == {}
+    # A diverged Lambda_hat has no shape to report, rather than a misleading count.
+    assert concentration_scores(_Model([np.nan, 5.0, 5.0]))["lambda_hat_low_dimensions"] is None
+    assert concentration_scores(_Model([np.inf, np.inf, 1.0]))["lambda_hat_low_dimensions"] is None
