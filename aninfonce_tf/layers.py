@@ -140,6 +140,13 @@ class DiagonalScaling(keras.layers.Layer):
         return ops.broadcast_to(values, (self.dim,)) if self.tied else values
 
     def call(self, z):
+        width = z.shape[-1]
+        if width is not None and width != self.dim:
+            raise ValueError(
+                f"This DiagonalScaling was built for embeddings of width {self.dim} and is "
+                f"called on embeddings of width {width}: a Lambda_hat holds one value per "
+                "embedding dimension; pass a new `DiagonalScaling` for this width."
+            )
         return ops.cast(z, self.compute_dtype) * ops.sqrt(self.concentration)
 
     def compute_output_shape(self, input_shape):

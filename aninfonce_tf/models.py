@@ -285,6 +285,12 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         if isinstance(input_shape, dict):
             input_shape = input_shape["view1"]
         shape = _build_embedding(self.encoder, self.projector, input_shape)
+        if self.normalize and shape[-1] == 1:
+            raise ValueError(
+                "The embeddings have width 1 and `normalize=True`: on the unit sphere every "
+                "embedding of width 1 is +1 or -1, so the loss has nothing to learn. Give the "
+                "encoder (or projector) at least 2 outputs, or pass `normalize=False`."
+            )
         for head in (self.scaling, self.alignment):
             if head is not None and not head.built:
                 head.build(shape)

@@ -67,6 +67,12 @@ def _model(scaling=True):
     return ContrastiveModel(encoder, scaling=DiagonalScaling(5.0) if scaling else None)
 
 
+def _scaling_built_at_width_1():
+    scaling = DiagonalScaling(5.0)
+    scaling(np.ones((2, 1), "float32"))
+    return scaling
+
+
 def _fit_dataset(dataset):
     model = _model()
     model.compile("adam", concentration_optimizer=1e-2)
@@ -784,6 +790,19 @@ CASES = {
         ValueError,
         "A DiagonalScaling of 10000000000 dimensions needs about 400.0 GB of memory .*: "
         "give the encoder fewer outputs",
+    ),
+    "a DiagonalScaling called on embeddings of another width": (
+        lambda _: _scaling_built_at_width_1()(np.ones((2, 4), "float32")),
+        ValueError,
+        "This DiagonalScaling was built for embeddings of width 1 and is called on "
+        "embeddings of width 4: .*pass a new `DiagonalScaling` for this width",
+    ),
+    "an embedding of width 1 on the sphere": (
+        lambda _: ContrastiveModel(keras.Sequential([keras.Input((6,)), keras.layers.Dense(1)])),
+        ValueError,
+        "The embeddings have width 1 and `normalize=True`: on the unit sphere every embedding "
+        "of width 1 is \\+1 or -1, so the loss has nothing to learn\\. Give the encoder \\(or "
+        "projector\\) at least 2 outputs, or pass `normalize=False`\\.",
     ),
     "a dataset missing offline (MNIST for `--vae-source mnist`)": (
         lambda p: digit_images("mnist", data_dir=str(p)),
