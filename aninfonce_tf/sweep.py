@@ -28,9 +28,16 @@ from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.errors import UsageError
+from aninfonce_tf.evaluation.targets import strict_float
 from aninfonce_tf.plots.dose_response import plot_dose_response
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
-from aninfonce_tf.runner.cli import parse_config, recipe_run_directory, run_line, run_name
+from aninfonce_tf.runner.cli import (
+    parse_config,
+    recipe_run_directory,
+    run_line,
+    run_name,
+    seed_list,
+)
 from aninfonce_tf.runner.lock import lock_run_directory
 from aninfonce_tf.runner.report import variant_scores
 from aninfonce_tf.sweep_tables import tradeoff_markdown
@@ -306,6 +313,25 @@ def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequen
     print(f"table: {run_dir / 'tradeoff.md'}\nfigure: {run_dir / 'tradeoff.png'}")
 
 
+def grid_values(text: str) -> list[float]:
+    """`"0.4, 0.8"` -> `[0.4, 0.8]`: the values of a `--grid-<field>` axis ("" -> []).
+
+    Raises:
+        argparse.ArgumentTypeError: unless each item is a plain number (`1_0` too).
+
+    Example:
+
+    >>> grid_values("0.4, 0.8")
+    [0.4, 0.8]
+    """
+    try:
+        return split_list(text, strict_float)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 0.4,0.8; got {text!r}"
+        ) from None
+
+
 def main(
     config_module: types.ModuleType,
     argv=None,
@@ -348,14 +374,14 @@ def main(
     for field, values in config_module.SWEEP_AXES.items():
         group.add_argument(
             f"--grid-{field.replace('_', '-')}",
-            type=lambda text: split_list(text, float),
+            type=grid_values,
             default=",".join(map(_text, values)),  # argparse converts a text default
             metavar="VALUES",
             help=f"the values of --{field.replace('_', '-')} on its axis; empty: the preset's only",
         )
     group.add_argument(
         "--corner-seeds",
-        type=lambda text: split_list(text, int),
+        type=seed_list,
         metavar="SEEDS",
         help="--design product: the seeds of the grid's corners (default: --seeds)",
     )

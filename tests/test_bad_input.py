@@ -159,6 +159,24 @@ def _compare_command(tmp_path, *flags) -> None:
     raise UsageError(stderr.getvalue().strip().splitlines()[-1])
 
 
+def _flags_refused(out, *flags, main=None) -> None:
+    """Runs a command line (the synthetic recipe's `--smoke` by default, or `main(argv)`)
+    into `out` with `flags`, which must end with exit status 2 before `out` is made;
+    raises its error line as a `UsageError`."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as stop:
+        if main is None:
+            runner.main(synthetic, [*COMMAND, "--out", str(out), *flags])
+        else:
+            main(["--smoke", "--out", str(out), *flags])
+    assert stop.value.code == 2 and not out.exists(), stderr.getvalue()
+    raise UsageError(stderr.getvalue().strip().splitlines()[-1])
+
+
+def _sweep_flags_refused(out, *flags) -> None:
+    _flags_refused(out / "run", *flags, main=lambda argv: sweep.main(rendered, argv))
+
+
 def _locked_out(tmp_path):
     with lock_run_directory(tmp_path):
         _command(tmp_path)
@@ -582,6 +600,34 @@ CASES = {
         UsageError,
         "`--readout-targets` and `--common-readout` are two rules for the readout's targets: "
         "give one",
+    ),
+    "a flag given twice on one command line": (
+        lambda p: _flags_refused(p / "run", "--steps", "6", "--steps=8"),
+        UsageError,
+        "error: --steps is given twice: give each flag once$",
+    ),
+    "a loss named twice in --losses": (
+        lambda p: _run(p, losses="aninfonce,aninfonce"),
+        ValueError,
+        "`losses` names \\['aninfonce'\\] more than once \\('aninfonce,aninfonce'\\): each "
+        "variant trains once into its own directory; name each once\\.",
+    ),
+    "a --stop-at number written with an underscore (1_0)": (
+        lambda p: _run(p, stop_at="mcc=1_0"),
+        ValueError,
+        "`stop_at` must look like 'mcc=0.95,.*got 'mcc=1_0'",
+    ),
+    "a --grid-* value that is not a number (rendered_sweep)": (
+        lambda p: _sweep_flags_refused(p, "--grid-crop-min-scale", "0.4,1_0"),
+        UsageError,
+        "error: argument --grid-crop-min-scale: expected comma-separated numbers such as "
+        "0.4,0.8; got '0.4,1_0'$",
+    ),
+    "--corner-seeds that are not seeds (rendered_sweep)": (
+        lambda p: _sweep_flags_refused(p, "--design", "product", "--corner-seeds", "0,x"),
+        UsageError,
+        "error: argument --corner-seeds: expected distinct non-negative integers such as "
+        "0,1,2; got '0,x'$",
     ),
     "a --grid-crop-min-scale below 0.4 (rendered_sweep)": (
         lambda p: sweep.run_cells(

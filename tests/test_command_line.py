@@ -310,3 +310,13 @@ def test_flags_can_come_from_a_file_as_they_are_typed(tmp_path):
     assert "--steps 600" in cli.run_line(options)
     with pytest.raises(SystemExit):
         cli.parse_config(synthetic.PRESETS, [f"@{tmp_path / 'missing.txt'}"])
+
+
+def test_a_long_seeds_list_is_abbreviated_on_the_first_line():
+    seeds = ",".join(map(str, range(20_000)))
+    _, options = cli.parse_config(
+        synthetic.PRESETS, ["--smoke", "--seeds", seeds], smoke=synthetic.SMOKE
+    )
+    assert cli.run_line(options) == (
+        "quick --smoke --seeds 0,1,2,3,4,5,6,...,19999 (20000 seeds): the preset as it is"
+    )

@@ -243,14 +243,20 @@ class RunConfig:
         """`losses` as a list of registered variants' names.
 
         Raises:
-            ValueError: for a name that cannot name a variant (`check_loss_name`) or
-                that no variant has.
+            ValueError: for a name that cannot name a variant (`check_loss_name`),
+                that no variant has, or that is given twice.
         """
         names = [check_loss_name(name) for name in split_list(self.losses)]
         unknown = sorted(set(names) - set(LOSS_VARIANTS))
         if unknown or not names:
             raise ValueError(
                 f"Unknown `losses` {unknown or names}; expected names from {tuple(LOSS_VARIANTS)}."
+            )
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"`losses` names {repeated} more than once ({self.losses!r}): each variant "
+                "trains once into its own directory; name each once."
             )
         return names
 

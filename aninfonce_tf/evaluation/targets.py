@@ -14,6 +14,36 @@ from aninfonce_tf.evaluation.protocol import Evaluator
 # A target as `--stop-at` writes it: a score name, `>=`, `<=` or `=`, and a number.
 _TARGET = re.compile(r"(?P<name>[^<>=]+?)\s*(?P<direction>[<>]?=)\s*(?P<value>[^<>=]+)")
 
+# A number as it is written: no `_` between digits, which Python's `float` accepts.
+_NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|infinity|nan)", re.I)
+
+
+def strict_float(text: str) -> float:
+    """`text` as a float, refused unless written as a plain number (`1_0`, which
+    `float` reads as 10, is refused).
+
+    Args:
+        text: a number such as `0.95`, `-1e-3` or `inf` (spaces around it allowed).
+
+    Returns:
+        The number.
+
+    Raises:
+        ValueError: for any other text.
+
+    Example:
+
+    >>> strict_float(" 0.95"), strict_float("1e-3")
+    (0.95, 0.001)
+    >>> strict_float("1_0")
+    Traceback (most recent call last):
+    ...
+    ValueError: '1_0' is not a number such as 0.95 or 1e-3.
+    """
+    if not _NUMBER.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a number such as 0.95 or 1e-3.")
+    return float(text)
+
 
 @dataclasses.dataclass(frozen=True)
 class Target:
@@ -57,7 +87,7 @@ def parse_targets(text: str) -> dict[str, Target]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         match = _TARGET.fullmatch(item)
         try:
-            name, target = match["name"], Target(float(match["value"]), match["direction"])
+            name, target = match["name"], Target(strict_float(match["value"]), match["direction"])
         except (TypeError, ValueError):  # no match, or not a number
             raise ValueError(
                 "`stop_at` must look like 'mcc=0.95,linear_r2>=0.99,lambda_relative_error<=0.1' "

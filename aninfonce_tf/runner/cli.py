@@ -136,12 +136,12 @@ def parse_config(
     }
     groups["experiment"].add_argument(
         "--seeds",
-        type=_seed_list,
+        type=seed_list,
         help="run each seed of a comma-separated list (e.g. 0,1,2) into OUT/seed_<k>/ and "
         "summarise them in OUT/summary.json; instead of --seed",
     )
     saving = groups["devices and saving"]
-    saving.add_argument("--out", help="run directory (unset: runs/<preset>-<time>)")
+    saving.add_argument("--out", help="run directory (unset: a new runs/<preset>-<UTC time>Z)")
     saving.add_argument(
         "--allow-code-change",
         action="store_true",
@@ -213,6 +213,20 @@ class _FlagsParser(argparse.ArgumentParser):
     def convert_arg_line_to_args(self, arg_line: str) -> list[str]:
         return shlex.split(arg_line, comments=True)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, refusing a flag given twice (the last value would win silently)."""
+        given = sys.argv[1:] if args is None else list(args)
+        seen = set()
+        for arg in self._read_args_from_files(given):
+            flag = arg.split("=", 1)[0]
+            action = self._option_string_actions.get(flag)
+            if action is None or isinstance(action, argparse._AppendAction):
+                continue  # a value, or a flag that may be repeated (--import)
+            if flag in seen:
+                self.error(f"{flag} is given twice: give each flag once")
+            seen.add(flag)
+        return super().parse_known_args(args, namespace)
+
 
 def import_user_code(name: str) -> types.ModuleType:
     """Imports a module by its dotted name, or a `.py` file by its path (as the module
@@ -253,8 +267,17 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
         return super()._get_help_string(action)
 
 
-def _seed_list(text: str) -> list[int]:
-    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`)."""
+def seed_list(text: str) -> list[int]:
+    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`).
+
+    Raises:
+        argparse.ArgumentTypeError: for any other text.
+
+    Example:
+
+    >>> seed_list("0,1,2")
+    [0, 1, 2]
+    """
     try:
         seeds = [int(item) for item in text.split(",")]
     except ValueError:
@@ -337,8 +360,21 @@ def run_line(options: argparse.Namespace) -> str:
     else:
         preset = options.preset + (" --smoke" if options.smoke else "")
     if options.seeds:
-        preset += " --seeds " + ",".join(map(str, options.seeds))
+        preset += " --seeds " + _seeds_text(options.seeds)
     return f"{preset}: {' '.join(options.changed) or 'the preset as it is'}"
+
+
+# A `--seeds` list longer than this is shown by its ends and its count.
+_SHOWN_SEEDS = 8
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    """`0,1,2`, or for a long list its first and last seeds and its count
+    (`0,1,2,3,...,19999 (20000 seeds)`), so that a run's first line stays short."""
+    if len(seeds) <= _SHOWN_SEEDS:
+        return ",".join(map(str, seeds))
+    head = ",".join(map(str, seeds[: _SHOWN_SEEDS - 1]))
+    return f"{head},...,{seeds[-1]} ({len(seeds)} seeds)"
 
 
 @contextlib.contextmanager
@@ -381,4 +417,5 @@ __all__ = [
     "recipe_run_directory",
     "run_line",
     "run_name",
+    "seed_list",
 ]

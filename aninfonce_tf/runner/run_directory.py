@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import itertools
 import json
 import re
 import time
@@ -65,10 +66,20 @@ class AnotherConfig(ValueError):
 
 
 def run_directory(out: str | None, name: str) -> Path:
-    """`out`, or `runs/<name>-<time>` when unset."""
-    path = Path(out) if out else Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """`out` (made if missing), or when unset a new `runs/<name>-<UTC time>Z`, with
+    `-2`, `-3`, ... appended when another run made that directory first (two runs
+    started in one second): a run without `--out` never shares a directory."""
+    if out:
+        path = Path(out)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    stem = f"{name}-{time.strftime('%Y%m%d-%H%M%SZ', time.gmtime())}"
+    Path("runs").mkdir(exist_ok=True)
+    for number in itertools.count(1):
+        path = Path("runs") / (stem if number == 1 else f"{stem}-{number}")
+        with contextlib.suppress(FileExistsError):
+            path.mkdir()  # atomic: only one run makes it
+            return path
 
 
 def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
@@ -89,16 +100,17 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
     if saved is None:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
     else:
-        filled = {k: v for k, v in _defaults(config).items() if k not in saved}
-        if filled:
-            named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
-            print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
         changes = config_changes(saved, config)
         if changes:
             raise AnotherConfig(
                 f"{run_dir} holds a run of another config ({changes}); it would resume from "
                 "stale checkpoints. Pass a new --out, or delete that directory to start over."
             )
+        # Said of a run that resumes only: a refused one prints its refusal alone.
+        filled = {k: v for k, v in _defaults(config).items() if k not in saved}
+        if filled:
+            named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
+            print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
     results_path = run_dir / "results.json"
     if not results_path.exists():
         return {}

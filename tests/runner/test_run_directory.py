@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -424,3 +426,24 @@ def test_a_run_directory_gives_back_its_config(tmp_path):
     assert loaded == dataclasses.replace(config, alignment_pairs=0)
     with pytest.raises(ValueError, match="holds no config.json"):
         run_directory.load_config(tmp_path / "empty", synthetic.SyntheticConfig)
+
+
+def test_runs_without_out_in_one_second_get_their_own_directories_named_in_utc(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    # One instant for both runs; its local time could repeat in a DST change, UTC cannot.
+    instant = time.gmtime(1_800_000_000)
+    monkeypatch.setattr(time, "gmtime", lambda *_: instant)
+    first = run_directory.run_directory(None, "quick")
+    second = run_directory.run_directory(None, "quick")
+    assert first == Path("runs/quick-20270115-080000Z")
+    assert second == Path("runs/quick-20270115-080000Z-2")
+    assert first.is_dir() and second.is_dir()
+
+
+def test_a_run_of_another_recipe_on_out_is_refused_without_a_line_before(tmp_path, capsys):
+    write_json(tmp_path / "config.json", {"losses": "aninfonce", "steps": 1, "seed": 0})
+    with pytest.raises(run_directory.AnotherConfig, match="holds a run of another config"):
+        run_directory.claim_run_directory(tmp_path, CONFIG)
+    assert capsys.readouterr().out == ""
