@@ -177,6 +177,17 @@ def _sweep_flags_refused(out, *flags) -> None:
     _flags_refused(out / "run", *flags, main=lambda argv: sweep.main(rendered, argv))
 
 
+def _out_that_is_a_file(tmp_path, under: bool) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    _command(tmp_path / "file" / "run" if under else tmp_path / "file")
+
+
+def _read_only_out(tmp_path) -> None:
+    # As root every directory is writable: the check is shown the answer a user gets.
+    with mock.patch("aninfonce_tf.runner.cli.os.access", return_value=False):
+        _command(tmp_path)
+
+
 def _locked_out(tmp_path):
     with lock_run_directory(tmp_path):
         _command(tmp_path)
@@ -769,6 +780,22 @@ CASES = {
         "aninfonce_tf .* \\(source 000000000000\\); seed 2: .*\\): their summary would average two "
         "versions of the code\\. Pass --allow-code-change to summarise them with each seed's "
         "code recorded in summary.json, or a new --out\\.$",
+    ),
+    "an --out that is a file": (
+        lambda p: _out_that_is_a_file(p, under=False),
+        UsageError,
+        "error: --out .*/file: .*/file is a file, not a directory: pass another --out\\.$",
+    ),
+    "an --out under a file": (
+        lambda p: _out_that_is_a_file(p, under=True),
+        UsageError,
+        "error: --out .*/file/run: .*/file is a file, not a directory: pass another --out\\.$",
+    ),
+    "a read-only --out": (
+        _read_only_out,
+        UsageError,
+        "error: --out .*: the run directory is read-only: make it writable \\(chmod u\\+w .*\\), "
+        "or pass another --out\\.$",
     ),
     "an --out in use by another run (locked)": (
         _locked_out,

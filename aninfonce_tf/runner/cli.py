@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import os
 import shlex
 import sys
 import types
@@ -377,6 +378,13 @@ def _seeds_text(seeds: Sequence[int]) -> str:
     return f"{head},...,{seeds[-1]} ({len(seeds)} seeds)"
 
 
+def _refuse_out(message: str, prog: str | None) -> typing.NoReturn:
+    """Ends the command with `message` on one line, as argparse ends a bad flag
+    (status 2), before a run directory is made."""
+    print(f"{prog or Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
+    raise SystemExit(exits.USAGE)
+
+
 @contextlib.contextmanager
 def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     """A recipe's run directory (`run_directory.run_directory`), in which a `UsageError` is printed
@@ -386,16 +394,31 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     Each line starts with `prog` (default: the script's name), as argparse's do."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
-        print(
-            f"{prog or Path(sys.argv[0]).name}: error: --out {out}: a run directory is a local "
-            "path (its lock, backups and atomic replaces need a local file system): write to a "
-            "local disk and copy the finished run to object storage (gsutil rsync, gcloud "
-            "storage cp -r).",
-            file=sys.stderr,
+        _refuse_out(
+            f"--out {out}: a run directory is a local path (its lock, backups and atomic "
+            "replaces need a local file system): write to a local disk and copy the finished "
+            "run to object storage (gsutil rsync, gcloud storage cp -r).",
+            prog,
         )
-        raise SystemExit(exits.USAGE)
     new_directory = not (out and Path(out).exists())
-    run_dir = run_directory.run_directory(out, name)
+    try:
+        run_dir = run_directory.run_directory(out, name)
+    except OSError as error:
+        path = Path(out or "runs")
+        file = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if file is None:
+            _refuse_out(
+                f"--out {path}: the run directory cannot be made ({error.strerror}): pass an "
+                "--out on a disk this user can write.",
+                prog,
+            )
+        _refuse_out(f"--out {path}: {file} is a file, not a directory: pass another --out.", prog)
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        _refuse_out(
+            f"--out {run_dir}: the run directory is read-only: make it writable "
+            f"(chmod u+w {shlex.quote(str(run_dir))}), or pass another --out.",
+            prog,
+        )
     try:
         with exits.sigterm_as_interrupt():
             yield run_dir
