@@ -22,7 +22,7 @@ run: install
 	$(BIN)/python recipes/synthetic.py $(RUN_ARGS)
 
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15 -rf
 
 lint: install
 	$(BIN)/ruff check aninfonce_tf recipes tests benchmarks notebooks

@@ -22,7 +22,7 @@ Example:
 ...         pass
 Traceback (most recent call last):
 ...
-aninfonce_tf.configs.base.UsageError: ... is in use by another run (pid ...): wait for it to end, or pass another --out.
+aninfonce_tf.errors.UsageError: ... is in use by another run (pid ...): wait for it to end, or pass another --out.
 >>> (run_dir / LOCK_NAME).exists()  # removed on release
 False
 """
