@@ -345,9 +345,11 @@ class LatentEvaluator:
     @property
     def summary_scores(self) -> frozenset[str]:
         """The scores TensorBoard shows by default, at each level: the linear R^2 of
-        each block, the class latents' accuracy and the augmentation readout (the
-        columns of the rendered experiment's tables)."""
-        summary = re.compile(r"[^/]+/(block_linear_r2/.+|[^/]+_accuracy|augmentation_readout)")
+        each block (the MCC instead where the blocks are not content and style, e.g. a
+        block per latent), the class latents' accuracy and the augmentation readout
+        (the columns of the rendered experiment's tables)."""
+        blocks = "block_linear_r2/.+" if set(self.blocks) <= {"content", "style"} else "mcc"
+        summary = re.compile(rf"[^/]+/({blocks}|[^/]+_accuracy|augmentation_readout)")
         return frozenset(filter(summary.fullmatch, self.score_names(anisotropic=True)))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -10,7 +10,14 @@ from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.effective_concentration import effective_blocks
 from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
-from aninfonce_tf.data.renderer import CONTINUOUS, LATENT_NAMES, LATENTS, PARTS
+from aninfonce_tf.data.renderer import (
+    CONTINUOUS,
+    DERIVED_PARTS,
+    LATENT_NAMES,
+    LATENTS,
+    PARTS,
+    part_names,
+)
 from aninfonce_tf.runner import run_directory
 from tests.support import check_run, load_recipe, printed_table_columns
 
@@ -140,16 +147,23 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     kinds = ("linear_r2", "nonlinear_r2") if rendered.PRESETS[preset].nonlinear else ("linear_r2",)
     estimate = run["effective_concentration"]
     assert list(estimate["parts"]) == list(PARTS) and estimate["sample_size"] == 8192
-    blocks = effective_blocks(estimate["correlation"])
+    source = rendered.pairs(dataclasses.replace(rendered.PRESETS[preset], **rendered.SMOKE))
+    distinct = rendered.distinct_concentrations(source)
+    blocks = (  # with a distinct Lambda per latent each latent is its own block
+        {latent: part_names([latent]) for latent in CONTINUOUS}
+        if distinct
+        else effective_blocks(estimate["correlation"])
+    )
     assert run["blocks"] == {block: list(parts) for block, parts in blocks.items()}
+    assert set(estimate["correlation"]) == {*PARTS, *DERIVED_PARTS}
     for name in ("aninfonce", "infonce"):
         for level in ("backbone", "projector"):
             scores = results[name][level]
             for kind in kinds:
                 assert list(scores[kind]) == list(CONTINUOUS)
                 assert all(value <= 1 for value in scores[kind].values())
-                assert set(scores[f"block_{kind}"]) == {"content", "style"}
-                assert list(scores[f"part_{kind}"]) == list(PARTS)
+                assert set(scores[f"block_{kind}"]) == {b for b, m in blocks.items() if m}
+                assert list(scores[f"part_{kind}"]) == [*PARTS, *DERIVED_PARTS]
             assert 0 <= scores["shape_accuracy"] <= 1
             assert ("augmentation_readout" in scores) == (mode == "augment")
         assert results[name]["steps"] == rendered.SMOKE["steps"]
@@ -163,8 +177,11 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
         assert run["augmentation"]["crop_scale"] == [rendered.AUGMENT_CROP_SCALE, 1.0]
     else:
         truth = [DEFAULT_CONCENTRATION[latent] for latent in CONTINUOUS]
-        assert run["true_concentration"] == truth
-        assert run["blocks"]["content"] == ["x", "y", "scale"]
+        assert run["true_concentration"] == (
+            source.concentration_values.tolist() if distinct else truth
+        )
+        if not distinct:
+            assert run["blocks"]["content"] == ["x", "y", "scale"]
     assert ("change_probability" in run) == (mode == "spike-slab")
     for figure in FIGURES:
         assert (tmp_path / f"{figure}.png").stat().st_size > 1000
@@ -172,7 +189,7 @@ def test_each_preset_runs_its_smoke_config(preset, tmp_path, capsys):
     # Every line of the console within 100 columns, not only the tables (the path: the user's).
     assert max(map(len, out.replace(str(tmp_path), "TMP").splitlines())) <= 100
     printed = printed_table_columns(out)
-    columns = rendered.table_columns(rendered.pairs(rendered.RenderedConfig(mode=mode)))
+    columns = rendered.table_columns(source, blocks)
     assert printed == ["variant", *columns, "steps", "seconds"]
 
 
