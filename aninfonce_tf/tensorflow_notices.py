@@ -1,21 +1,10 @@
-"""TensorFlow's start-up notices, kept off the command line's stderr.
+"""TensorFlow's start-up notices (oneDNN, CPU features, a CUDA build's double
+registrations), kept off the command line's stderr while TensorFlow is imported; every
+other line is passed on as it arrives, also just before a crash. `TF_CPP_MIN_LOG_LEVEL=0`
+shows them; a program that imports the package keeps its stderr as it is.
 
-`import tensorflow` (2.21) prints a oneDNN notice twice whatever TF_CPP_MIN_LOG_LEVEL
-says: `libtensorflow_framework.so.2` and the profiler plugin's extension each hold a
-copy of TensorFlow's `port.cc`, whose static initialiser logs it through absl before
-`absl::InitializeLog()` has run, and absl then writes every severity to file
-descriptor 2 under a "WARNING: All log messages before absl::InitializeLog()" line.
-Only TF_ENABLE_ONEDNN_OPTS=0 turns it off, and that changes the numerics. So the command
-line (`python -m aninfonce_tf` or `aninfonce_tf.compare`, the `aninfonce-tf` script,
-`python recipes/NAME.py`) imports TensorFlow with descriptor 2 pointed at a pipe, which
-a small process of its own reads (this file run as a script: `pass_on`), passing every
-line that is not one of `NOTICES` on to stderr as it arrives: an error while importing
-is never hidden, even when the import crashes right after writing it (the reader is
-another process, which reads what is left in the pipe after this one dies; a thread of
-this one could not run while TensorFlow's C++ start-up holds the GIL). A missing GPU
-driver ("Could not find cuda drivers") is not a notice: it is shown.
-`TF_CPP_MIN_LOG_LEVEL=0` shows the notices. A program that imports the package keeps its
-stderr as it is.
+Why a reader process, and why TF_CPP_MIN_LOG_LEVEL is not enough:
+docs/runner.md#tensorflows-start-up-notices.
 
 Example:
 
@@ -69,9 +58,8 @@ def is_notice(line: str) -> bool:
 
 
 def pass_on(source: int = 0, out: BinaryIO | None = None) -> None:
-    """Writes each line read from the file descriptor `source` to `out` (default:
-    stderr) as soon as it is complete, but TensorFlow's start-up notices (`is_notice`),
-    until `source` ends; a last line without its newline, at the end."""
+    """Writes each complete line read from the file descriptor `source` to `out`
+    (default: stderr), but the start-up notices (`is_notice`), until `source` ends."""
     out = sys.stderr.buffer if out is None else out
     pending = b""
     while chunk := os.read(source, 1 << 16):
@@ -101,10 +89,8 @@ def command_line() -> bool:
 
 
 def light_command(argv: list[str]) -> bool:
-    """Whether `argv` asks the package's own command (`python -m aninfonce_tf`,
-    `aninfonce-tf`) for its help or version (no arguments, `-h`, `--help`,
-    `--version`), which need no TensorFlow; a recipe's `--help` reads its config, and
-    TensorFlow with it.
+    """Whether `argv` asks the package's own command for its help or version (no
+    arguments, `-h`, `--help`, `--version`), which need no TensorFlow.
 
     Example:
 
@@ -121,11 +107,9 @@ def light_command(argv: list[str]) -> bool:
 
 @contextlib.contextmanager
 def notices_held_back() -> Iterator[None]:
-    """Inside the block file descriptor 2 writes to a pipe, whose reader (`pass_on`, in
-    a process of its own) passes each line that is not a start-up notice on to stderr as
-    it arrives, also when this process crashes inside the block; at its end descriptor
-    2 is restored and the reader's last lines awaited. Without `sys.stderr`, or when
-    the reader or a descriptor cannot be made, the block runs with stderr as it is."""
+    """Inside the block, file descriptor 2 writes to a pipe whose reader process
+    (`pass_on`) passes on every line but the start-up notices; at its end descriptor 2
+    is restored. Without `sys.stderr` or a reader, the block runs with stderr as it is."""
     reader = _start_reader()
     saved = None
     if reader is not None:
@@ -150,9 +134,8 @@ def notices_held_back() -> Iterator[None]:
 
 
 def _start_reader() -> subprocess.Popen | None:
-    """The process that reads the pipe on its stdin (this file as a script, which
-    imports nothing but Python's own modules), writing to this process's stderr; None
-    without a `sys.stderr`, or when it cannot start."""
+    """The reader process (this file as a script) of the pipe on its stdin, writing to
+    this process's stderr; None when it cannot start."""
     if sys.stderr is None or not sys.executable or not Path(__file__).is_file():
         return None
     sys.stderr.flush()

@@ -1,21 +1,8 @@
-"""Slow-feature alignment: the linear map that maps an embedding's axes onto the latents,
-fitted from positive pairs alone (no labels).
+"""Slow-feature alignment: the linear map that turns an embedding's axes onto the
+latents, fitted from positive pairs alone (no labels). Latents of equal concentration
+stay mixed; linear R^2 does not change.
 
-When an embedding is an invertible linear map A of the latents (linear R^2 near 1) and a
-pair's latents differ with a covariance that is diagonal in the latents, as under the
-theory's conditionals, the directions v that change least across a pair at unit variance
-(minimising E[(v.(h - h+))^2] subject to E[(v.h)^2] = 1: slow feature analysis, the
-generalised eigenvectors of the pairs' difference covariance against the features'
-covariance) are the rows of A's inverse up to order, sign and scale, provided the
-latents' concentrations differ. AnInfoNCE's loss reaches the same turn by gradient
-descent, slowly for latents of close concentration (docs/speed.md); this finds it in one
-eigendecomposition, from more pairs the closer the concentrations (on the paper's
-Lambda 5..25, steps of 2.2: MCC 0.975-0.99 from 8192 pairs, 0.99 from 16384 on exact
-linear mixtures; tests/evaluation/test_alignment.py). Latents of equal concentration
-stay mixed among themselves, and the aligned MCC can then be below the unaligned one.
-Linear R^2 does not change (an invertible linear map). It uses the data's anisotropy
-alone, so it maps any embedding that reads the latents linearly, whichever loss
-trained it.
+Method (why it works, how many pairs): docs/method.md#slow-feature-alignment.
 
 Example:
 

@@ -1,14 +1,6 @@
 """The Keras callback that runs evaluators during `fit`, logs their scores to
-TensorBoard (`scores/<name>` against the training step: the evaluators'
-`summary_scores`, or every scalar score with `log_all_scores`) and stops at score
-targets. The callbacks of the training itself, the stop at a non-finite loss and the
-logger of the training metrics and Lambda_hat, are in `training_callbacks`.
-
-The evaluators live beside their metrics (`identifiability.IdentifiabilityEvaluator`,
-`probes.ImageProbeEvaluator`, `latents.LatentEvaluator`), each a `protocol.Evaluator`:
-the runner checks `--stop-at` against their `score_names` before training, and a
-target's direction against their `lower_is_better` (`targets`). What the callbacks
-print, within 100 columns, is in `console`.
+TensorBoard and stops at score targets; the training's own callbacks are in
+`training_callbacks`. Behaviour in full: docs/method.md#evaluation-during-training.
 """
 
 from __future__ import annotations
@@ -106,36 +98,12 @@ def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
 
 
 class EvaluationCallback(StepCounter):
-    """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs
-    (so `History` and later callbacks see them) and writes their summary scores to
-    TensorBoard under `log_dir`, as `scores/<name>` against the training step,
-    counted from `fit`'s batches as `TrainingLogger` counts it (so both share
-    TensorBoard's x-axis: `fit(steps_per_epoch=25, epochs=2)` evaluates at steps 25
-    and 50).
-
-    The summary scores are those an evaluator names in its optional `summary_scores`
-    (a few per level of the features: `IdentifiabilityEvaluator`'s linear R^2, MCC,
-    block R^2 and Lambda_hat's rank correlation; `ImageProbeEvaluator`'s class
-    accuracies and readout; `LatentEvaluator`'s block R^2, class accuracy and
-    readout); with `log_all_scores`, or when an evaluator names none, every scalar
-    score is written.
-
-    It calls each evaluator's `evaluate` (`protocol.Evaluator`); the numbers of
-    nested dicts are logged as `outer/inner`, two evaluators' dicts merged
-    (`merge_scores`). An evaluator declaring `final_only` runs once, when `fit` ends
-    (after the last epoch's callbacks: the backup of the final step is written
-    before it), on the chief only, its scores added to the evaluation of the final
-    step (a new one when that step had none); a diverged run skips it, and so does
-    a run resumed at its end whose history holds its scores. With `stop_at`, training stops at
-    the first evaluation where every named score reaches its target (`Target`, in
-    the score's direction); `reached`
-    then holds that step and the seconds since training began (evaluations
-    included). Each `history` entry has the step, those seconds and the scores;
-    with `history_path` the history is also written there as JSON after every
-    evaluation, so that a resumed run can restore it (`history`).
-    When the model's optimizer keeps a moving average of the weights
-    (`use_ema=True`), the evaluators score the average, which is what `fit` leaves
-    in the model at its end (also when `stop_at` ends it early).
+    """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs,
+    writes their summary scores to TensorBoard as `scores/<name>` against the training
+    step, and stops when every `stop_at` target is reached (`reached`: that step and the
+    seconds since training began). `final_only` evaluators run once, when `fit` ends, on
+    the chief. Details (step counting, merging, resume, EMA weights):
+    docs/method.md#evaluation-during-training.
 
     Args:
         evaluators: one evaluator or a list of them.
@@ -148,14 +116,10 @@ class EvaluationCallback(StepCounter):
         history: evaluations restored from an interrupted run; their seconds
             carry on into this one's.
         history_path: JSON file the history is written to.
-        verbose: 1 prints a line per evaluation: the step and the scores in
-            `columns` (and its time, from `console.LONG_EVALUATION` seconds), broken
-            into lines of at most 100 columns, after Keras' progress line of that
-            epoch; on a terminal, while it runs, a line rewritten in place names the
-            step, the evaluator at work and the stage it reports (`console.note`).
+        verbose: 1 prints a line per evaluation (the step and the scores in
+            `columns`), within 100 columns.
         columns: the scores that line shows (default: the evaluators' summary
-            scores, those TensorBoard shows; every scalar score where an evaluator
-            declares none).
+            scores).
         scores_in_logs: add the scores to the logs (with `/` as `_`: what
             `History`, `EarlyStopping` and Keras' progress bar see).
         log_all_scores: write every scalar score to TensorBoard, not only the

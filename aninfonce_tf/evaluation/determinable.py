@@ -1,29 +1,8 @@
 """Which augmentation-readout targets one view determines, as a supervised network
 finds them, and the readout averaged over those alone.
 
-`probes.augmentation_readout` averages every target one view determines by reasoning;
-those no encoder reads from a dataset's views (a 48-pixel patch shows little of where
-its crop lies, no view the jitter's order) sit at chance for all and dilute the mean.
-`determinability` asks a supervised network: the run's backbone architecture, built
-fresh, with a linear output per target, trained on augmented training views to predict
-every readout target at once (a binary cross-entropy each: a flag as it is, a
-continuous target as above or below its median on the first `THRESHOLD_VIEWS` training
-views; a target undefined on a view, NaN in `probes.readout_targets`, is masked out of
-that view's loss), then scored on fresh views of the test images: each target's
-balanced accuracy on the views where it is defined.
-
-The rule: a target is *determinable*, kept in the mean, when the lower end of the 95 %
-interval of its supervised balanced accuracy exceeds `CHANCE + MARGIN` = 0.55 (normal
-approximation, each side's rate with Agresti and Coull's two added successes and
-failures). The interval keeps out a target above chance by the luck of a small test set
-(2,000 test views: about +-0.022); the margin drops those read less than 5 points above
-chance even by a supervised network, where two encoders' readouts (on 1,000 scoring
-views: a standard error of ~0.016) could differ by little more than their noise. The
-source-frame targets (`probes.SOURCE_FRAME`) are scored, never kept.
-
-`DeterminableProbeEvaluator` applies a record during training (`augmentation_readout`
-over the kept targets, `augmentation_readout_all_targets` over every one), and
-`determinable_readout` to finished runs.
+A target is kept when the lower end of the 95 % interval of its supervised balanced
+accuracy exceeds `CHANCE + MARGIN` = 0.55. Method: docs/method.md#readout-check.
 
 Example (a grayscale flag that the views show, and a flag they do not):
 
@@ -83,7 +62,7 @@ ALL_TARGETS = "augmentation_readout_all_targets"
 
 def masked_binary_crossentropy(labels, logits):
     """The sum over targets (columns) of the mean binary cross-entropy over the views
-    (rows) on which each is defined; NaN labels are undefined and add nothing."""
+    (rows) where each is defined (NaN labels add nothing)."""
     defined = keras.ops.logical_not(keras.ops.isnan(labels))
     weights = keras.ops.cast(defined, logits.dtype)
     safe = keras.ops.where(defined, labels, keras.ops.zeros_like(labels))
@@ -93,9 +72,8 @@ def masked_binary_crossentropy(labels, logits):
 
 
 def label_thresholds(params: Mapping, channels: int = 3) -> tuple[dict, dict[str, str]]:
-    """The targets a supervised network can learn from views of these parameters and
-    each one's threshold (None for a flag, else its median: the label is whether a
-    value lies above it), and the reason each other target is not learned."""
+    """The learnable targets' thresholds (None for a flag, else the median) and the
+    reason each other target is not learned."""
     thresholds, dropped = {}, {}
     for name, target in readout_targets(params).items():
         values = target[~np.isnan(target)]
@@ -124,8 +102,7 @@ def target_labels(params: Mapping, thresholds: Mapping[str, float | None]) -> np
 
 def balanced_accuracy_interval(labels, predicted) -> tuple[float, float]:
     """The balanced accuracy of `predicted` 0/1 labels and the lower end of its 95 %
-    interval (a Wald interval around the balanced accuracy, each side's variance taken
-    at its rate with two successes and two failures added).
+    interval (Wald, each side's rate with two successes and two failures added).
 
     Raises:
         ValueError: when `labels` lack one of the two classes.
@@ -162,15 +139,14 @@ def determinability(
     batch_size: int = 512,
     jit_compile: bool | str = "auto",
 ) -> dict[str, Any]:
-    """Which readout targets a supervised network reads from one view (the module
-    docstring gives the network and the rule).
+    """Which readout targets a supervised network reads from one view
+    (docs/method.md#readout-check).
 
     Args:
         encoder: builds a fresh backbone (views -> `[B, d]` features).
-        train_batches: `(views, params)` batches of training views and their
-            parameters (`SimCLRAugment`'s), read twice from the start (a
-            `tf.data.Dataset` or a list): the first `THRESHOLD_VIEWS` views set the
-            medians, then `steps` batches train.
+        train_batches: `(views, params)` batches (`SimCLRAugment`'s), read twice from
+            the start: the first `THRESHOLD_VIEWS` views set the medians, then `steps`
+            batches train.
         test_views, test_params: `[N, H, W, C]` fresh views of the test images (uint8,
             or floats in [0, 1]) and their parameters.
         steps: training steps (batches).
@@ -262,10 +238,8 @@ def determinable_readout(scores: Mapping[str, Any], record: Mapping[str, Any]) -
             `results.json`'s `variants[name]`, flat (`runner.report.variant_scores`),
             or `summary.json`'s `variants[name]` (whose entries' `mean` is read).
         record: `run.readout_determinable` of a run's `results.json`, or any
-            `determinability` record (its `kept`). A run without one gets it from its
-            config, by the check alone: `configs.images.build(dataclasses.replace(
-            ImageConfig(**results["run"]["config"]), readout_check_steps=1000)
-            ).metadata["readout_determinable"]`.
+            `determinability` record (its `kept`); a run without one:
+            docs/method.md#readout-check.
 
     Returns:
         `{"<level>/augmentation_readout": mean over the kept targets scored,
@@ -274,11 +248,6 @@ def determinable_readout(scores: Mapping[str, Any], record: Mapping[str, Any]) -
 
     Raises:
         ValueError: for a record without `kept`, or scores without a per-target readout.
-
-    Over seeds: `statistics.summarize({seed: {name: determinable_readout(variant,
-    record) for name, variant in results["variants"].items()}})`, `results` each seed's
-    `results.json` (`checkpoints.read_json`) and `record` its own; on `summary.json`'s
-    means it gives the mean over seeds where every seed scored every kept target.
 
     Example:
 
@@ -314,9 +283,8 @@ def _means(readout: Mapping[str, float], kept: Collection[str]) -> tuple[float, 
 
 
 class DeterminableProbeEvaluator(ImageProbeEvaluator):
-    """`ImageProbeEvaluator` whose `augmentation_readout` is the mean over the `kept`
-    targets (a `determinability` record's), beside the mean over every target,
-    `augmentation_readout_all_targets`; every per-target score as it was.
+    """`ImageProbeEvaluator` whose `augmentation_readout` averages the `kept` targets
+    (a `determinability` record's); `augmentation_readout_all_targets` every one.
 
     Args:
         *args, **kwargs: `ImageProbeEvaluator`'s.
@@ -332,8 +300,7 @@ class DeterminableProbeEvaluator(ImageProbeEvaluator):
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """`ImageProbeEvaluator`'s, without the mean over every target (TensorBoard
-        shows it with `--tensorboard-all-scores`)."""
+        """`ImageProbeEvaluator`'s, without the mean over every target."""
         return frozenset(
             f"{level}/{name}" for level in LEVELS for name in ImageProbeEvaluator.SCORES
         )

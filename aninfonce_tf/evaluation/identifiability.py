@@ -1,9 +1,6 @@
 """Identifiability metrics on arrays (how well learned features recover true latents)
 and `IdentifiabilityEvaluator`, the `Evaluator` that scores a model's embeddings with
-them.
-
-All scores fit on one split and score on a held-out split (the authors fit and
-score on the same samples, which flatters flexible readouts).
+them. Every score is held out: docs/method.md#held-out-scores.
 
 Example:
 
@@ -115,9 +112,8 @@ def mean_correlation_coefficient(latents, features, method: str = "pearson") -> 
 
 
 def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int = 0):
-    """The MCC of perfectly recovered latents seen through Haar-random rotations: what
-    a critic that identifies the latents only up to an orthogonal map (any
-    rotation-invariant loss) scores by chance.
+    """The MCC of perfectly recovered latents seen through Haar-random rotations: the
+    chance score of a rotation-invariant loss.
 
     Args:
         latents: `[N, n]` true latents (or latent parts).
@@ -161,9 +157,7 @@ def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int
 
 def subspace_r2(latents, features, blocks: dict[str, np.ndarray], seed: int = 0) -> dict:
     """Per block, the mean held-out linear R^2 of its latents read from *its matched
-    feature dimensions only* (`match_dimensions` over all latents): 1 when the block
-    lives in its own dimensions, near `block_r2` of all dimensions only when it does,
-    lower when the features mix it with other blocks.
+    feature dimensions only*: lower when the features mix it with other blocks.
 
     Example:
 
@@ -280,11 +274,8 @@ class IdentifiabilityEvaluator:
             (Euclidean latent spaces).
         nonlinear: also fit the kernel-ridge R^2 (slower).
         alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
-            positive pairs (not the held-out ones); when given, every evaluation fits
-            the slow-feature alignment on their embeddings (`alignment.py`), sets it
-            as the model's `alignment` when it has one (`layers.LinearAlignment`,
-            saved with the model and exported as `embed_aligned`) and adds
-            `aligned_mcc`, the MCC of the aligned embeddings.
+            positive pairs; each evaluation then fits the slow-feature alignment on
+            them, sets it as the model's `alignment` and adds `aligned_mcc`.
 
     Example:
 
@@ -379,9 +370,8 @@ class IdentifiabilityEvaluator:
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """The scores TensorBoard shows by default (those `evaluate` returns): linear
-        R^2, MCC, the aligned MCC (with `alignment_pairs`), the R^2 of each block and,
-        with a Lambda_hat, its rank correlation with the true Lambda."""
+        """The scores TensorBoard shows by default: linear R^2, (aligned) MCC, block R^2
+        and Lambda_hat's rank correlation."""
         names = self.score_names(anisotropic=True)
         return frozenset({"linear_r2", "mcc", "aligned_mcc", "lambda_spearman"} & names) | {
             name for name in names if name.startswith(("block_r2/", "subspace_r2/"))
@@ -399,8 +389,7 @@ class IdentifiabilityEvaluator:
         return level_features(model, self.observations, "projector", self.batch_size)
 
     def pair_features(self, model) -> tuple[np.ndarray, np.ndarray]:
-        """`([M, d], [M, d])` unscaled embeddings of both sides of `alignment_pairs`,
-        which the slow-feature alignment is fitted on.
+        """`([M, d], [M, d])` unscaled embeddings of both sides of `alignment_pairs`.
 
         Raises:
             ValueError: the evaluator was made without `alignment_pairs`.
@@ -417,9 +406,8 @@ class IdentifiabilityEvaluator:
         return first, second
 
     def evaluate(self, model) -> dict[str, Any]:
-        """Scores as a dict (see `identifiability_scores` and `concentration_agreement`),
-        with `mcc_floor` and `mcc_floor_sd`, the `rotation_floor` of the latents at the
-        features' width: an MCC at the floor is identification only up to a rotation."""
+        """Scores as a dict (`identifiability_scores`, `concentration_agreement`), with
+        `mcc_floor` and `mcc_floor_sd`, the `rotation_floor` at the features' width."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
         scores["mcc_floor"], scores["mcc_floor_sd"] = self.rotation_floor(features.shape[1])

@@ -1,14 +1,6 @@
 """How much of every true latent of rendered images the features keep: per-latent
-R^2, linear and nonlinear, and class accuracy, on held-out renders.
-
-The renders are split three ways, disjointly, and every score is taken on the third
-part, which no fit and no hyperparameter choice has seen. Linear: `ridge_r2` of
-`features` (`RidgeCV`, its penalty by leave-one-out on the first two parts).
-Nonlinear: RBF kernel ridge fitted on the first part, its penalty and width chosen
-per target on the second. Classes: `probes.linear_probe_accuracy` (a logistic
-regression, its penalty by cross-validation on the first two parts). A circular
-latent is scored on (cos, sin) of its angle (the mean of their two R^2), so that its
-wrap-around costs nothing.
+R^2, linear and nonlinear, and class accuracy, on a held-out third of the renders; a
+circular latent on (cos, sin). Method: docs/method.md#latents-of-rendered-images.
 
 Example:
 
@@ -141,16 +133,11 @@ def latent_scores(
             "kernel ridge", "class probes".
 
     Returns:
-        `linear_r2` `{latent: R^2}` and its mean `linear_r2_mean`, `part_linear_r2`
-        `{part: R^2}` (a circular latent's parts `<name>_cos`, `<name>_sin`, the others
-        themselves, and `renderer.DERIVED_PARTS`), `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}`
-        when `blocks` (of latents or parts) are given, and the same with `nonlinear_`
-        when `nonlinear`. The orientation scores over the parts: `mcc`
-        (`identifiability.mean_correlation_coefficient`, a feature dimension per part),
-        `mcc_floor` and `mcc_floor_sd` (`identifiability.rotation_floor`, at the
-        features' width) and, with `blocks`, `subspace_r2` `{block: R^2}`, the block's
-        parts read (ridge) from their matched dimensions only (derived parts, matched to
-        no dimension, left out).
+        `linear_r2` `{latent: R^2}`, `linear_r2_mean`, `part_linear_r2` `{part: R^2}`,
+        `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}` with `blocks`,
+        the same with `nonlinear_` when `nonlinear`; `mcc`, `mcc_floor`,
+        `mcc_floor_sd` and, with `blocks`, `subspace_r2` (over the parts:
+        docs/method.md#latents-of-rendered-images).
     """
     features = np.asarray(features, "float64")
     unknown = sorted(set(latents) - set(specs))
@@ -247,9 +234,8 @@ def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows,
 
 
 class LatentEvaluator:
-    """`latent_scores` of a `ContrastiveModel` at the backbone (encoder) output and at
-    the projector output (normalised, before Lambda_hat; `features.LEVELS`), and the
-    augmentation readout of `probes` when augmented views are given. An `Evaluator`.
+    """`latent_scores` of a `ContrastiveModel` at each of `features.LEVELS`, and the
+    augmentation readout when views are given. An `Evaluator`.
 
     Args:
         images: `[N, S, S, 3]` held-out un-augmented renders.
@@ -260,8 +246,7 @@ class LatentEvaluator:
         nonlinear: also fit the kernel ridge.
         batch_size: images per forward pass.
         specs: each latent's range.
-        blas_threads: threads of the linear algebra under the fits (None: every
-            core; see `probes.ImageProbeEvaluator`: one is far faster on a busy CPU).
+        blas_threads: threads of the fits' linear algebra (None: every core).
 
     Example:
 
@@ -344,19 +329,15 @@ class LatentEvaluator:
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """The scores TensorBoard shows by default, at each level: the linear R^2 of
-        each block (the MCC instead where the blocks are not content and style, e.g. a
-        block per latent), the class latents' accuracy and the augmentation readout
-        (the columns of the rendered experiment's tables)."""
+        """The scores TensorBoard shows by default, at each level (block R^2 or MCC,
+        class accuracy, readout)."""
         blocks = "block_linear_r2/.+" if set(self.blocks) <= {"content", "style"} else "mcc"
         summary = re.compile(rf"[^/]+/({blocks}|[^/]+_accuracy|augmentation_readout)")
         return frozenset(filter(summary.fullmatch, self.score_names(anisotropic=True)))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         """`{level: latent_scores (and the readout)}` for each of `LEVELS`, and
-        `lambda_hat` of a model with one; `progress`, if given, is called as each stage
-        begins: `"backbone: features"`, then the stages of `latent_scores` and
-        `"backbone: readout"`, and the same for each level."""
+        `lambda_hat` of a model with one; `progress(stage)` as each stage begins."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

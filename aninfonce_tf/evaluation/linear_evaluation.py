@@ -1,26 +1,9 @@
-"""The standard linear evaluation of SimCLR (Chen et al., 2020): a linear classifier
-trained on the frozen backbone features of every training image and scored on the
-test split, run at the final step only (`LinearEvaluator.final_only`) and recorded as
-`backbone/linear_eval_accuracy`, beside the small probes that monitor training
-(`probes.ImageProbeEvaluator`).
+"""SimCLR's linear evaluation (Chen et al., 2020): a linear classifier on the frozen
+backbone features of every training image, scored on the test split at the final step
+only, as `backbone/linear_eval_accuracy`. The features go to a file on disk and are
+streamed back in batches.
 
-The protocol, google-research/simclr's linear-head fine-tuning: the backbone's
-features (in inference mode) of each image's centre crop (`probe_sets.centre_square`
-with SimCLR's proportion), a linear layer with a bias, initialised at zero, trained
-with softmax cross-entropy by SGD with Nesterov momentum 0.9 at a learning rate
-cosine-decayed to 0 without warm-up, an L2 penalty `weight_decay` x ||w||^2 / 2 on
-its weights and bias (SimCLR's `tf.nn.l2_loss`), top-1 accuracy on the test split.
-One deviation: SimCLR draws a random crop and flip of each training image at every
-epoch; here the features of each training image are computed once, of its centre
-crop, which costs one pass of the backbone over the training set instead of one per
-epoch.
-
-The features are computed batch by batch, by one compiled forward pass, and written
-to a float32 file on disk (`[N, d]`: CIFAR10's 50,000 x 512, 100 MB; ImageNet's
-1,281,167 x 2,048, 10.5 GB; its 10 % subset 1 GB), from which `tf.data` reads shuffled
-batches: memory holds a batch, never the split. The files go to the `directory` that
-`evaluate` is given (the runner's: `<variant work directory>/linear_eval`), emptied
-before and removed after each attempt, once its disk has room for them (`OutOfSpace`).
+Method (the protocol, its one deviation, the files' sizes): docs/method.md#linear-evaluation.
 
 Example:
 
@@ -65,10 +48,9 @@ SCORE = "backbone/linear_eval_accuracy"
 def backbone_pass(
     model, batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """`model`'s backbone features (inference mode, float32) of a batch of at most
-    `batch_size` images, uint8 ones read as / 255, as one compiled function on the
-    devices of the model's strategy (`features.on_devices`) that every batch reuses;
-    float32 NumPy out."""
+    """`model`'s float32 backbone features (inference mode) of a batch of at most
+    `batch_size` images (uint8 read as / 255), one compiled function on the model's
+    devices."""
 
     def forward(images: tf.Tensor) -> tf.Tensor:
         unit = tf.cast(images, tf.float32)
@@ -81,7 +63,7 @@ def backbone_pass(
 
 def feature_bytes(model, examples: tf.data.Dataset) -> int:
     """The bytes of the float32 backbone features of `examples` (0 when their number is
-    unknown): rows from the dataset's cardinality, width from the backbone's output."""
+    unknown)."""
     rows = int(examples.cardinality())
     if rows <= 0:
         return 0
@@ -92,9 +74,8 @@ def feature_bytes(model, examples: tf.data.Dataset) -> int:
 def features_on_disk(
     model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The backbone features of every `{image, label}` example, computed `batch_size`
-    at a time on the model's devices (`backbone_pass`) and written to the float32 file
-    `path`.
+    """The backbone features of every `{image, label}` example, written batch by batch
+    to the float32 file `path`.
 
     Returns:
         `(features [N, d]`, a read-only memory map of `path`, `labels [N])`.
@@ -118,8 +99,7 @@ def features_on_disk(
 
 def shuffled_batches(features, labels, batch_size: int, seed: int = 0) -> tf.data.Dataset:
     """`(features, labels)` batches of the rows of `features` (a memory map, say) in
-    a new seeded order each pass, each batch's rows read at once (sorted, for the
-    disk) by `tf.numpy_function`.
+    a new seeded order each pass.
 
     Example:
 
@@ -163,21 +143,18 @@ def feature_directory(directory: str | Path | None) -> Iterator[Path]:
 
 
 class LinearEvaluator:
-    """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone (the module
-    docstring gives the protocol), at the final step only. An `Evaluator`.
+    """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone at the final step
+    only (docs/method.md#linear-evaluation). An `Evaluator`.
 
     Args:
-        train: finite `tf.data.Dataset` of `{image, label}` examples the classifier
-            is trained on (every training image), each image as the encoder takes
-            it: uint8 (read as / 255) or float in [0, 1].
+        train: finite `tf.data.Dataset` of `{image, label}` examples to train on,
+            images uint8 (read as / 255) or float in [0, 1].
         test: those it is scored on.
         classes: the number of classes.
-        epochs: passes of the classifier over the training features (SimCLR: 90 on
-            ImageNet, 100 on CIFAR10).
-        batch_size: the classifier's batch (SimCLR: 4096 on ImageNet, 512 on CIFAR10).
-        learning_rate: its peak learning rate (SimCLR: 0.1 x batch_size / 256).
-        weight_decay: its L2 penalty, times ||w||^2 / 2 (SimCLR: 1e-6 on ImageNet,
-            0 on CIFAR10).
+        epochs: passes of the classifier over the training features.
+        batch_size: the classifier's batch.
+        learning_rate: its peak learning rate, cosine-decayed to 0.
+        weight_decay: its L2 penalty, times ||w||^2 / 2.
         momentum: its Nesterov momentum.
         feature_batch_size: images per forward pass of the backbone.
         seed: of the order of the classifier's batches.
@@ -236,9 +213,8 @@ class LinearEvaluator:
         directory: str | Path | None = None,
     ) -> dict[str, Any]:
         """`{"backbone": {"linear_eval_accuracy"}, "linear_eval": {"train_examples",
-        "test_examples"}}`: the test accuracy and the examples it rests on; `progress`,
-        if given, is called as each stage begins (`"backbone: features"`, `"backbone:
-        linear classifier"`); the feature files go to `directory` (`feature_directory`).
+        "test_examples"}}`; `progress(stage)` as each stage begins; the feature files go
+        to `directory` (`feature_directory`).
 
         Raises:
             OutOfSpace: when the disk of `directory` lacks room for the feature files.

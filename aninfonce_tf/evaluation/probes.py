@@ -1,56 +1,8 @@
-"""Frozen-feature probes for images: class accuracy (linear probe, kNN) and the
-augmentation readout, linear probes from the features of one augmented view to the
-parameters of its augmentation.
+"""Frozen-feature probes for images: class accuracy (linear probe, kNN at k = 20 and
+200) and the augmentation readout, a linear probe per augmentation parameter from the
+features of one augmented view.
 
-Class probes, fitted on the probe train images and scored on the probe test images:
-
-- `class_accuracy`: the linear probe: a logistic regression on standardised
-  features, its L2 penalty C chosen from `C_GRID` by `FOLDS`-fold cross-validation on
-  the train images (`logistic_probe`); test accuracy.
-- `knn_k200_accuracy`: the kNN monitor of InstDisc and solo-learn: the 200 train
-  images of highest cosine similarity s to a test image vote for their classes with
-  weights exp(s / 0.07); test accuracy of the class with most weight.
-- `knn_k20_accuracy`: the same vote among the 20 nearest.
-
-The readout (the paper's exact protocol is not public): each target is read from the
-features by a logistic regression (C chosen as above, by balanced accuracy) fitted
-on a random half of the views and scored on the other. A flag (grayscale, ...)
-scores the balanced accuracy of predicting it; a continuous target (a jitter factor,
-the crop's area) the balanced accuracy of predicting whether it lies above its
-median on the fitting half, and also the R^2 of a ridge regression (its penalty chosen by leave-one-out
-cross-validation on the fitting half: `features.ridge_r2`). Targets that do not vary
-(or whose either side holds fewer than `FOLDS` fitting views) are skipped, and so,
-on one-channel (grayscale) views, are the targets that leave such a view unchanged
-(`COLOUR_ONLY`: saturation, hue, grayscale and the jitter order, of which only
-brightness and contrast act, and commute). `augmentation_readout` is the mean
-balanced accuracy over the targets one view determines: chance is 0.5.
-
-Which targets one view determines. A probe sees one view. Mirroring the source
-image and toggling the flip gives the same view, with the source-frame crop centre
-`x` moved to `1 - x`: on data whose distribution is symmetric under mirroring (a
-flipped sky looks like a sky), no encoder reads the flip or the source-frame `x`
-better than chance. Those two (`SOURCE_FRAME`) are scored apart, under
-`readout_source_frame` (and `readout_source_frame_r2`), and left out of the mean.
-The other targets are set by what the view shows, so one view can determine them
-(as far as its content reveals them: a position needs images whose content differs
-from place to place, a colour factor images whose colours are predictable):
-
-- `crop_area` (height x width as fractions of the source's), `crop_aspect` (width /
-  height), `crop_center_y` (a fraction of the source's height from its top);
-- `crop_center_x_view`: the crop's centre in the view's own frame: its source-frame
-  `x` where the view is not flipped, `1 - x` where it is, so that mirroring a view
-  mirrors the target (AugSelf's flip-adjusted centre);
-- `jitter`, `brightness`, `contrast`, `saturation`, `hue`, `grayscale`, `blur`,
-  `blur_sigma`, `solarize`, as the augmentation returns them;
-- `jitter_order_<op>`: the step (0-3) at which the jitter applied `op`, on the views
-  whose jitter was applied (undefined elsewhere).
-
-Which of these a dataset's views do show, a supervised network finds
-(`determinable.determinability`, the image configs' `readout_check_steps`): with that
-check, `augmentation_readout` is the mean over the targets it reads clearly above
-chance from one view alone, and the mean over every target above is
-`augmentation_readout_all_targets` (`determinable.DeterminableProbeEvaluator`); each
-target's own score stays as it is.
+Method (each score, which targets one view determines): docs/method.md#image-probes.
 
 Example:
 
@@ -93,7 +45,7 @@ _LOGISTIC_CV_ARGS = {
 # The kNN monitor's temperature (InstDisc, solo-learn) and the two k it is reported at.
 KNN_TEMPERATURE = 0.07
 KNN_K = (20, 200)
-# Readout targets that one view cannot determine (see the module docstring).
+# Readout targets that one view cannot determine (docs/method.md#image-probes).
 SOURCE_FRAME = ("crop_center_x_source", "flip")
 # Scores of which neither higher nor lower is better (an evaluator's
 # `undirected_scores`): how much of the augmentation the features keep is the side of
@@ -107,8 +59,7 @@ COLOUR_ONLY = (
     "grayscale",
     *(f"jitter_order_{op}" for op in JITTER_OPS),
 )
-# Parameters that only act when their operation ran: elsewhere they sit at their
-# identity value, which would turn "above the median" into "was the op applied".
+# Parameters defined only on the views whose operation ran.
 APPLIED_BY = {
     **{op: "jitter" for op in JITTER_OPS},
     "blur_sigma": "blur",
@@ -118,10 +69,8 @@ APPLIED_BY = {
 def logistic_probe(
     features, labels, scoring: str | Callable = "accuracy", seed: int = 0
 ) -> Pipeline:
-    """A logistic regression on standardised features, its inverse penalty C chosen
-    from `C_GRID` by `FOLDS`-fold cross-validation on these rows (folds stratified by
-    label where every class has `FOLDS` members) for `scoring`, then refitted on all
-    of them (`LogisticRegressionCV`).
+    """A logistic regression on standardised features, C chosen from `C_GRID` by
+    `FOLDS`-fold cross-validation for `scoring`, refitted on every row.
 
     Example:
 
@@ -141,9 +90,8 @@ def logistic_probe(
 
 
 def balanced_accuracy(probe, features, labels) -> float:
-    """`balanced_accuracy_score` of `probe`'s predictions as a scorer, without
-    scikit-learn's input checks (the readout's cross-validation scores it 15 times
-    per target: the checks took half its time)."""
+    """`balanced_accuracy_score` of `probe`'s predictions, as a scorer without
+    scikit-learn's input checks."""
     predicted = probe.predict(features)
     return float(
         np.mean([np.mean(predicted[labels == label] == label) for label in np.unique(labels)])
@@ -177,12 +125,9 @@ def knn_accuracy(
 
 
 def readout_targets(params: dict) -> dict[str, np.ndarray]:
-    """One `[N]` target per name of the module docstring (NaN where undefined), from
-    the parameters `SimCLRAugment` returns: the crop box `y1, x1, y2, x2` becomes the
-    crop's area, aspect, centre y and centre x in the view's frame and in the
-    source's; `jitter_order` the step of each jitter operation; `[N]` parameters are
-    targets as they are, undefined (NaN) on views where their operation did not run
-    (the jitter factors without jitter, the blur sigma without blur).
+    """One `[N]` readout target per name (docs/method.md#image-probes; NaN where
+    undefined) from `SimCLRAugment`'s parameters: the crop box becomes area, aspect and
+    centre; `jitter_order` each op's step; `[N]` parameters stay as they are.
 
     Raises:
         ValueError: for a parameter of another shape.
@@ -217,7 +162,7 @@ def readout_targets(params: dict) -> dict[str, np.ndarray]:
 
 
 def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 3) -> dict:
-    """The readout of every varying target (see the module's definition).
+    """The readout of every varying target (docs/method.md#the-augmentation-readout).
 
     Args:
         features: `[N, d]` features of the views.
@@ -268,23 +213,18 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
 
 
 class ImageProbeEvaluator:
-    """Class accuracy (linear probe, kNN at k = 20 and 200) and augmentation readout
-    of a `ContrastiveModel`, at the backbone (encoder) output and at the projector
-    output (normalised, before Lambda_hat), side by side (`features.LEVELS`); the
-    module docstring defines each score. An `Evaluator`.
+    """Class accuracy (linear probe, kNN) and augmentation readout of a
+    `ContrastiveModel` at each of `features.LEVELS`. An `Evaluator`.
 
     Args:
         train_images, train_labels: what the class probes fit on.
         test_images, test_labels: what they are scored on.
-        views: `[N, ...]` augmented views for the readout. Images and views may be
-            uint8 (read as / 255) or float in [0, 1] (e.g. float16): each batch is
-            made float32 before the model (`features.unit_float32`).
+        views: `[N, ...]` augmented views for the readout. Images and views: uint8
+            (read as / 255) or float in [0, 1].
         view_params: their parameters, as the augmentation returned them.
         batch_size: images per forward pass.
-        blas_threads: threads of the linear algebra under the probes' fits (None:
-            the library's default, every core). OpenBLAS' extra threads spin for
-            cores that TensorFlow's threads hold: on a busy 2-core CPU one thread
-            scored the photos preset ~50x faster (9 s against 423 s).
+        blas_threads: threads of the probes' linear algebra (None: every core; why
+            1: docs/method.md#the-probes-threads).
 
     Example:
 
@@ -333,29 +273,24 @@ class ImageProbeEvaluator:
         self.blas_threads = blas_threads
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """`<level>/<score>` for each of `SCORES` (the per-target readouts are
-        scalars too, but which targets vary depends on the views), and Lambda_hat's
-        shape where it is `anisotropic`."""
+        """`<level>/<score>` for each of `SCORES`, and Lambda_hat's shape where it is
+        `anisotropic`."""
         names = {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
         return names | ({"lambda_hat_low_dimensions"} if anisotropic else set())
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """The scores TensorBoard shows by default: `SCORES` at each level (not the
-        readout of each target)."""
+        """The scores TensorBoard shows by default: `SCORES` at each level."""
         return frozenset(self.score_names(anisotropic=False))
 
     @property
     def classes(self) -> int:
-        """The number of classes the class probes tell apart (their chance is 1 /
-        `classes`)."""
+        """The number of classes the class probes tell apart (chance: 1 / `classes`)."""
         return len(np.union1d(self.train_labels, self.test_labels))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
-        with one; `progress`, if given, is called as each stage begins: `"backbone:
-        features"`, `"backbone: linear probe"`, `"backbone: kNN"`, `"backbone:
-        readout"`, and the same for each level."""
+        with one; `progress(stage)` as each stage begins (`"backbone: kNN"`, ...)."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

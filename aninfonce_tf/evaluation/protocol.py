@@ -30,28 +30,9 @@ LOW_CONCENTRATION_FRACTION = 0.1
 class Evaluator(Protocol):
     """Scores a model on held-out data, during `fit` (`EvaluationCallback`) and after.
 
-    Any object with these two methods is an evaluator; `isinstance(obj, Evaluator)`
-    checks that it has them (not their signatures). An evaluator may also declare
-    `lower_is_better`, the set of its score names of which lower is better (an
-    error, a loss; every other is higher-is-better): a `--stop-at` target `name=value`
-    then waits for a lower-is-better score to fall to `value`, for any other to rise to
-    it. Without it, targets of its scores need a direction: `name>=value` or
-    `name<=value` (`targets.natural_direction`), as do those of the scores it
-    declares in `undirected_scores`, of which neither higher nor lower is better (the
-    augmentation readout: one side of a trade-off, not a quality). It may also declare
-    `summary_scores`, the few score names TensorBoard shows by default
-    (`callbacks.EvaluationCallback`); without it, TensorBoard shows every score. And
-    `classes`, the number of classes its class probes tell apart: the figures draw
-    their chance line at 1 / `classes`. And `final_only`, True for an evaluator too
-    long to run at every evaluation (the standard linear evaluation,
-    `linear_evaluation.LinearEvaluator`): `EvaluationCallback` runs it once, when
-    `fit` ends, and `--stop-at` may not name its scores.
-
-    Its `evaluate` may also take `progress`, a callable of one string that it calls
-    as each long stage of its work begins (`"backbone: kernel ridge"`): on a terminal,
-    `EvaluationCallback` shows it (`takes_argument`, `level_stages`). A final-only
-    evaluator's may take `directory`, where to write its large files: the runner
-    passes one in the variant's work directory.
+    Any object with these two methods is one. Optional: `lower_is_better`,
+    `undirected_scores`, `summary_scores`, `classes`, `final_only`, and `evaluate`'s
+    `progress` and `directory` (docs/method.md#the-evaluator-protocol).
 
     Example:
 
@@ -81,9 +62,8 @@ class Evaluator(Protocol):
         """The scalar scores `evaluate` returns, which `--stop-at` may name.
 
         Args:
-            anisotropic: whether the model learns a per-dimension Lambda_hat
-                (AnInfoNCE; not InfoNCE nor the learned isotropic control): the
-                scores comparing it with the true concentrations exist only then.
+            anisotropic: whether the model learns a per-dimension Lambda_hat (the
+                scores comparing it with the true Lambda exist only then).
 
         Returns:
             The names, nested ones as `outer/inner`.

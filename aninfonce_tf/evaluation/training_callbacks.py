@@ -1,8 +1,6 @@
-"""The Keras callbacks of the training itself, which count its steps from the batches
-of `fit` as `callbacks.EvaluationCallback` does: the stop at the first non-finite loss
-(`StopOnNonFiniteLoss`) and the logger of the training metrics and Lambda_hat to
-TensorBoard (`TrainingLogger`: `train/<metric>`, the learning rate,
-`lambda_hat/<dimension>` and the histogram `lambda_hat`, against the training step).
+"""The Keras callbacks of the training itself: `StopOnNonFiniteLoss` and `TrainingLogger`
+(training metrics and Lambda_hat to TensorBoard), both counting steps from `fit`'s
+batches. Details: docs/method.md#the-trainings-own-callbacks.
 """
 
 from __future__ import annotations
@@ -17,13 +15,8 @@ from aninfonce_tf.checkpoints import replace_atomically
 
 
 class StepCounter(keras.callbacks.Callback):
-    """A callback that counts the training steps from the batches of `fit`, as
-    `EvaluationCallback`, `TrainingLogger` and `checkpoints.Backup` do: `step` is the steps trained by
-    the end of the last batch, the epochs before the current one (`initial_epoch`
-    included) times the steps per epoch, plus its batches. `optimizer.iterations`
-    would lag: a `LossScaleOptimizer` does not advance it on a step it skips for
-    overflow. (When `fit` does not know the length of its epochs, the epochs before
-    this `fit` are not counted.)"""
+    """A callback whose `step` counts the training steps from the batches of `fit`,
+    skipped ones included (docs/method.md#the-trainings-own-callbacks)."""
 
     def __init__(self):
         super().__init__()
@@ -39,10 +32,8 @@ class StepCounter(keras.callbacks.Callback):
 
 class StopOnNonFiniteLoss(StepCounter):
     """Stops training at the first step whose loss is NaN or infinite and says which
-    step it was (`stopped_at`, also printed). With `steps_per_execution` k, Keras
-    reports every k steps: `stopped_at` is then the last step of the call in which
-    the loss turned non-finite. Steps are counted from the batches of `fit`, skipped
-    ones (loss-scale overflow) included.
+    step it was (`stopped_at`, also printed; with `steps_per_execution` k, the last
+    step of that call).
 
     Example:
 
@@ -74,19 +65,10 @@ class TrainingLogger(StepCounter):
     """Writes the training metrics to TensorBoard every `every_steps` steps, against
     the training step, and keeps the loss of each write in `history`.
 
-    Each write holds, as `train/<name>`: for the model's `keras.metrics.Mean`
-    metrics (the loss; `ContrastiveModel`'s accuracy, alignment and uniformity) their
-    mean over the steps since the last write, for the other metrics (Lambda_hat's
-    minimum and maximum) their latest value, and the learning rate; for a model with
-    a Lambda_hat (`ContrastiveModel.concentration`), each dimension of it
-    (`lambda_hat/0`, `lambda_hat/1`, ...) and their histogram (`lambda_hat`). Steps
-    are counted from the batches of `fit`, as `EvaluationCallback` counts them.
-
-    Keras reports the metrics once per call of the compiled step: with
-    `steps_per_execution` k, a write falls on the first report at or after each
-    multiple of `every_steps`. Keras resets its metrics at each epoch, so a mean
-    spans at most the epoch: choose `every_steps` dividing the epoch's steps (the
-    runner does, `RunConfig.log_steps`).
+    Each write holds `train/<name>` (mean metrics over the steps since the last write),
+    the learning rate, and Lambda_hat per dimension with its histogram. Choose
+    `every_steps` dividing the epoch's steps: Keras resets its metrics at each epoch
+    (docs/method.md#the-trainings-own-callbacks).
 
     Args:
         log_dir: TensorBoard directory, its event file created at the first write;
