@@ -146,8 +146,7 @@ Pass --allow-below-limits to run it anyway.
 
 
 def cell_name(values: Mapping[str, object]) -> str:
-    """The directory name of a cell: `field=value,...`, each number exact (`_text`), so
-    that cells of different values never share a directory.
+    """The directory name of a cell: `field=value,...`, each number exact.
 
     Example:
 
@@ -160,8 +159,7 @@ def cell_name(values: Mapping[str, object]) -> str:
 
 
 def _text(value) -> str:
-    """A value as its cell's name gives it: a float in `%g` where that is exact (the
-    names of earlier sweeps), else in full (`repr`), which no other float has."""
+    """A value as its cell's name gives it: `%g` where exact, else `repr`."""
     if isinstance(value, float):
         short = f"{value:g}"
         return short if float(short) == value else repr(value)
@@ -203,13 +201,7 @@ def run_cells(
 ) -> list[dict]:
     """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
     then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of
-    `{"cell", "values", "changed", "summary", "seed_scores", "run"}` (`changed`: the
-    values that differ from `config`'s;
-    `seed_scores`: `read_seed_scores` of the summary's seeds, what the tables pair
-    seed by seed; `run`: the `RUN_RECORDS` of the cell's first seed's results.json).
-
-    Rerun, every finished seed and variant is skipped and an interrupted one
-    resumes, so a killed sweep continues where it stopped.
+    `{"cell", "values", "changed", "summary", "seed_scores", "run"}`. Rerun, it resumes.
 
     Args:
         config: the config every cell starts from.
@@ -341,12 +333,9 @@ def main(
     write_report: Callable[[list[dict], Path, str, Sequence[str]], None] = write_tradeoff,
 ) -> list[dict]:
     """The command line of a trade-off map (`python -m aninfonce_tf rendered_sweep`):
-    the flags of the config module's recipe, which every cell starts from (its `SWEEP`
-    preset by default), `--design`, `--grid-<field>` for each axis of its
-    `SWEEP_AXES`, `--corner-seeds` and `--allow-below-limits` (of its `SWEEP_LIMITS`);
-    then `run_cells` into `--out` (seeds 0, 1, 2 unless `--seeds`), `tradeoff.md`
-    (`sweep_tables.tradeoff_markdown` of its `SWEEP_SCORES`, block scores replaced by
-    the moved parts' R^2) and `tradeoff.png` (`plots.plot_tradeoff`).
+    the recipe's flags, `--design`, `--grid-<field>` per axis of `SWEEP_AXES`,
+    `--corner-seeds` and `--allow-below-limits`; then `run_cells` into `--out` (seeds
+    0, 1, 2 unless `--seeds`) and the report.
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,

@@ -1,17 +1,6 @@
 """The tables of a sweep (`aninfonce_tf.sweep`) in Markdown, from each cell's per-seed
-scores (its record's `seed_scores`, read through `seed_scores`):
-
-- `tradeoff_table`: each cell's scores over its seeds and the paired differences
-  between its losses with their 95 % intervals;
-- `change_table`: how each paired difference changes from the centre cell (the
-  preset's point) to each other cell, seed by seed (a difference in differences);
-- `blocks_table`: the blocks of latent parts each cell's pairs give.
-
-Every entry rests on the seeds on which every loss of the cell has a finite score
-(`paired_scores`), so a loss's mean and the differences use the same seeds; `n`
-says how many. The columns (`table_scores`) mean the same in every cell: a block's
-score averages the parts of that cell's own blocks, which differ between cells, so
-it is left out; each latent part the sweep moves gets its own column instead.
+scores: `tradeoff_table`, `change_table` (a difference in differences from the centre
+cell) and `blocks_table`. Method: docs/method.md#a-sweeps-tables.
 
 Example:
 
@@ -58,9 +47,8 @@ def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
 def paired_scores(
     scores: Mapping[int, SeedScores], names: Sequence[str]
 ) -> dict[int, dict[str, dict[str, float | None]]]:
-    """`scores` (`{seed: {variant: {score: value}}}`) of the scores `names`, each
-    kept only on the seeds on which every variant has a finite value (None on the
-    others), so every summary of a score rests on the same seeds.
+    """`scores` (`{seed: {variant: {score: value}}}`) of the scores `names`, each kept
+    only on the seeds on which every variant has a finite value (None on the others).
 
     Example:
 
@@ -80,9 +68,8 @@ def paired_scores(
 
 
 def swept_parts(cells: Sequence[dict]) -> list[str]:
-    """The parts a sweep moves, as its figure draws them: `plots.tradeoff.moved_parts`
-    of each axis's cells (`axis_cells`), in order; of all `cells` when none changes
-    a field alone.
+    """The parts a sweep moves, as its figure draws them (`plots.tradeoff.moved_parts`
+    of each axis's cells).
 
     Example:
 
@@ -98,9 +85,8 @@ def swept_parts(cells: Sequence[dict]) -> list[str]:
 def table_scores(
     cells: Sequence[dict], scores: Sequence[str], level: str = "backbone"
 ) -> list[str]:
-    """The columns of the tables: `scores` but block scores (`<level>/block_...`,
-    whose parts differ between cells), then `level`'s linear R^2 of each latent part
-    the sweep moves (`swept_parts`, the parts of its figure).
+    """The columns of the tables: `scores` but block scores, then `level`'s linear R^2
+    of each latent part the sweep moves (`swept_parts`).
 
     Example:
 
@@ -116,11 +102,9 @@ def table_scores(
 
 
 def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of `run_cells`' result: per cell (by its `changed` values) a
-    row per loss variant, the mean +- sd of each of `scores` over the paired seeds
-    (`paired_scores`), and a row per paired difference (`statistics.summarize`): its
-    mean and 95 % t-interval, uncorrected for the table's many comparisons. `seeds`
-    gives n; an entry on fewer seeds than its row's most says its own.
+    """A Markdown table of `run_cells`' result: per cell a row per loss variant (mean
+    +- sd of each of `scores` over the paired seeds) and per paired difference (mean and
+    uncorrected 95 % t-interval).
 
     Example:
 
@@ -146,10 +130,8 @@ def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
 def difference_changes(
     cell: Mapping, center: Mapping, scores: Sequence[str]
 ) -> dict[str, dict[str, dict]]:
-    """Per paired difference `"A - B"` (`statistics.paired_variants`) and score, the
-    `statistics.describe` (with interval) of its change from `center` to `cell`,
-    seed by seed: seed k's A - B in `cell` minus seed k's A - B at `center`, over the
-    seeds both share (each cell's `paired_scores`).
+    """Per paired difference `"A - B"` and score, the `statistics.describe` of its
+    change from `center` to `cell`, seed by seed over the seeds both share.
 
     Example:
 
@@ -185,8 +167,7 @@ def difference_changes(
 
 def change_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
     """A Markdown table of how each paired difference changes from the centre cell
-    (`changed` empty) to each other cell (`difference_changes`): its mean and 95 %
-    t-interval over the shared seeds, uncorrected; empty without a centre cell.
+    (`changed` empty) to each other cell (`difference_changes`); empty without one.
 
     Example:
 

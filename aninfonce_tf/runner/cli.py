@@ -45,12 +45,9 @@ def parse_config(
     of every field of the presets' dataclass (but those in `hidden`); `@FILE` reads
     flags from a file, as they would be typed (`_FlagsParser`).
 
-    The chosen preset (the first of `presets` by default), shrunk by the `smoke`
-    overrides under `--smoke` (or the `smoke_full` ones under `--smoke-full`), gives
-    the defaults that `--help` shows, in the sections of `GROUPS` (each field's
-    `group`). Unknown flags (abbreviations included) and bad values exit with
-    argparse's usage error, so a mistyped flag never runs with a
-    default silently.
+    The chosen preset (with its smoke overrides) gives the defaults `--help` shows, in
+    the sections of `GROUPS`. Unknown flags (abbreviations included) and bad values
+    exit with argparse's usage error.
 
     Args:
         presets: named configs of one dataclass; the first is the default.
@@ -65,16 +62,13 @@ def parse_config(
         choices: the values a field's flag takes in this recipe, fewer than the
             field's own `choices`.
         hidden: fields that are no flag in this recipe: they keep the preset's value.
-        smoke_full: field overrides of `--smoke-full`, a smoke run that keeps the
-            preset's model, precision, optimizer, views and data (sizes only shrink);
-            None: no `--smoke-full` flag.
+        smoke_full: field overrides of `--smoke-full` (sizes only shrink); None: no
+            `--smoke-full` flag.
 
     Returns:
-        `(config, options)`: the config `resolved()` (the fields other fields set
-        follow the values given); `options` has `preset`, `out`, `seeds` (a list of
-        seeds, or None), `allow_code_change`, `smoke` (True under `--smoke` or
-        `--smoke-full`), `smoke_full` and `changed`, the flags whose values differ
-        from the preset's (`changed_flags`).
+        `(config, options)`: the config `resolved()`; `options` has `preset`, `out`,
+        `seeds` (a list, or None), `allow_code_change`, `smoke`, `smoke_full` and
+        `changed` (`changed_flags`).
     """
     choices = dict(choices or {})
     fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
@@ -370,8 +364,7 @@ _SHOWN_SEEDS = 8
 
 
 def _seeds_text(seeds: Sequence[int]) -> str:
-    """`0,1,2`, or for a long list its first and last seeds and its count
-    (`0,1,2,3,...,19999 (20000 seeds)`), so that a run's first line stays short."""
+    """`0,1,2`, or for a long list `0,1,2,3,...,19999 (20000 seeds)`."""
     if len(seeds) <= _SHOWN_SEEDS:
         return ",".join(map(str, seeds))
     head = ",".join(map(str, seeds[: _SHOWN_SEEDS - 1]))
@@ -387,11 +380,9 @@ def _refuse_out(message: str, prog: str | None) -> typing.NoReturn:
 
 @contextlib.contextmanager
 def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
-    """A recipe's run directory (`run_directory.run_directory`), in which a `UsageError` is printed
-    as argparse prints a bad flag (one line, status 2, no traceback) and leaves no
-    empty directory behind; a full disk (status 1), Ctrl-C (130) and SIGTERM (143) end
-    in one line too, saying that the same command resumes (`exits.one_line_exit`).
-    Each line starts with `prog` (default: the script's name), as argparse's do."""
+    """A recipe's run directory (`run_directory.run_directory`), in which a refusal, a
+    full disk, Ctrl-C or SIGTERM ends in one line starting with `prog`
+    (`exits.one_line_exit`), leaving no empty directory behind."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
         _refuse_out(

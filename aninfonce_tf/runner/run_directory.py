@@ -1,11 +1,5 @@
-"""The run directory: claimed for one config, resumed from, written atomically.
-
-A run directory holds `config.json` (with the code it was trained by), `results.json`,
-a directory per variant (`history.json`, `loss_curve.json`, `model.keras`, the exported
-`encoder/`, and `files.json`: the size and sha256 of each final file,
-`runner.final_files`), the backups a killed run resumes from and the TensorBoard logs.
-Every file a resume reads is replaced atomically (`aninfonce_tf.checkpoints`); a run
-holds the directory's lock meanwhile (`runner.lock`).
+"""The run directory: claimed for one config, resumed from, written atomically. Its
+files and the rules of resume: docs/runner.md#outputs and docs/runner.md#resume.
 
 Example:
 
@@ -66,9 +60,8 @@ class AnotherConfig(ValueError):
 
 
 def run_directory(out: str | None, name: str) -> Path:
-    """`out` (made if missing), or when unset a new `runs/<name>-<UTC time>Z`, with
-    `-2`, `-3`, ... appended when another run made that directory first (two runs
-    started in one second): a run without `--out` never shares a directory."""
+    """`out` (made if missing), or a new `runs/<name>-<UTC time>Z` (`-2`, ... appended
+    when taken): a run without `--out` never shares a directory."""
     if out:
         path = Path(out)
         path.mkdir(parents=True, exist_ok=True)
@@ -83,11 +76,8 @@ def run_directory(out: str | None, name: str) -> Path:
 
 
 def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
-    """Checks that `run_dir` is new or holds a run of the same config (the `stop_at`
-    texts compared in their one form, `canonical_targets`; a field the saved config
-    lacks, added to the code after that run, at its default) and returns the results
-    already saved there (resume). `config.json` is written once training
-    starts (`run`), so that a run refused before it leaves none to refuse its rerun.
+    """Checks that `run_dir` is new or holds a run of the same config (`config_changes`)
+    and returns the results already saved there (resume).
 
     Raises:
         AnotherConfig: (a `ValueError`) when `run_dir` holds a run of another config
@@ -129,10 +119,9 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
 
 
 def config_changes(saved: dict, config: RunConfig) -> str:
-    """How `config` differs from the `saved` one (a `config.json`'s entries, or a
-    backup's record of them) in the fields a resume must keep, `stop_at` compared in
-    its one form (`canonical_targets`) and a field `saved` lacks (added to the code
-    since) at its default: `steps: 40 -> 80, ...`, empty where they agree."""
+    """How `config` differs from the `saved` one in the fields a resume must keep
+    (`stop_at` in its one form, a field `saved` lacks at its default): `steps: 40 ->
+    80, ...`, empty where they agree."""
     current = _comparable(json.loads(json.dumps(config.resume_key())))
     exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
     filled = {k: v for k, v in _defaults(config).items() if k not in saved}
@@ -176,11 +165,9 @@ def check_backup_identity(
 
 
 def check_workers_agree(strategy, config: RunConfig) -> None:
-    """Checks that every worker of a multi-worker run was given the same config (every
-    field: each changes what a worker computes, or when it joins the collective ops)
-    and runs the same code (`code_version`), before any of them trains: each worker
-    passes a digest of both (`distribute.gather_from_workers`, a collective op that
-    every worker calls at once).
+    """Checks, before any worker trains, that every worker of a multi-worker run has
+    the same config (every field) and code (`code_version`), by a digest each passes
+    through `distribute.gather_from_workers`.
 
     Raises:
         UsageError: on every worker, when the digests differ.
@@ -205,9 +192,8 @@ def _without_date(entry: dict) -> dict:
 
 
 def _defaults(config: RunConfig) -> dict:
-    """The default of each of `config`'s resume fields, as JSON gives it back. A field
-    that a saved config lacks (one added to the code after that run) counts at its
-    default, the behaviour the code had before the field existed."""
+    """The default of each of `config`'s resume fields, as JSON gives it back: what a
+    field a saved config lacks counts as."""
     resumed = config.resume_key()
     defaults = {
         f.name: f.default
@@ -218,9 +204,8 @@ def _defaults(config: RunConfig) -> dict:
 
 
 def _comparable(values: dict) -> dict:
-    """A config's `values` with `stop_at` in its one form (`canonical_targets`): texts
-    that give the same targets are the same config. A text that does not parse (an
-    edited config.json) is compared as it is."""
+    """A config's `values` with `stop_at` in its one form (`canonical_targets`; as it is
+    where it does not parse)."""
     text = values.get("stop_at")
     if isinstance(text, str):
         with contextlib.suppress(ValueError):
@@ -244,10 +229,9 @@ def check_seeds_directory(run_dir: Path) -> None:
 
 
 def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dict[int, dict]:
-    """`{seed: results}` of the runs in `run_dir/seed_<k>/` (a `--seeds` run), but for
-    the seeds `skip`, that finished every variant of `config` (at seed k): the seeds
-    of earlier `--seeds` runs, which its `summary.json` keeps. A seed's run of another
-    config is left out; a damaged one's `ValueError` (`claim_run_directory`) is raised."""
+    """`{seed: results}` of the runs in `run_dir/seed_<k>/` but the seeds `skip` that
+    finished every variant of `config`; a seed of another config is left out, a
+    damaged one raises `claim_run_directory`'s `ValueError`."""
     found = {}
     for path in sorted(run_dir.glob("seed_*")):
         match = re.fullmatch(r"seed_(\d+)", path.name)
@@ -266,9 +250,8 @@ def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dic
 
 
 def seeds_code(run_dir: Path, seeds: Sequence[int]) -> dict[int, list[dict]]:
-    """`{seed: the code that trained run_dir/seed_<k>/}`, as its `config.json` records
-    it (`code_history`, oldest first, without the dates): this code for a seed not
-    trained yet."""
+    """`{seed: the code that trained run_dir/seed_<k>/}` (`code_history` without the
+    dates; this code for a seed not trained yet)."""
     codes = {}
     for seed in seeds:
         saved = _saved_config(run_dir / f"seed_{seed}")
@@ -301,9 +284,7 @@ def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> b
 
 def check_seeds_protocol(run_dir: Path, seeds: Sequence[int]) -> None:
     """Checks that the seeds of a `--seeds` summary were scored by one final linear
-    evaluation: each seed's `run.linear_evaluation` in its `results.json` (the
-    `--linear-eval-*` flags may change on a resume, so that seeds run apart may
-    differ).
+    evaluation (each seed's `run.linear_evaluation`).
 
     Raises:
         ValueError: naming each seed's protocol when they differ.
@@ -375,10 +356,8 @@ def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why:
 
 
 def code_version() -> dict[str, str]:
-    """This package's version and the sha256 of its source, and of the user's files
-    that `--import` brought in (`USER_CODE`) and of the backbone files loaded
-    (`backbones.LOADED_FILES`): what a resumed run compares with the
-    code it was trained by."""
+    """This package's version and the sha256 of its source, of the `--import`ed files
+    (`USER_CODE`) and of the loaded backbone files: what a resume compares."""
     version = {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
     user_code = [*USER_CODE, *backbones.LOADED_FILES]  # `--import`, `--backbone FILE.py:F`
     if user_code:
@@ -392,8 +371,7 @@ def code_version() -> dict[str, str]:
 
 @functools.cache
 def _source_sha256() -> str:
-    """The sha256 of every `.py` file of this package, by path; read once per process,
-    near when its modules were loaded, not again at each run (of a `--seeds` run, say)."""
+    """The sha256 of every `.py` file of this package, by path, read once per process."""
     root = Path(aninfonce_tf.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
@@ -406,9 +384,7 @@ def _source_sha256() -> str:
 
 def code_history(run_dir: Path, training: bool, allow_code_change: bool = False) -> list[dict]:
     """The code the run in `run_dir` is trained by, oldest first (`code_version`, each
-    with the date it first ran), as `config.json` and `results.json` record it: this
-    code's, or, for a run resumed across a code change, the earlier ones' then this
-    one's.
+    with the date it first ran; docs/runner.md#the-code-a-run-was-trained-by).
 
     Args:
         run_dir: a claimed run directory (`claim_run_directory`).
@@ -494,10 +470,9 @@ def export_saved_variant(variant_dir: Path, input_spec) -> None:
 
 
 def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple[dict, dict]:
-    """`(finished, incomplete)`: of the variants `names`, the results in `saved` of
-    those finished, with every final file as written or diverged (which saves none),
-    and `{variant: what is wrong}` of those saved whose final files are not (they
-    train, or save from their backup, again)."""
+    """`(finished, incomplete)`: the results of the variants `names` finished with
+    every final file as written (or diverged), and `{variant: what is wrong}` of the
+    others saved."""
     finished, incomplete = {}, {}
     for name in names:
         if name in saved:
@@ -511,8 +486,8 @@ def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple
 
 def write_config(run_dir: Path, config: RunConfig, code: list[dict]) -> None:
     """`config.json`: the config and the code it is trained by (`code_history`),
-    written when the first variant starts training (a run refused before then leaves
-    none to refuse its rerun), and again when resumed across a code change."""
+    written when the first variant starts training and on a resume across a code
+    change."""
     path = run_dir / "config.json"
     saved = read_json(path) if path.exists() else dataclasses.asdict(config)
     if saved.get(CODE) != code:
