@@ -71,8 +71,7 @@ _ROWS_CHECKED = contextvars.ContextVar("rows_checked", default=False)
 
 @contextlib.contextmanager
 def rows_checked_upstream():
-    """Within it, `validate_pair` adds no graph assertion for an unknown batch size: the
-    caller's input pipeline has checked the rows of every batch."""
+    """Within it, `validate_pair` adds no graph assertion for an unknown batch size."""
     token = _ROWS_CHECKED.set(True)
     try:
         yield
@@ -372,12 +371,8 @@ def check_temperature(temperature, name: str = "temperature") -> list[float]:
 
 
 def positive_accuracy(logits, positive_index, candidate_mask):
-    """Fraction of rows whose positive has the highest logit among the candidates.
-
-    A row counts when its positive is larger than every negative (a max reduction:
-    XLA on CPU runs it several times faster than an argmax). A tie is a miss, so a
-    collapsed encoder, whose logits are all equal, scores 0.
-    """
+    """Fraction of rows whose positive logit exceeds every negative's; a tie is a miss,
+    so a collapsed encoder scores 0."""
     positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, MASKED_LOGIT)
     hits = ops.greater(positive_logit, ops.max(negatives, axis=-1))

@@ -34,9 +34,8 @@ class DiagonalScaling(keras.layers.Layer):
     """Multiplies embeddings by sqrt(Lambda_hat), a trainable positive diagonal.
 
     Followed by a Euclidean InfoNCE (`losses.AnInfoNCE`), this gives the AnInfoNCE
-    similarity -1/2 (u - v)^T Lambda_hat (u - v). Lambda_hat = f(theta) with f
-    softplus (the authors' choice) or exp (scale-free steps, faster to move over a
-    wide range); it computes in float32 unless given another `dtype`.
+    similarity -1/2 (u - v)^T Lambda_hat (u - v). Lambda_hat = f(theta), f softplus
+    or exp; float32 unless given another `dtype`.
 
     Args:
         initial_concentration: positive float (isotropic start) or a sequence of
@@ -190,9 +189,8 @@ class LinearAlignment(keras.layers.Layer):
     """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment
     that maps their axes onto the latents (`evaluation.slow_feature_alignment`).
 
-    It is not trained: an `IdentifiabilityEvaluator` with `alignment_pairs` fits it at
-    each evaluation (`set_matrix`), so it is saved with the model, in its checkpoints
-    and in `model.keras`, and exported as the `embed_aligned` endpoint. The identity
+    Not trained: an `IdentifiabilityEvaluator` with `alignment_pairs` sets it
+    (`set_matrix`); saved with the model, exported as `embed_aligned`. The identity
     until fitted.
 
     Example:
@@ -225,8 +223,7 @@ class LinearAlignment(keras.layers.Layer):
         )
 
     def set_matrix(self, matrix) -> None:
-        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right),
-        building the layer for `d` if it is not built.
+        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right).
 
         Raises:
             ValueError: when `matrix` is not square, not of the built layer's `d`, or

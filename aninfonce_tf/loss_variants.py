@@ -115,9 +115,8 @@ RUN_DIRECTORY_NAMES = ("backup", "tensorboard", "tensorboard_unreadable", "worke
 
 
 def check_loss_name(name) -> str:
-    """`name` if it can name a loss variant: a plain identifier (letters, digits and _,
-    not starting with a digit), which Keras accepts as a model's name and which names
-    a directory of its own in a run directory, none of `RUN_DIRECTORY_NAMES`.
+    """`name` if it can name a loss variant: a plain identifier, none of
+    `RUN_DIRECTORY_NAMES`.
 
     Raises:
         ValueError: for any other name (`..`, `/abs/path`, `a,b`, `backup`, `""`),
@@ -144,9 +143,8 @@ def check_loss_name(name) -> str:
 def register_loss(name: str, **options):
     """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
     built from the run's loss flags and `options` (`cls.from_options(run_options,
-    **options)` when the class defines it). Registering a name again
-    is allowed only for the same class (module and qualified name: a re-run
-    definition) with the same options.
+    **options)` when the class defines it). A name may be registered again only by the
+    same class with the same options.
 
     Raises:
         TypeError: for a class that is not a `ContrastiveLoss`.
@@ -250,10 +248,9 @@ _BUILDERS = {AnInfoNCE: _an_info_nce_from_options, InfoNCE: _info_nce_from_optio
 def _loss_from_options(
     loss_class: type[ContrastiveLoss], options: LossOptions, **variant_options
 ) -> ContrastiveLoss:
-    """The loss of a registered variant, from the run's loss flags (`options`) and the
-    variant's own fixed options (`register_loss(name, **variant_options)`): by the
-    class's own `from_options` classmethod, else by this package's builder of its
-    nearest base, else as `loss_class(**variant_options)`."""
+    """The loss of a registered variant from the run's loss flags: by the class's
+    `from_options`, else this package's builder of its nearest base, else
+    `loss_class(**variant_options)`."""
     if hasattr(loss_class, "from_options"):
         return loss_class.from_options(options, **variant_options)
     for base in loss_class.__mro__:

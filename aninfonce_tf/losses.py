@@ -1,17 +1,9 @@
-"""Keras `Loss` classes of the contrastive family and the protocol they share.
+"""Keras `Loss` classes of the contrastive family and the protocol they share
+(`ContrastiveLoss`; a new loss: docs/api.md#your-own-loss).
 
-Every loss is a `ContrastiveLoss`. The protocol `ContrastiveModel` and the runner
-rely on is small: `per_row_losses(z1, z2, z1_all=, z2_all=, row_offset=)` returns the
-per-anchor-row losses and a dict of the statistics named in `stat_names`, and the
-class attribute `concentration` says whether the model must hold a trainable
-Lambda_hat (`"diagonal"`, `"isotropic"`) or none (None). A new loss is one class, in
-this package or in a user's file; `loss_variants.register_loss(name)` makes it a
-variant that the recipes run by name (`--losses name`).
-
-Called as `loss(z1, z2)` on two batches of embeddings (row i of each a positive
-pair), a loss returns the mean over the anchor rows; as every Keras loss, the value is
-divided by the number of replicas under a `tf.distribute` strategy. `ContrastiveModel`
-calls `per_row_losses` instead and gathers negatives across replicas.
+`loss(z1, z2)` returns the mean over the anchor rows, divided by the number of replicas
+under a `tf.distribute` strategy as every Keras loss; `ContrastiveModel` calls
+`per_row_losses` instead and gathers negatives across replicas.
 """
 
 from __future__ import annotations
@@ -256,10 +248,9 @@ class IsotropicAnInfoNCE(AnInfoNCE):
     """AnInfoNCE with one learned concentration for every dimension: a learned
     temperature, the control that tells anisotropy from a lower temperature.
 
-    On the unit sphere -1/2 lambda ||u - v||^2 = lambda u.v - lambda, so this is
-    cosine InfoNCE at the temperature 1 / lambda, with lambda trained from the same
-    start as AnInfoNCE's Lambda_hat. The model holds `DiagonalScaling(...,
-    tied=True)`. Registered as `aninfonce_isotropic`.
+    On the unit sphere this is cosine InfoNCE at temperature 1 / lambda, lambda trained
+    from AnInfoNCE's start. The model holds `DiagonalScaling(..., tied=True)`.
+    Registered as `aninfonce_isotropic`.
 
     Args:
         **kwargs: as for `AnInfoNCE`.

@@ -1,11 +1,9 @@
 """Optimizers of the published image recipes that Keras lacks: LARS (SimCLR's ImageNet
 optimizer) and SGD with PyTorch's weight decay (the L2 term of SimSiam's CIFAR10 recipe).
 
-Keras' `weight_decay` argument is decoupled: it shrinks the weights by
-`learning_rate * weight_decay` after the step. In PyTorch's `torch.optim.SGD` and in
-SimCLR's LARS it is an L2 term, `weight_decay * w` added to the gradient, so it also
-goes through the momentum: at momentum 0.9 it decays a weight about 10x faster than
-Keras' argument of the same value. Both optimizers here take it that way.
+Both take `weight_decay` as an L2 term added to the gradient, through the momentum, as
+PyTorch and SimCLR do: at momentum 0.9 about 10x stronger than Keras' decoupled
+argument of the same value.
 
 Example:
 
@@ -60,11 +58,9 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         self.exclude_names = tuple(exclude_names)
 
     def excluded(self, variable) -> bool:
-        """Whether `variable` (a Keras variable) goes without decay (and, in LARS,
-        without layer adaptation): a vector (biases, batch-norm scales and offsets)
-        when `exclude_vectors`, a variable whose path contains one of `exclude_names`,
-        or one that Keras' `exclude_from_weight_decay(var_list, var_names)` names
-        (called before `build`; `var_names` are searched in the variable's name)."""
+        """Whether `variable` goes without decay (and, in LARS, without adaptation): a
+        vector when `exclude_vectors`, a path holding one of `exclude_names`, or one
+        Keras' `exclude_from_weight_decay` names."""
         return (
             (self.exclude_vectors and len(variable.shape) <= 1)
             or any(name in variable.path for name in self.exclude_names)
@@ -84,9 +80,8 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         """No decoupled decay: `update_step` adds the L2 term to the gradient."""
 
     def _step_inputs(self, gradient, variable, learning_rate):
-        """What both updates start from: `(learning_rate, gradient + weight_decay *
-        variable (the gradient alone where excluded), whether the variable is
-        excluded, its momentum buffer)`, in the variable's dtype."""
+        """`(learning_rate, gradient with its L2 term, excluded, momentum buffer)`, in
+        the variable's dtype."""
         index = self._get_variable_index(variable)
         excluded = self._exclusions[index]
         gradient = ops.cast(gradient, variable.dtype)
@@ -116,11 +111,9 @@ class LARS(_CoupledWeightDecay):
         v <- m * v + lr * ratio * g
         w <- w - v
 
-    with norms over the whole variable. Excluded variables (vectors: biases and
-    batch-norm parameters, by default, as SimCLR's `bias` / `batch_normalization`
-    names and MoCo v3 / MAE's "1-D parameters"; also those given to Keras'
-    `exclude_from_weight_decay`, which SimCLR's LARS likewise excludes from the
-    adaptation) get neither the decay nor the ratio: `v <- m * v + lr * g`.
+    with norms over the whole variable. Excluded variables (by default vectors: biases
+    and batch-norm parameters; also Keras' `exclude_from_weight_decay`) get neither the
+    decay nor the ratio: `v <- m * v + lr * g`.
 
     Args:
         learning_rate: float or `LearningRateSchedule` (SimCLR: 0.3 x B / 256).
@@ -203,9 +196,7 @@ class CoupledSGD(_CoupledWeightDecay):
         b <- m * b + g
         w <- w - lr * b
 
-    which is the `weight_decay` of recipes written in PyTorch (SimSiam's CIFAR10 5e-4).
-    Keras' `SGD(weight_decay=...)` instead shrinks w by `lr * weight_decay` outside the
-    momentum: at m = 0.9 the same number decays a weight ~10x more slowly.
+    the `weight_decay` of recipes written in PyTorch (SimSiam's CIFAR10 5e-4).
 
     Args:
         learning_rate: float or `LearningRateSchedule`.
@@ -326,11 +317,8 @@ def check_settings(config) -> None:
 
 def encoder_optimizer(config) -> keras.optimizers.Optimizer:
     """The encoder's (and projector's) optimizer and learning-rate schedule from a run
-    config (`aninfonce_tf.configs.base.RunConfig`: `optimizer`, `learning_rate`,
-    `learning_rate_schedule`, `warmup_steps`, `steps`, `momentum`, `weight_decay`,
-    `l2_weight_decay`, `ema_momentum`, `muon_exclude`). Weight decay leaves the angles
-    of a `LearnedRotation` alone: it would pull the rotation towards an arbitrary one,
-    the identity."""
+    config (`configs.base.RunConfig`). Weight decay leaves a `LearnedRotation`'s angles
+    alone (it would pull towards the identity)."""
     optimizer = _encoder_optimizer(config)
     optimizer.exclude_from_weight_decay(var_names=[ROTATION_ANGLES])
     return optimizer
