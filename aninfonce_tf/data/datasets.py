@@ -1,9 +1,8 @@
 """Image datasets as pair pipelines: tfds' CIFAR10 and ImageNet, and a small real
 dataset cut from the photos that ship inside scikit-learn and scikit-image.
 
-Each yields batches of `{view1, view2, params1, params2, label}` with static
-shapes (`drop_remainder=True`), the two views drawn by a `SimCLRAugment`, each epoch
-in its own seeded order (`epochs.epoch_examples`).
+Each yields batches of `{view1, view2, params1, params2, label}` with static shapes,
+the views drawn by a `SimCLRAugment`, each epoch in its own seeded order.
 
 Example:
 
@@ -68,12 +67,8 @@ def packaged_photos() -> list[np.ndarray]:
 def photo_patches(
     per_photo: int = 400, size: int = 48, split: str = "train", seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random square patches of the packaged photos; a patch's class is its photo.
-
-    Photos are first resized so that their shorter side is 256 pixels; train patches
-    come from the left `TRAIN_FRACTION` of each photo, test patches from the rest.
-    The patches come in a seeded random order (the photos mixed), so that any
-    slice of them holds every photo about equally often.
+    """Random square patches of the packaged photos, a patch's class its photo; train
+    and test patches from disjoint parts of each photo (docs/api.md#data-pipelines).
 
     Returns:
         `(images [N, size, size, 3] uint8, labels [N] int64)`.
@@ -105,12 +100,9 @@ def tfds_images(
 ) -> tf.data.Dataset:
     """`{image, label}` examples of a prepared tfds dataset; never downloads.
 
-    With `shard=(index, count)` only that even part of the split is read
-    (`tfds.even_splits`, which works for any count, also more workers than files).
-    With `decode=False` each image stays encoded, a string (tfds' `SkipDecoding`): a
-    split of at most `MAX_HELD_EXAMPLES` then goes to `pair_batches(...,
-    decode=tfds_image_decoder(name))`, which holds it in memory and decodes after its
-    skip and shuffle; a larger one goes to `pair_batches` as `tfds_file_pieces`.
+    With `shard=(index, count)` only that even part of the split is read. With
+    `decode=False` each image stays an encoded string, for `pair_batches(...,
+    decode=tfds_image_decoder(name))` (a larger split: `tfds_file_pieces`).
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -133,10 +125,8 @@ def tfds_images(
 def tfds_file_pieces(
     name: str, split: str, data_dir: str | None = None, shard: tuple[int, int] | None = None
 ) -> FilePieces:
-    """The files of a prepared tfds split as `FilePieces` (tfds' file instructions),
-    each record an example `{image, label}` with its image encoded, as
-    `tfds_images(..., decode=False)` gives them: for `pair_batches` to read in a new
-    order each epoch. With `shard=(index, count)`, that even part of the split.
+    """The files of a prepared tfds split as `FilePieces`, each record an encoded
+    `{image, label}`, for `pair_batches`. With `shard=(index, count)`, that even part.
 
     Raises:
         ValueError: as `tfds_images`.
@@ -182,9 +172,8 @@ def _tfds_builder(name: str, data_dir: str | None):
 
 
 def quiet_tfds_builder(name: str, data_dir: str | None):
-    """`tfds.builder(name, data_dir=data_dir)`, whose `is_prepared()` does not log
-    absl's warning of a data directory without `dataset_info.json` (its callers say
-    what is missing and how to prepare it)."""
+    """`tfds.builder(name, data_dir=data_dir)`, whose `is_prepared()` logs no absl
+    warning (its callers say what is missing)."""
     import tensorflow_datasets as tfds
 
     with _absl_errors_only():
@@ -255,13 +244,9 @@ def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict
 
 
 def on_canvas(example: dict, canvas: int) -> dict:
-    """`example` with its image placed at the top left of a `canvas x canvas` one
-    (zeros elsewhere) and its height and width under `"image_size"`, so that images
-    of any shape batch together (static shapes) and `SimCLRAugment` crops within
-    each image, never its padding, reaching all four of its sides.
-
-    An image within the canvas keeps its pixels (its full resolution, as SimCLR
-    crops it); a larger one is shrunk (antialiased) until its longer side fits.
+    """`example` with its image at the top left of a `canvas x canvas` one (zeros
+    elsewhere) and its height and width under `"image_size"`; a larger image is shrunk
+    until it fits (docs/api.md#data-pipelines).
 
     Example:
 
@@ -305,33 +290,23 @@ def pair_batches(
     label}` examples, each epoch in its own order seeded by `seed` and the epoch
     (`epochs.epoch_examples`).
 
-    `start` skips the first batches: a run resumed at step k sees the batches it
-    would have seen had it never stopped, and reads nothing of the epochs before the
-    one step k falls in. Skipped examples of that epoch are read, never decoded (with
-    `decode`) nor augmented. `stream` picks one of independent augmentation streams
-    (one per worker reading its own shard).
+    `start` skips the first batches (a resumed run sees the same batches); `stream`
+    picks one of independent augmentation streams. Details:
+    docs/api.md#data-pipelines.
 
     Args:
-        examples: one pass over the images (of one size, or give `canvas`): held in
-            memory (one array per key, or a `tf.data.Dataset` of at most
-            `MAX_HELD_EXAMPLES` examples, read into memory once:
-            `epochs.held_in_memory`) and permuted whole each epoch; or `FilePieces` of
-            a split too large to hold (`tfds_file_pieces`), the pieces read in a new
-            order each epoch and shuffled in a buffer.
+        examples: one pass over the images (of one size, or give `canvas`): arrays
+            or a `tf.data.Dataset` of at most `MAX_HELD_EXAMPLES` examples, or
+            `FilePieces` (`tfds_file_pieces`).
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the order of each epoch and the augmentations.
         shuffle: the buffer of `FilePieces`' examples (None: `SHUFFLE_BATCHES` x
             `batch_size`, SimCLR's); 0: no buffer, and examples held in memory are
             read in their order every epoch, not permuted.
-        canvas: put each image on a `canvas x canvas` one (`on_canvas`: at full
-            resolution, shrunk only if larger), so that images of any shape batch
-            together and every view is a crop of the image alone, as SimCLR's crop
-            of the full-resolution image (ImageNet).
-        decode: applied to each example after the shuffle and the skip, e.g.
-            `tfds_image_decoder` to the examples of `tfds_images(..., decode=False)`:
-            memory and the shuffle buffer then hold encoded images (ImageNet's 10,240:
-            ~1 GB instead of ~6 GB) and a resumed run decodes none of those it skips.
+        canvas: put each image on a `canvas x canvas` one (`on_canvas`).
+        decode: applied to each example after the shuffle and the skip (e.g.
+            `tfds_image_decoder`).
 
     Raises:
         ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more

@@ -46,9 +46,8 @@ class Latent:
 
 
 def _polygon(points) -> np.ndarray:
-    """Vertices moved so that the polygon's area centroid is the origin (the object's
-    pixel centroid is then its centre at any rotation) and scaled to the area of the
-    unit disk (an object of `scale` r covers pi r^2 of the image, whatever its shape)."""
+    """Vertices centred on the polygon's area centroid and scaled to the unit disk's
+    area."""
     points = np.asarray(points, "float64")
     following = np.roll(points, -1, axis=0)
     cross = points[:, 0] * following[:, 1] - following[:, 0] * points[:, 1]
@@ -198,11 +197,9 @@ def latent_coordinates(
     units: bool = True,
     radius: float = 1.0,
 ) -> dict[str, np.ndarray]:
-    """`{part: [N] float64}` of the continuous latents in `latents` (`{name: [N]}`,
-    names of `specs`; parts as `part_names` names them, in the order of `specs`): an
-    interval latent in units where its range is 2 wide (`latent_units`), or as it is
-    without `units`; a circular one as `radius` times the cos and sin of its angle,
-    `2 pi (value - low) / width`. Class latents are left out.
+    """`{part: [N] float64}` of the continuous latents in `latents`: an interval latent
+    in `latent_units` (as it is without `units`), a circular one as `radius` times the
+    cos and sin of its angle. Class latents are left out.
 
     Example:
 

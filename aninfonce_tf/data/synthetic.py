@@ -48,9 +48,7 @@ def indexed_batches(
     `sample_pairs(batch_size, [seed, i])` for i from `start`, `PARALLEL_BATCHES` drawn
     at once, without tf.data's autotuning.
 
-    `start` skips the first batches without drawing them: a run resumed at step k
-    sees the batches it would have seen had it never stopped. Batch i depends on its
-    index alone, so the batches are the same under any parallelism.
+    `start` skips the first batches without drawing them (docs/api.md#data-pipelines).
 
     Example:
 
@@ -81,11 +79,8 @@ def concentration_preset(
         name: `"linear"`: linspace(low, high), default 5..25 (the paper's);
             `"geometric"`: geomspace(low, high), equal ratios between neighbours;
             `"two_valued"`: first half at `high`=25, second half at `low`=5 (the
-            paper's); `"content_style"`: first half content, spread over
-            [high / 2, high] (default high 400), second half style, spread over
-            [low, 2 low] (default low 10). Style is what augmentations change
-            strongly; the spread keeps every Lambda distinct so that Lambda_hat
-            can be ranked against it.
+            paper's); `"content_style"`: first half content over [high / 2, high]
+            (default 400), second half style over [low, 2 low] (default 10).
         dim: latent dimension.
         high: the largest concentration.
         low: the smallest concentration.
@@ -149,9 +144,8 @@ def concentration_from_spec(
 def concentration_blocks(concentration) -> dict[str, np.ndarray]:
     """Splits latent indices into `"high"` and `"low"` concentration blocks.
 
-    A latent is low when its Lambda is below the median (with an isotropic Lambda
-    every latent is high): the two halves of `linear`, the two values of
-    `two_valued`, content (high) and style (low) of `content_style`.
+    A latent is low when its Lambda is below the median (every latent is high under
+    an isotropic Lambda).
 
     Example:
 
@@ -292,8 +286,7 @@ class SyntheticSetup:
     def dataset(
         self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
     ) -> tf.data.Dataset:
-        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i)
-        (`indexed_batches`: `start` skips the first batches without drawing them)."""
+        """Endless (or `steps`-long) dataset of pair batches (`indexed_batches`)."""
         return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, size: int, seed: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
