@@ -1,12 +1,8 @@
 """Runs of several run directories compared, paired by seed.
 
-`--seeds` summarises the variants of one run directory. Arms from different directories
-(InfoNCE at several temperatures, a variant run later) are compared here: an *arm* is
-one variant of one directory, its scores read from `seed_<k>/results.json`; two arms
-are paired over the seeds both finished, since a seed fixes the data, and only where
-both runs of a seed ended at the same step and scored the same blocks. The chosen
-scores' paired differences get a two-sided paired t-test, and Holm's correction over
-every (pair, score) comparison made.
+An *arm* is one variant of one run directory; two arms are paired over the seeds both
+finished, with paired t-tests and Holm's correction. Method:
+docs/method.md#comparing-run-directories.
 
 Command line (writes the summary as JSON and prints its table):
 
@@ -66,11 +62,8 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
 
 def read_arm(directory: Path, variant: str) -> tuple[dict[int, dict], dict[int, dict]]:
     """`variant`'s scalar scores in every finished seed of the run directory `directory`
-    (`seed_<k>/results.json`) and what must match for two arms to be paired, each by
-    seed, from one read of the files. What must match: the steps `variant` trained, the
-    run's blocks (rendered runs; None elsewhere) and the readout targets it averages
-    (image runs with the readout check; None elsewhere); with them, the code that
-    trained it and the check's supervised balanced accuracy of each target.
+    (`seed_<k>/results.json`) and, per seed, what must match for two arms to be paired
+    (steps, blocks, readout targets; with them the code and the check's accuracies).
 
     Raises:
         ValueError: when no seed of `directory` has finished `variant`.
@@ -119,9 +112,7 @@ def endpoint_mismatches(
     readout: bool = True,
 ) -> list[str]:
     """Where two paired arms' runs of one seed stopped at other steps, scored other
-    blocks or averaged other readout targets (a block score or a readout of two runs
-    then averages other parts), in words; without `readout`, the readout targets are
-    not compared (`common_readout` and `listed_readout` put every run on one set).
+    blocks or (with `readout`) averaged other readout targets, in words.
 
     Example:
 
@@ -149,11 +140,8 @@ def common_readout(
     check_seed: int | None = None,
 ) -> list[str]:
     """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
-    over one set of targets in every run (`evaluation.determinable.determinable_readout`):
-    those the readout check kept in every seed of every arm, or with `check_seed` those
-    the check of that seed kept (the preset's check is seed 0's,
-    `configs.readout_check.CHECK_SEED`; runs whose check followed their own seed are
-    put on it so). Returns them.
+    over the targets the readout check kept in every seed of every arm, or with
+    `check_seed` in that seed (docs/method.md#comparing-run-directories). Returns them.
 
     Raises:
         ValueError: when a run has no readout check, no target is kept in all, or the
@@ -268,10 +256,8 @@ def compare(
 ) -> dict:
     """Per arm and score the `describe` of its values over its seeds; per pair
     `(first, second)` and score (those in `scores`, default every score both have) the
-    `describe` of the per-seed difference first - second over their shared seeds,
-    with interval, the differences (`by_seed`), each arm's mean over those seeds
-    (`first_mean`, `second_mean`: an arm's own entry may rest on more seeds), its
-    paired t-test's `p` and `p_holm` (Holm over every difference that has a `p`).
+    `describe` of the per-seed difference first - second over their shared seeds, with
+    `by_seed`, `first_mean`, `second_mean`, `p` and `p_holm`.
 
     Returns:
         `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":

@@ -1,11 +1,7 @@
 """Scores over several seeds: mean, standard deviation and the paired difference
 AnInfoNCE - InfoNCE with its 95 % t-interval, as the runner's `--seeds` writes them
-to `summary.json` and prints them.
-
-Seeds pair the variants: a seed fixes the data, so the difference of two variants
-is taken within each seed, then summarised over the seeds. Missing and non-finite
-scores (a diverged variant, a score a variant does not have) are left out; `n`
-says how many seeds each entry rests on.
+to `summary.json` and prints them; differences are taken within each seed, missing and
+non-finite scores left out. Method: docs/method.md#statistics-over-seeds.
 
 Example:
 
@@ -35,10 +31,8 @@ SeedScores = Mapping[str, Mapping[str, float | None]]
 
 def paired_variants(names: Sequence[str]) -> list[tuple[str, str]]:
     """The `(AnInfoNCE variant, other variant)` pairs among `names` whose paired
-    difference the summary reports: each variant with a per-dimension Lambda_hat
-    against every variant without one that is built with the same options (plain,
-    hard negatives, ensemble): `aninfonce` against `infonce` and the learned isotropic
-    `aninfonce_isotropic`, `aninfonce_ensemble` against `infonce_ensemble`, ...
+    difference the summary reports: each per-dimension Lambda_hat variant against
+    every variant without one built with the same options.
 
     Example:
 
@@ -65,12 +59,9 @@ DETECTION_POWER = 0.8
 
 def describe(values: Mapping[int, float | None], interval: bool = False) -> dict:
     """Mean, standard deviation (ddof=1) and `n` of the finite values of `{seed: value}`,
-    the seeds they come from and their values (`values`, in the seeds' order); with `interval` (for
-    paired differences), the 95 % and 90 % t-intervals of the mean (the 90 % one
-    bounds an unresolved difference, as in a TOST), the paired t-test's `p` and
-    `detectable`, the smallest true difference the seeds detect with power 0.8 at a
-    two-sided 0.05, (t(0.975) + t(0.8)) sd / sqrt(n). The mean is None for n = 0, the
-    rest for n < 2.
+    the seeds and their `values`; with `interval` (for paired differences), `ci95`,
+    `ci90`, the paired t-test's `p` and `detectable` (power 0.8 at a two-sided 0.05).
+    The mean is None for n = 0, the rest for n < 2.
 
     Example:
 
@@ -101,9 +92,8 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
 
 def paired_p_value(differences: Sequence[float]) -> float | None:
     """The two-sided p-value of a paired t-test that the mean of the per-seed
-    `differences` is 0; None (no test) for fewer than 2. Differences equal up to
-    round-off, whose t is not defined, count as a test all the same (so that a family
-    counts them): p 0 for a non-zero constant, 1 for zero.
+    `differences` is 0; None (no test) for fewer than 2; p 0 for a non-zero constant
+    and 1 for zero.
 
     Example:
 
@@ -122,9 +112,7 @@ def paired_p_value(differences: Sequence[float]) -> float | None:
 
 
 def holm(p_values: Mapping) -> dict:
-    """Holm's step-down adjustment of the p-values of several comparisons (keys kept):
-    the k-th smallest of m is multiplied by m - k + 1, then made non-decreasing and
-    capped at 1. It controls the family-wise error rate without assuming independence.
+    """Holm's step-down adjustment of the p-values of several comparisons (keys kept).
 
     Example:
 
@@ -199,10 +187,9 @@ def _subtract(first: dict, second: dict) -> dict[int, float | None]:
 
 def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
     """The `summarize` result as text: per score (those in `scores`, default every
-    one) a row per variant (mean, sd, n) and per pair of variants (mean difference,
-    sd, n, 95 % interval, Holm's p where the family has one); a difference whose 95 %
-    interval holds 0 is unresolved, not an equality: its row also gives the 90 %
-    interval (the TOST bounds) and the smallest difference the seeds could detect.
+    one) a row per variant (mean, sd, n) and per pair (mean difference, sd, n, 95 %
+    interval, Holm's p); an unresolved difference also gets its 90 % interval and the
+    detectable difference.
 
     Example:
 
