@@ -139,15 +139,10 @@ def plot_tradeoff(
     levels: Sequence[str] = ("backbone", "projector"),
     accuracy: str = "shape_accuracy",
 ) -> Path:
-    """A sweep's trade-off (`aninfonce_tf.sweep.run_cells`), a row per level: per axis
-    (a field its cells change alone) each latent part the axis moves, its held-out
-    linear R^2 against its Lambda_eff in each of the axis's cells (log axis over the
-    measured values, `concentration_axis`; a part no pair changes in a slot beyond a
-    shaded break, hollow and joined by a dotted line; the axis's values marked above
-    the part it moves most); and a panel of the class latent's accuracy per cell. A
-    line per part and loss, mean +- 1 sd over the seeds; chance lines at R^2 0 and at
-    the accuracy's chance; R^2 and accuracy on fixed ranges. A product grid's cells
-    off the axes through the preset's point are left out (they are in its table).
+    """A sweep's trade-off, a row per level: per axis each latent part the axis moves,
+    its held-out linear R^2 against its Lambda_eff (log axis; a part no pair changes
+    beyond a shaded break), and the class latent's accuracy per cell; mean +- 1 sd over
+    the seeds. A grid's cells off the axes through the preset's point are left out.
 
     Args:
         cells: `run_cells`' records (`values`, `changed`, `summary`, `run`).
