@@ -5,9 +5,9 @@ machine's load, and the script prints each run's time and steps, each preset's m
 and range, and the first preset's time over the second's. A run that fails or never
 reaches the targets counts as infinitely long.
 
-    python benchmarks/time_to_target.py --seeds 0,1,2,3,4     # paper-linear-fast vs paper-linear
+    python benchmarks/time_to_target.py --seeds 10,11,12,13,14,15,16,17,18,19 \\
+        --summary docs/summaries/time-to-target.json      # paper-linear-fast vs paper-linear
     python benchmarks/time_to_target.py --presets paper-linear --seeds 0 -- --learning-rate 3e-3
-    python benchmarks/time_to_target.py --summary docs/summaries/time-to-target.json
     python benchmarks/time_to_target.py --presets paper-linear \\
         -- --batch-size 500 --alignment-pairs 16384         # the slow-feature alignment
 
@@ -15,7 +15,13 @@ Flags after `--` go to the recipe and override every preset. Each run is the rec
 fresh process (`--stop-at`), timed from process start to exit, so that import,
 compilation, every evaluation, saving and export count. After each run, outside its
 time, the saved model is scored on a second held-out set of 4096 samples, which the
-stopping rule never saw. A run that fits the slow-feature alignment at every evaluation
+stopping rule never saw, and (`--held-check`, on by default) the run is repeated without
+stopping for twice the steps at which both targets first held: the targets are *held*
+when both hold at every evaluation from that step to twice it. The repeat's curve up to
+that step is compared with the timed run's (the presets' learning rates are constant
+after the warm-up, so the repeat trains the same steps); the largest difference is
+recorded. A run whose targets did not hold counts as infinitely long in the medians
+"with the targets held". A run that fits the slow-feature alignment at every evaluation
 (`--alignment-pairs`, by its preset or after `--`) reads MCC as `aligned_mcc`: the MCC
 of its embedding times that alignment, which the saved model holds and exports
 (`embed_aligned`); the alignment lifts any loss's MCC, so such a run's MCC target no
@@ -108,6 +114,46 @@ def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> 
         "steps": result["steps"],
         **{score: result[score] for score in recorded},
         **second_set_scores(out),
+        "curve": [{key: point[key] for key in ("step", *recorded)} for point in result["curve"]],
+    }
+
+
+def held_check(run: dict, extra: list[str], out: Path) -> dict:
+    """Repeats `run` (`run_one`'s record of a run that reached its targets) untimed for
+    twice the steps at which they first held, without stopping, in `out`.
+
+    Returns:
+        `held`: whether both targets held at every evaluation of the repeat from that
+        step to twice it; `held_min`: each target's score's worst value there;
+        `repeat_difference`: the largest absolute difference between the repeat's scores
+        and the timed run's at the steps both evaluated; `held_failed` when the repeat
+        failed.
+    """
+    step = run["reached_step"]
+    targets = {run["mcc_score"]: TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
+    command = [
+        sys.executable,
+        str(RECIPE),
+        *("--preset", run["preset"], "--losses", "aninfonce"),
+        *("--seed", str(run["seed"]), "--out", str(out), *extra, "--steps", str(2 * step)),
+    ]
+    finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if finished.returncode:
+        print("\n".join(finished.stderr.splitlines()[-15:]), file=sys.stderr)
+        return {"held": False, "held_failed": True}
+    curve = json.loads((out / "results.json").read_text())["variants"]["aninfonce"]["curve"]
+    after = [point for point in curve if step <= point["step"] <= 2 * step]
+    timed = {point["step"]: point for point in run["curve"]}
+    return {
+        "held": bool(after)
+        and all(point[score] >= value for point in after for score, value in targets.items()),
+        "held_min": {score: min(point[score] for point in after) for score in targets},
+        "repeat_difference": max(
+            abs(point[score] - timed[point["step"]][score])
+            for point in curve
+            if point["step"] in timed
+            for score in targets
+        ),
     }
 
 
@@ -150,9 +196,11 @@ def first_step(curve: list[dict], score: str, value: float) -> int | None:
     return next((point["step"] for point in curve if point[score] >= value), None)
 
 
-def seconds_to_target(run: dict) -> float:
-    """A run's seconds, infinite when it failed or never reached the targets."""
-    return run["seconds"] if run.get("reached_step") else math.inf
+def seconds_to_target(run: dict, held: bool = False) -> float:
+    """A run's seconds, infinite when it failed or never reached the targets, or, with
+    `held`, when they did not hold to twice that step (`held_check`)."""
+    reached = run.get("reached_step") and (run.get("held") or not held)
+    return run["seconds"] if reached else math.inf
 
 
 def summarize(runs: list[dict], presets: list[str]) -> dict:
@@ -181,6 +229,19 @@ def summarize(runs: list[dict], presets: list[str]) -> dict:
                 np.median([run.get("steps", math.nan) for run in own] or [math.nan])
             ),
             "all_reached": bool(own) and all(run.get("reached_step") for run in own),
+            # With the held check: the runs whose targets held to twice the step at
+            # which they first held, and the medians counting the others as infinite.
+            **(
+                {
+                    "held": sum(bool(run["held"]) for run in own),
+                    "median_seconds_held": float(
+                        np.median([seconds_to_target(run, held=True) for run in own])
+                    ),
+                    "max_seconds_held": max(seconds_to_target(run, held=True) for run in own),
+                }
+                if own and all("held" in run for run in own)
+                else {}
+            ),
             # Of the runs that reached the targets, those that also hold on a second set.
             "second_set_held": sum(
                 run[f"second_set_{run['mcc_score']}"] >= TARGET_VALUES["mcc"]
@@ -213,6 +274,12 @@ def main() -> None:
         help="comma-separated presets, the new one first; each seed runs them in turn",
     )
     parser.add_argument("--summary", type=Path, help="write the runs and medians as JSON")
+    parser.add_argument(
+        "--held-check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="repeat each run that reached its targets for twice its steps, untimed",
+    )
     parser.add_argument("extra", nargs="*", help="recipe flags (after --)")
     args = parser.parse_args()
     presets = args.presets.split(",")
@@ -229,6 +296,12 @@ def main() -> None:
             for preset in presets if index % 2 == 0 else presets[::-1]:
                 out = Path(scratch) / f"{preset}-{seed}"
                 run = run_one(preset, scores[preset], seed, args.extra, out)
+                if args.held_check:
+                    run.update(
+                        held_check(run, args.extra, Path(scratch) / f"{preset}-{seed}-held")
+                        if run.get("reached_step")
+                        else {"held": False}
+                    )
                 runs.append(run)
                 print_run(run)
                 if args.summary:
@@ -242,6 +315,13 @@ def main() -> None:
             + ("reached in every run" if own["all_reached"] else "NOT reached in every run")
             + f"; both held on a second held-out set in {own['second_set_held']} of "
             f"{own['runs']}"
+            + (
+                f"; held to twice their step in {own['held']} of {own['runs']}: median "
+                f"{own['median_seconds_held']:.0f} s, longest {own['max_seconds_held']:.0f} s "
+                "with the targets held"
+                if "held" in own
+                else ""
+            )
         )
     if len(set(scores.values())) > 1:
         print(
@@ -271,7 +351,14 @@ def print_run(run: dict) -> None:
         f"{run[run['mcc_score'] + '_step']}; "
         f"{run['steps']} steps, fit {run['fit_seconds']:.0f} s; a second held-out set: "
         f"R^2 {run['second_set_linear_r2']:.3f}, {run['mcc_score']} "
-        f"{run['second_set_' + run['mcc_score']]:.3f})",
+        f"{run['second_set_' + run['mcc_score']]:.3f})"
+        + (
+            f"; held to step {2 * run['reached_step']}: {'yes' if run['held'] else 'NO'} "
+            f"(worst {', '.join(f'{k} {v:.3f}' for k, v in run['held_min'].items())}; "
+            f"repeat differs by {run['repeat_difference']:.1e})"
+            if "held_min" in run
+            else ""
+        ),
         flush=True,
     )
 
