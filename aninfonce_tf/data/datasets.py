@@ -254,6 +254,20 @@ def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict
     return lambda example: {**example, "image": feature.decode_example(example["image"])}
 
 
+def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
+    """Whether the tfds dataset `name` stores its images as JPEG files (ImageNet does;
+    CIFAR10 and SimCLR's 10 % subset of ImageNet store PNGs), which `pair_batches`
+    then hands to the views encoded, to decode only each view's crop window.
+
+    Example:
+
+    >>> jpeg_encoded("imagenet2012"), jpeg_encoded("cifar10")
+    (True, False)
+    """
+    feature = quiet_tfds_builder(name, data_dir).info.features["image"]
+    return feature.encoding_format == "jpeg"
+
+
 def on_canvas(example: dict, canvas: int) -> dict:
     """`example` with its image placed at the top left of a `canvas x canvas` one
     (zeros elsewhere) and its height and width under `"image_size"`, so that images
@@ -300,10 +314,18 @@ def pair_batches(
     start: int = 0,
     stream: int = 0,
     decode: Callable[[dict], dict] | None = None,
+    view_dtype: str = "float32",
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
     label}` examples, each epoch in its own order seeded by `seed` and the epoch
     (`epochs.epoch_examples`).
+
+    Two ways to the views, by source: images that are JPEG files (tfds' ImageNet read
+    encoded, `tfds_file_pieces` or `tfds_images(..., decode=False)`; `jpeg_encoded`
+    says which tfds datasets hold JPEGs), given without `decode` and `canvas`, reach
+    `augment` encoded, which decodes only each view's crop window, at full resolution
+    (`SimCLRAugment`); any other images (arrays, PNGs, decoded ones) are decoded
+    whole (`decode`) and, for images of different shapes, put on a `canvas`.
 
     `start` skips the first batches: a run resumed at step k sees the batches it
     would have seen had it never stopped, and reads nothing of the epochs before the
@@ -332,6 +354,8 @@ def pair_batches(
             `tfds_image_decoder` to the examples of `tfds_images(..., decode=False)`:
             memory and the shuffle buffer then hold encoded images (ImageNet's 10,240:
             ~1 GB instead of ~6 GB) and a resumed run decodes none of those it skips.
+        view_dtype: "float32", or "uint8" to send the views at a quarter of the bytes
+            (`augment_pairs`; `ContrastiveModel` reads them back on the device).
 
     Raises:
         ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
@@ -351,7 +375,9 @@ def pair_batches(
     if decode or canvas:
         examples = examples.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     batches = examples.batch(batch_size, drop_remainder=True)
-    pairs = augment_pairs(batches, augment, seed=seed, start=start, stream=stream)
+    pairs = augment_pairs(
+        batches, augment, seed=seed, start=start, stream=stream, view_dtype=view_dtype
+    )
     return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
 
 
@@ -381,6 +407,7 @@ __all__ = [
     "PHOTO_NAMES",
     "SHUFFLE_BATCHES",
     "TFDS_DATASETS",
+    "jpeg_encoded",
     "on_canvas",
     "packaged_photos",
     "pair_batches",
