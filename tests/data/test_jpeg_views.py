@@ -126,6 +126,9 @@ def test_jpeg_views_are_static_and_the_same_eagerly_and_in_a_parallel_map_per_se
     assert not np.allclose(other, eager)
     one, one_params = augment(FILES[1], seed=[3, 1])  # a scalar string: one view
     assert one.shape == (48, 48, 3) and one_params["crop_box"].shape == (4,)
+    # A TPU host's pipeline, without XLA, gives the same views.
+    no_xla, _ = dataclasses.replace(augment, jit_compile=False)(tf.constant(FILES), seed=[3, 1])
+    np.testing.assert_allclose(no_xla, eager, atol=1e-5)
 
 
 def test_jpeg_pairs_of_tfds_imagenet_have_static_shapes_and_a_grayscale_file_gives_colour():
