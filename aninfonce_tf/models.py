@@ -18,7 +18,7 @@ from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
 from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.backbones import expects_pixel_values
-from aninfonce_tf.data.pairs import check_batched, fit_input, split_views
+from aninfonce_tf.data.pairs import check_batched, fit_input, split_views, unit_views
 from aninfonce_tf.layers import DiagonalScaling, LinearAlignment
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
 from aninfonce_tf.step_metrics import StepMetrics, refuse_compile_metrics
@@ -218,7 +218,9 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
     `losses.ContrastiveLoss`.
 
     `model(x)` returns encoder features; `model.embed(x)` the embeddings the loss
-    sees. Compile with a `ContrastiveLoss` such as `InfoNCE(...)` or `AnInfoNCE(...)`
+    sees. uint8 inputs are images in [0, 255]: the model divides them by 255 on its
+    device (`pairs.unit_views`), so that views can be sent at a quarter of float32's
+    bytes (`augment_pairs(..., view_dtype="uint8")`). Compile with a `ContrastiveLoss` such as `InfoNCE(...)` or `AnInfoNCE(...)`
     (default: AnInfoNCE when there is a `scaling`, cosine InfoNCE otherwise) and fit
     on a dataset of
     `(view1, view2)` or of dicts with `view1`, `view2` and extra keys (latents,
@@ -306,7 +308,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
     def call(self, inputs, training=False):
         if isinstance(inputs, dict):
             inputs = inputs["view1"]
-        return self.encoder(inputs, training=training)
+        return self.encoder(unit_views(inputs), training=training)
 
     def embed(self, inputs, training=False, scaled=True):
         """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat).

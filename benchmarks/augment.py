@@ -15,6 +15,17 @@ RandomColorJitter, RandomGrayscale and, at 224 px, RandomGaussianBlur (probabili
 0.5, kernel 23, one sigma per batch), at the same jitter strengths. Passes over
 `batches` batches alternate between the two pipelines; the script prints the median
 images/s of each over `--repeats` passes and their ratio, as Markdown rows.
+
+    python benchmarks/augment.py --compare paths --sizes 224
+    taskset -c 0 python benchmarks/augment.py --compare paths --sizes 224  # one core
+
+`--compare paths` times instead the two ways from a JPEG file to the training pair of
+`datasets.pair_batches` (the epoch's shuffle, both views, uint8 views, as ImageNet's
+preset): the whole file decoded and put on a canvas of 512 pixels per 224 of view
+(ImageNet's probe views, and its training views before the JPEG path), against the
+JPEG path, which decodes only each view's crop window. The files: 64 ImageNet-like
+375 x 500 crops of scikit-learn's two photos at JPEG quality 90. Images/s counts
+source images, two views each.
 """
 
 from __future__ import annotations
@@ -28,7 +39,9 @@ import numpy as np
 import tensorflow as tf
 from sklearn.datasets import load_sample_images
 
+from aninfonce_tf.configs.images import CANVAS_PER_224
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
+from aninfonce_tf.data.datasets import pair_batches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +68,39 @@ def images(count: int, side: int) -> np.ndarray:
         x = rng.integers(0, photo.shape[1] - side)
         patches.append(photo[y : y + side, x : x + side])
     return np.stack(patches)
+
+
+def jpeg_files(count: int, shape: tuple[int, int] = (375, 500)) -> np.ndarray:
+    """`count` JPEG files (quality 90) of random `shape` crops of the sample photos."""
+    rng = np.random.default_rng(0)
+    photos = load_sample_images().images
+    files = []
+    for _ in range(count):
+        photo = photos[rng.integers(len(photos))]
+        y = rng.integers(0, photo.shape[0] - shape[0] + 1)
+        x = rng.integers(0, photo.shape[1] - shape[1] + 1)
+        crop = photo[y : y + shape[0], x : x + shape[1]]
+        files.append(tf.io.encode_jpeg(crop, quality=90).numpy())
+    return np.array(files, object)
+
+
+def path_pipelines(row: Row) -> dict[str, tf.data.Dataset]:
+    """The canvas path and the JPEG path of `pair_batches` from the same files."""
+    augment = SimCLRAugment.preset(row.preset)
+    files = jpeg_files(64)
+    examples = {"image": files, "label": np.arange(len(files))}
+    canvas = round(augment.image_size * CANVAS_PER_224 / 224)
+
+    def decode(example):
+        return {**example, "image": tf.io.decode_jpeg(example["image"], channels=3)}
+
+    common = dict(batch_size=row.batch_size, view_dtype="uint8")
+    return {
+        f"whole file decoded, on a {canvas} px canvas": pair_batches(
+            examples, augment, canvas=canvas, decode=decode, **common
+        ),
+        "JPEG path: each view's crop window decoded": pair_batches(examples, augment, **common),
+    }
 
 
 def keras_pipeline(dataset: tf.data.Dataset, augment: SimCLRAugment) -> tf.data.Dataset:
@@ -107,20 +153,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="32,224", help="view sides, of " + str(list(ROWS)))
     parser.add_argument("--repeats", type=int, default=5, help="passes per pipeline")
+    parser.add_argument(
+        "--compare",
+        default="keras",
+        choices=("keras", "paths"),
+        help="keras: ours against stock Keras layers; paths: the canvas path against the JPEG path",
+    )
     args = parser.parse_args()
     print("| views | pipeline | images/s (median) | ratio |\n|---|---|---|---|")
     for size in (int(size) for size in args.sizes.split(",")):
         row = ROWS[size]
         augment = SimCLRAugment.preset(row.preset)
-        data = (
-            tf.data.Dataset.from_tensor_slices(images(16 * row.batch_size, row.source))
-            .repeat()
-            .batch(row.batch_size, drop_remainder=True)
-        )
-        pipelines = {
-            f"`{row.preset}`, with parameters": augment_pairs(data, augment),
-            "stock Keras layers, no parameters": keras_pipeline(data, augment),
-        }
+        if args.compare == "paths":
+            pipelines = path_pipelines(row)
+        else:
+            data = (
+                tf.data.Dataset.from_tensor_slices(images(16 * row.batch_size, row.source))
+                .repeat()
+                .batch(row.batch_size, drop_remainder=True)
+            )
+            pipelines = {
+                f"`{row.preset}`, with parameters": augment_pairs(data, augment),
+                "stock Keras layers, no parameters": keras_pipeline(data, augment),
+            }
         for dataset in pipelines.values():  # compile and warm up
             seconds(dataset, 2)
         times = {name: [] for name in pipelines}
@@ -131,9 +186,10 @@ def main() -> None:
             name: row.batches * row.batch_size / float(np.median(taken))
             for name, taken in times.items()
         }
-        ours, keras_rate = rates.values()
-        for (name, rate), ratio in zip(rates.items(), (ours / keras_rate, 1.0), strict=True):
-            print(f"| {size} px | {name} | {rate:,.0f} | {ratio:.2f}x |", flush=True)
+        first = next(iter(rates.values()))
+        baseline = first if args.compare == "paths" else list(rates.values())[1]
+        for name, rate in rates.items():
+            print(f"| {size} px | {name} | {rate:,.0f} | {rate / baseline:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def test_the_presets_own_model_runs_two_steps_under_mirrored_on_two_cpus(
     seen = {}
 
     def recording_pairs(source, augment, batch_size, **kwargs):
-        seen.update(source=type(source), view_size=augment.image_size)
+        seen.update(source=type(source), view_size=augment.image_size, pipeline=kwargs)
         return datasets.pair_batches(source, augment, batch_size, **kwargs)
 
     build_model = runner_training.build_model
@@ -118,6 +118,12 @@ def test_the_presets_own_model_runs_two_steps_under_mirrored_on_two_cpus(
     assert seen["replicas"] == 2 and seen["view_size"] == views
     # ImageNet's training images read from the split's files; CIFAR10's held in memory.
     assert (seen["source"] is FilePieces) == (module is imagenet)
+    # ImageNet's JPEG files reach the views encoded (each view decodes its crop window)
+    # and the views reach the devices as uint8; CIFAR10's PNGs are decoded whole.
+    pipeline = seen["pipeline"]
+    assert (pipeline["decode"] is None) == (module is imagenet)
+    assert pipeline["canvas"] is None
+    assert pipeline["view_dtype"] == ("uint8" if module is imagenet else "float32")
     encoder = seen["encoder"]
     assert encoder.name == preset.encoder
     expected = "mixed_bfloat16" if preset.mixed_precision else "float32"

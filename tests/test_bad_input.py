@@ -657,6 +657,15 @@ CASES = {
         ValueError,
         r"`value_range` must be \(0, 1\) or \(0, 255\), the range of float images",
     ),
+    '`augment_pairs(..., view_dtype="float16")`': (
+        lambda _: augment_pairs(
+            tf.data.Dataset.from_tensors(np.zeros((2, 6, 6, 3), "uint8")),
+            SimCLRAugment(image_size=4),
+            view_dtype="float16",
+        ),
+        ValueError,
+        r"`view_dtype` must be one of \('float32', 'uint8'\); got 'float16'",
+    ),
     "float images in [0, 255] into an export's `serve` or `embed` (exported for [0, 1])": (
         lambda p: _serve_pixel_values(p),
         tf.errors.InvalidArgumentError,
@@ -1085,6 +1094,17 @@ def _augment_channels(tmp_path, capsys):
         assert augment(np.zeros((2, 6, 6, channels), "uint8"), seed=0)[0].shape[-1] == channels
 
 
+def _augment_jpeg_files(tmp_path, capsys):
+    augment = SimCLRAugment(image_size=4)
+    files = tf.stack([tf.io.encode_jpeg(np.zeros((6, 8, 3), "uint8"))] * 2)
+    with pytest.raises(ValueError, match="JPEG files give their own sizes .*: leave"):
+        augment(files, seed=0, image_sizes=[[6, 8], [6, 8]])
+    with pytest.raises(ValueError, match="one file \\(a scalar string\\) or a batch"):
+        augment(files[None], seed=0)
+    assert augment(files, seed=0)[0].shape == (2, 4, 4, 3)
+    assert augment(files[0], seed=0)[0].shape == (4, 4, 3)
+
+
 def _supervised_pairs(tmp_path, capsys):
     images = np.zeros((4, 6, 6, 3), "uint8")
     data = tf.data.Dataset.from_tensor_slices((images, np.arange(4))).batch(2)
@@ -1178,6 +1198,9 @@ BEHAVIOURS = {
     ),
     "a SimCLRAugment seed that is a float or a string": _augment_seeds,
     "images of 2 or 4 channels for SimCLRAugment": _augment_channels,
+    "JPEG files for SimCLRAugment with `image_sizes`, or not a string or `[B]` strings": (
+        _augment_jpeg_files
+    ),
     "`(images, labels)` batches for augment_pairs": _supervised_pairs,
     "an encoder that starts with a `Rescaling` of pixel values (MobileNetV3, EfficientNet)": (
         _pixel_value_encoder

@@ -33,7 +33,11 @@ is not public), with the source of every number:
   (`eval_epochs`); the monitoring probes' sizes (`images.ImageConfig` defaults), which
   only watch training; photos on a canvas of 512 pixels per 224 of view
   (`images.CANVAS_PER_224`: typical ImageNet photos fit whole, so crops see the whole
-  image as SimCLR's do); no readout check (`configs.readout_check`): it runs before
+  image as SimCLR's do) for the readout probes' views, while the training views decode
+  only their crop window from the JPEG files, at full resolution, as SimCLR's input
+  pipeline; the training views sent to the devices as uint8 (`view_dtype`: a quarter
+  of float32's bytes; the model reads them as / 255, the views to within 1/510);
+  no readout check (`configs.readout_check`): it runs before
   training outside the run's strategy, on a TPU host's CPU, where ResNet-50 at 224
   pixels is too slow (`--readout-check-steps 1000` runs it on a GPU host's first GPU).
 
@@ -78,6 +82,7 @@ SIMCLR = ImageConfig(
     linear_eval_batch_size=4096,
     linear_eval_weight_decay=1e-6,
     mixed_precision=True,
+    view_dtype="uint8",
     **images.FROM_EPOCHS,
 )
 PRESETS = {

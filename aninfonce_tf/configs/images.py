@@ -10,7 +10,9 @@ they need (all of the photos, of CIFAR10 and of ImageNet's validation split): th
 class probes fit on `probe_size` training images and are scored on `probe_size` test
 images, the readout takes views of `readout_size` test images, drawn as the training
 views are (ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while
-the class probes see the centre square of each image. `results.json` holds each set's
+the class probes see the centre square of each image. ImageNet's training views are
+drawn from the same distribution, but from its JPEG files, decoding only each view's
+crop window (`SimCLRAugment`; `results.json`'s `training_views`). `results.json` holds each set's
 images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
 (the validation images exactly, the training images about). With
@@ -56,9 +58,10 @@ from aninfonce_tf.configs.learning_rates import (
 from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.readout_check import CHECK_SEED, CHECK_VIEWS_SEED, ReadoutCheckConfig
-from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
+from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, VIEW_DTYPES, SimCLRAugment
 from aninfonce_tf.data.datasets import (
     PHOTO_NAMES,
+    jpeg_encoded,
     pair_batches,
     require_prepared,
     tfds_image_decoder,
@@ -188,6 +191,12 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
     )
     readout_size: int = option(2000, "augmented views the readout probes use", group="evaluation")
     mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
+    view_dtype: str = option(
+        "float32",
+        "dtype of the training views sent to the devices: uint8 (a quarter of float32's "
+        "bytes, read back as / 255 on the device) or float32",
+        VIEW_DTYPES,
+    )
     epochs: int = option(
         0,
         "training epochs; when positive, sets steps = epochs x (training examples // batch)",
@@ -405,10 +414,16 @@ def build(config: ImageConfig) -> Experiment:
                 stacklevel=2,
             )
         # The training images of tfds stay encoded until `pair_batches` has skipped and
-        # shuffled them.
+        # shuffled them; JPEG files stay encoded until each view decodes its crop window.
         train = image_data.training_source(source)
         decode = (
             None if config.dataset == "photos" else tfds_image_decoder(config.dataset, data_dir)
+        )
+        jpeg = config.dataset != "photos" and jpeg_encoded(config.dataset, data_dir)
+        train_pipeline = dict(
+            canvas=None if jpeg else canvas,
+            decode=None if jpeg else decode,
+            view_dtype=config.view_dtype,
         )
         final = image_data.final_evaluators(config, source, size, decode)
         shape = (size, size, 3)
@@ -453,10 +468,9 @@ def build(config: ImageConfig) -> Experiment:
             augment,
             context.get_per_replica_batch_size(config.batch_size),
             seed=config.seed,
-            canvas=canvas,
             start=start * local_replicas,
             stream=context.input_pipeline_id,
-            decode=decode,
+            **train_pipeline,
         )
 
     return Experiment(
@@ -465,9 +479,8 @@ def build(config: ImageConfig) -> Experiment:
             augment,
             config.batch_size,
             seed=config.seed,
-            canvas=canvas,
             start=start,
-            decode=decode,
+            **train_pipeline,
         ),
         worker_train_data=worker_train_data,
         encoder=encoders[config.encoder],
@@ -486,7 +499,13 @@ def build(config: ImageConfig) -> Experiment:
         curve_keys=("backbone/class_accuracy", "backbone/augmentation_readout"),
         table_columns=SUMMARY + final_scores,
         primary_scores=SUMMARY + final_scores,
-        metadata={"augmentation": dataclasses.asdict(augment), **counts, **protocol, **check},
+        metadata={
+            "augmentation": dataclasses.asdict(augment),
+            "training_views": "jpeg_crop_windows" if jpeg else "decoded_images",
+            **counts,
+            **protocol,
+            **check,
+        },
         plots=plots.plot_lambda_hats,
     )
 

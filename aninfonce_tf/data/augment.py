@@ -28,7 +28,14 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.data.image_ops import checked_unit_range, views_from_parameters
+from aninfonce_tf.data.image_ops import (
+    checked_unit_range,
+    jpeg_crops,
+    jpeg_sizes,
+    pixel_windows,
+    views_from_crops,
+    views_from_parameters,
+)
 from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, stateless_seed
 
 
@@ -57,6 +64,19 @@ class SimCLRAugment:
     The crop's area and aspect ratio (width / height, log-uniform) are drawn in
     pixels, as torchvision's `RandomResizedCrop` does, also on non-square images;
     the crop is resized with antialiasing.
+
+    JPEG files may be given instead of pixels: `images` a string (one file) or `[B]`
+    strings, without `image_sizes`. Then each view's crop box is drawn from the size
+    in the file's header, snapped to whole pixels (the returned `crop_box` is the
+    window decoded), and only that window is decoded (`tf.image.decode_and_crop_jpeg`,
+    as SimCLR's input pipeline), at the image's full resolution, and resized to
+    `image_size`; the views are colour (grayscale files give 3 equal channels). The
+    same seed draws the same parameters as for the decoded images (the crop box
+    within half a pixel of its unsnapped draw). Which to give: JPEG files where the
+    source holds them (tfds' ImageNet read with `decode=False`), at a fraction of the
+    decoding's cost; pixels for everything else (arrays, PNGs, tfds' decoded
+    datasets), images of different shapes padded to one with their `image_sizes`
+    (`datasets.on_canvas`).
 
     The colour jitter follows torchvision's `ColorJitter` formulas (see
     `image_ops.color_jitter`: brightness, contrast and saturation blend with black,
@@ -101,6 +121,10 @@ class SimCLRAugment:
     >>> digits, _ = augment(np.zeros((5, 12, 12, 1), "uint8"), seed=3)  # grayscale
     >>> tuple(digits.shape)
     (5, 8, 8, 1)
+    >>> files = tf.stack([tf.io.encode_jpeg(np.zeros((9, 12, 3), "uint8"))] * 2)  # JPEG
+    >>> views, params = augment(files, seed=3)
+    >>> tuple(views.shape), bool(tf.reduce_all(params["crop_box"] * [9, 12, 9, 12] % 1 == 0))
+    ((2, 8, 8, 3), True)
     """
 
     image_size: int = 32
@@ -172,6 +196,8 @@ class SimCLRAugment:
         self, images, seed=None, image_sizes=None
     ) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         images = tf.convert_to_tensor(images)
+        if images.dtype == tf.string:
+            return self._jpeg_views(images, seed, image_sizes)
         shape = images.shape
         if shape.rank not in (3, 4) or shape[-1] not in (1, 3):
             hint = ""
@@ -222,6 +248,35 @@ class SimCLRAugment:
             return views[0], {name: value[0] for name, value in params.items()}
         return views, params
 
+    def _jpeg_views(self, encoded, seed, image_sizes):
+        """The views of JPEG files: each crop window decoded alone (`image_ops.jpeg_crops`),
+        the box drawn from the header's size and snapped to whole pixels."""
+        if image_sizes is not None:
+            raise ValueError(
+                "`image_sizes` is for images padded to one shape; JPEG files give their own "
+                "sizes (their headers): leave `image_sizes` out."
+            )
+        if encoded.shape.rank not in (0, 1):
+            raise ValueError(
+                "JPEG `images` must be one file (a scalar string) or a batch `[B]` of them; "
+                f"got shape {encoded.shape}."
+            )
+        unbatched = encoded.shape.rank == 0
+        if unbatched:
+            encoded = encoded[None]
+        batch = encoded.shape[0] or tf.shape(encoded)[0]  # static where known (TPUs)
+        sizes = jpeg_sizes(encoded)
+        params = draw_parameters(self, batch, sizes, stateless_seed(seed))
+        params["crop_box"], windows = pixel_windows(params["crop_box"], sizes)
+        crops = jpeg_crops(encoded, windows, self.image_size)
+        blur_kernel_size = self.blur_kernel_size if self.blur_probability > 0 else 0
+        views = views_from_crops(
+            crops, params, self.random_jitter_order, blur_kernel_size, self.jit_compile
+        )
+        if unbatched:
+            return views[0], {name: value[0] for name, value in params.items()}
+        return views, params
+
     def parameters(self, batch: int, seed) -> dict[str, tf.Tensor]:
         """What `__call__` draws with `seed` for `batch` square images, without the
         images (e.g. to follow latents into each view's frame)."""
@@ -247,6 +302,20 @@ class SimCLRAugment:
 
 # The ranges of float images `SimCLRAugment` reads.
 VALUE_RANGES = ((0.0, 1.0), (0.0, 255.0))
+# The dtypes `augment_pairs` gives the views in.
+VIEW_DTYPES = ("float32", "uint8")
+
+
+def quantized(views: tf.Tensor) -> tf.Tensor:
+    """Views in [0, 1] as uint8 `round(255 x views)`, which `pairs.unit_views` reads
+    back to within 1/510.
+
+    Example:
+
+    >>> quantized(tf.constant([0.0, 0.5, 1.0])).numpy().tolist()
+    [0, 128, 255]
+    """
+    return tf.cast(tf.clip_by_value(tf.round(views * 255.0), 0.0, 255.0), tf.uint8)
 
 
 def check_first_batch(dataset: tf.data.Dataset, augment: SimCLRAugment) -> None:
@@ -300,16 +369,24 @@ def augment_pairs(
     seed: int = 0,
     start: int = 0,
     stream: int = 0,
+    view_dtype: str = "float32",
 ):
     """Two views of each batch of `{"image", ...}`, of images, or of `(images, labels)`
     (as tfds' `as_supervised=True` gives, read as `{"image", "label"}`): batch i is
     augmented with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. An
     `"image_size"` entry (`[B, 2]`) gives each image's height and width in a
-    padded batch (see `SimCLRAugment`). Yields `{view1, view2, params1, params2}`
-    and the batch's other keys (e.g. `label`).
+    padded batch (see `SimCLRAugment`); the images may be JPEG files (`[B]` strings:
+    only each view's crop window is decoded). Yields `{view1, view2, params1,
+    params2}` and the batch's other keys (e.g. `label`).
+
+    `view_dtype` "uint8" gives the views as `round(255 x view)`, a quarter of
+    float32's bytes to send to the accelerator; `ContrastiveModel` divides uint8 views
+    by 255 on the device, so that it trains on the views to within 1/510 (their
+    rounding to 8 bits, the source images' own precision).
 
     Raises:
         TypeError: for a dataset of any other structure.
+        ValueError: for a `view_dtype` other than "float32" and "uint8".
 
     Example:
 
@@ -320,6 +397,8 @@ def augment_pairs(
     ((2, 8, 8, 3), ['params1', 'params2', 'view1', 'view2'])
     """
 
+    if view_dtype not in VIEW_DTYPES:
+        raise ValueError(f"`view_dtype` must be one of {VIEW_DTYPES}; got {view_dtype!r}.")
     spec = dataset.element_spec
     check_first_batch(dataset, augment)
     if not (
@@ -343,6 +422,8 @@ def augment_pairs(
         second = tf.random.experimental.stateless_fold_in(base, 2 * stream + 1)
         view1, params1 = augment(images, first, sizes)
         view2, params2 = augment(images, second, sizes)
+        if view_dtype == "uint8":
+            view1, view2 = quantized(view1), quantized(view2)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}
 
     # Batches augmented at once, a fixed few: AUTOTUNE without autotuning
@@ -355,9 +436,11 @@ def augment_pairs(
 __all__ = [
     "AUGMENTATION_PRESETS",
     "VALUE_RANGES",
+    "VIEW_DTYPES",
     "check_first_batch",
     "PARAMETERS",
     "SimCLRAugment",
     "augment_pairs",
+    "quantized",
     "stateless_seed",
 ]

@@ -243,6 +243,20 @@ def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict
     return lambda example: {**example, "image": feature.decode_example(example["image"])}
 
 
+def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
+    """Whether the tfds dataset `name` stores its images as JPEG files (ImageNet does;
+    CIFAR10 and SimCLR's 10 % subset of ImageNet store PNGs), which `pair_batches`
+    then hands to the views encoded, to decode only each view's crop window.
+
+    Example:
+
+    >>> jpeg_encoded("imagenet2012"), jpeg_encoded("cifar10")
+    (True, False)
+    """
+    feature = quiet_tfds_builder(name, data_dir).info.features["image"]
+    return feature.encoding_format == "jpeg"
+
+
 def on_canvas(example: dict, canvas: int) -> dict:
     """`example` with its image at the top left of a `canvas x canvas` one (zeros
     elsewhere) and its height and width under `"image_size"`; a larger image is shrunk
@@ -285,14 +299,18 @@ def pair_batches(
     start: int = 0,
     stream: int = 0,
     decode: Callable[[dict], dict] | None = None,
+    view_dtype: str = "float32",
 ) -> tf.data.Dataset:
     """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
     label}` examples, each epoch in its own order seeded by `seed` and the epoch
     (`epochs.epoch_examples`).
 
-    `start` skips the first batches (a resumed run sees the same batches); `stream`
-    picks one of independent augmentation streams. Details:
-    docs/api.md#data-pipelines.
+    Images that are JPEG files (`jpeg_encoded` says which tfds datasets hold them),
+    given without `decode` and `canvas`, reach `augment` encoded, which decodes only
+    each view's crop window; any other images are decoded whole (`decode`) and, for
+    images of different shapes, put on a `canvas`. `start` skips the first batches (a
+    resumed run sees the same batches); `stream` picks one of independent augmentation
+    streams. Details: docs/api.md#data-pipelines.
 
     Args:
         examples: one pass over the images (of one size, or give `canvas`): arrays
@@ -307,6 +325,8 @@ def pair_batches(
         canvas: put each image on a `canvas x canvas` one (`on_canvas`).
         decode: applied to each example after the shuffle and the skip (e.g.
             `tfds_image_decoder`).
+        view_dtype: "float32", or "uint8" to send the views at a quarter of the bytes
+            (`augment_pairs`; `ContrastiveModel` reads them back on the device).
 
     Raises:
         ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
@@ -326,7 +346,9 @@ def pair_batches(
     if decode or canvas:
         examples = examples.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     batches = examples.batch(batch_size, drop_remainder=True)
-    pairs = augment_pairs(batches, augment, seed=seed, start=start, stream=stream)
+    pairs = augment_pairs(
+        batches, augment, seed=seed, start=start, stream=stream, view_dtype=view_dtype
+    )
     return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
 
 
@@ -356,6 +378,7 @@ __all__ = [
     "PHOTO_NAMES",
     "SHUFFLE_BATCHES",
     "TFDS_DATASETS",
+    "jpeg_encoded",
     "on_canvas",
     "packaged_photos",
     "pair_batches",

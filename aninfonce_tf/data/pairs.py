@@ -87,6 +87,21 @@ def fit_input(x, batch_size: int | None):
     return x
 
 
+def unit_views(views):
+    """Views as the encoder reads them: uint8 ones (images in [0, 255], as
+    `augment_pairs(..., view_dtype="uint8")` sends them to the device) as float32
+    divided by 255; any other dtype as given.
+
+    Example:
+
+    >>> unit_views(tf.constant([0, 51, 255], tf.uint8)).numpy().tolist()
+    [0.0, 0.20000000298023224, 1.0]
+    """
+    if keras.backend.standardize_dtype(views.dtype) == "uint8":
+        return keras.ops.cast(views, "float32") / 255.0
+    return views
+
+
 def split_views(data):
     """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys.
 
@@ -154,4 +169,5 @@ __all__ = [
     "fit_input",
     "split_views",
     "training_views",
+    "unit_views",
 ]

@@ -233,6 +233,7 @@ def test_the_imagenet_preset_holds_simclrs_imagenet_setting():
     views = AUGMENTATION_PRESETS[preset.augmentation]
     assert _jitter(views) == (0.8, 0.8, 0.8, 0.2) and views.blur_probability == 0.5
     assert views.crop_scale == (0.08, 1.0) and views.image_size == 224
+    assert preset.view_dtype == "uint8"  # a quarter of float32's bytes to the devices
     mocov2 = AUGMENTATION_PRESETS[imagenet.PRESETS["mocov2"].augmentation]
     assert _jitter(mocov2) == (0.4, 0.4, 0.4, 0.1) and mocov2.crop_scale == (0.2, 1.0)
 
