@@ -13,9 +13,9 @@ traced graph, split into the dense part (convolutions and matmuls, forward and b
 backward ops) and the rest (normalisation, activations, the loss's elementwise ops,
 the optimizer); a VAE batch also costs its frozen decoder's forward pass inside the
 pipeline, counted apart. The step then runs in windows of `--steps` calls
-(`model.train_function`) on one batch repeated from memory and on the preset's
-pipeline, taking turns with a [2000, 500] x [500, 500] fp32 matmul (graph mode, as the
-image steps run without XLA on a CPU), so that the three share the machine's load. The
+(`model.train_function`, the preset's `steps_per_execution` steps a call) on one batch
+repeated from memory and on the preset's pipeline, taking turns with a [2000, 500] x
+[500, 500] fp32 matmul (graph mode), so that the three share the machine's load. The
 table gives each step's median steps/s, the GFLOP/s its FLOPs make at that rate, that
 rate over the matmul's median GFLOP/s, and tf.data / fixed.
 
@@ -139,10 +139,12 @@ def matmul_rate(calls: int) -> float:
     return matmul_gflops("float32", False, repeats=3, calls=calls, **MATMUL)[0]
 
 
-def rates(model, datasets: dict, steps: int, repeats: int, calls: int) -> dict[str, list[float]]:
-    """Steps/s windows of `model`'s compiled step per dataset and the matmul's GFLOP/s,
-    taking turns; each dataset read by one iterator kept across its windows, as `fit`
-    keeps it."""
+def rates(
+    model, datasets: dict, steps: int, repeats: int, calls: int, per_call: int
+) -> dict[str, list[float]]:
+    """Steps/s windows of `model`'s compiled step (`per_call` steps a call: the
+    preset's `steps_per_execution`) per dataset and the matmul's GFLOP/s, taking turns;
+    each dataset read by one iterator kept across its windows, as `fit` keeps it."""
     model.make_train_function()
     iterators = {name: iter(data) for name, data in datasets.items()}
     measured = {name: [] for name in (*datasets, "matmul")}
@@ -153,7 +155,7 @@ def rates(model, datasets: dict, steps: int, repeats: int, calls: int) -> dict[s
                 logs = model.train_function(iterator)
             float(logs["loss"])
             if window:
-                measured[name].append(steps / (time.perf_counter() - start))
+                measured[name].append(steps * per_call / (time.perf_counter() - start))
         if window:
             measured["matmul"].append(matmul_rate(calls))
     return measured
@@ -205,9 +207,9 @@ def main() -> None:
         config, model, pipeline, fixed, batch, decoder_flops = setup(name, modes[mode])
         step = "XLA" if config.jit_compile else "graph"
         dense, other = (value / 1e9 for value in dense_and_other(step_flops(model, batch)))
-        measured = rates(
-            model, {"fixed": fixed, "tf.data": pipeline}, args.steps, args.repeats, args.calls
-        )
+        per_call = config.steps_per_execution
+        datasets = {"fixed": fixed, "tf.data": pipeline}
+        measured = rates(model, datasets, args.steps, args.repeats, args.calls, per_call)
         median = {key: float(np.median(values)) for key, values in measured.items()}
         gflops = (dense + other) * median["fixed"]
         side = batch["view1"].shape[1]
@@ -221,7 +223,7 @@ def main() -> None:
         )
         if args.profile:
             trace_dir = Path(args.profile) / f"{name}-{step}"
-            profiles[f"{name}, {step}"] = profile(model, fixed, args.steps, trace_dir)
+            profiles[f"{name}, {step}"] = profile(model, fixed, args.steps, per_call, trace_dir)
     for name, seconds in profiles.items():
         total = sum(seconds.values())
         print(f"\n{name}: op time a step {total * 1e3:.0f} ms, summed over threads")
@@ -236,15 +238,17 @@ def main() -> None:
         )
 
 
-def profile(model, fixed, steps: int, trace_dir: Path) -> collections.Counter:
-    """`op_time` of `steps` fixed-batch steps of `model`, per step."""
+def profile(model, fixed, steps: int, per_call: int, trace_dir: Path) -> collections.Counter:
+    """`op_time` of `steps` fixed-batch calls of `model`'s step (`per_call` steps
+    each), per step."""
     iterator = iter(fixed)
     tf.profiler.experimental.start(str(trace_dir))
     for _ in range(steps):
         logs = model.train_function(iterator)
     float(logs["loss"])
     tf.profiler.experimental.stop()
-    return collections.Counter({op: value / steps for op, value in op_time(trace_dir).items()})
+    per_step = 1 / (steps * per_call)
+    return collections.Counter({op: value * per_step for op, value in op_time(trace_dir).items()})
 
 
 if __name__ == "__main__":
