@@ -15,9 +15,9 @@ STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
 # The task types of a `MultiWorkerMirroredStrategy` cluster.
 WORKER_TASKS = ("chief", "worker")
 _TF_CONFIG_FIX = (
-    "set it on each worker to JSON such as {\"cluster\": {\"worker\": [\"host1:port\", "
-    "\"host2:port\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}, each worker with "
-    "its own index (docs/runner.md, \"Several devices and machines\")"
+    'set it on each worker to JSON such as {"cluster": {"worker": ["host1:port", '
+    '"host2:port"]}, "task": {"type": "worker", "index": 0}}, each worker with '
+    'its own index (docs/runner.md, "Several devices and machines")'
 )
 
 
@@ -108,7 +108,7 @@ def check_tf_config(text: str | None = None) -> None:
         and all(isinstance(hosts, list) and hosts for hosts in cluster.values())
     ):
         raise ValueError(
-            f"TF_CONFIG names no cluster (a \"cluster\" of task types, each a list of "
+            f'TF_CONFIG names no cluster (a "cluster" of task types, each a list of '
             f"host:port): {_TF_CONFIG_FIX}."
         )
     unknown = sorted(set(cluster) - set(WORKER_TASKS))
@@ -121,7 +121,7 @@ def check_tf_config(text: str | None = None) -> None:
     task = spec.get("task")
     if not isinstance(task, dict):
         raise ValueError(
-            f"TF_CONFIG names no task (\"task\": {{\"type\": ..., \"index\": ...}}, this "
+            f'TF_CONFIG names no task ("task": {{"type": ..., "index": ...}}, this '
             f"worker's place in the cluster): {_TF_CONFIG_FIX}."
         )
     kind, index = task.get("type"), task.get("index", 0)

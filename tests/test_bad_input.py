@@ -455,8 +455,7 @@ CASES = {
     "a numeric flag written with an underscore (1_0)": (
         lambda p: _numbers_with_underscores(p / "run"),
         UsageError,
-        "error: argument --learning-rate: expected a number such as 0.95 or 1e-3; got "
-        "'1_0e-3'$",
+        "error: argument --learning-rate: expected a number such as 0.95 or 1e-3; got '1_0e-3'$",
     ),
     "views with different row counts": (
         lambda _: _fit(X, X[:5]),

@@ -222,8 +222,7 @@ class SyntheticConfig(RunConfig):
             ),
             memory.Allocation(
                 GENERATOR_LAYERS * dim * dim * (8 + floats),
-                f"`dim` {dim} (the generator's {GENERATOR_LAYERS} layers of {dim} x {dim} "
-                "weights)",
+                f"`dim` {dim} (the generator's {GENERATOR_LAYERS} layers of {dim} x {dim} weights)",
                 "pass a smaller --dim",
             ),
             memory.Allocation(

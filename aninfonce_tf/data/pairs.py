@@ -91,9 +91,9 @@ def fit_input(x, batch_size: int | None):
     if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):
         x = {key: x[key] for key in VIEW_KEYS}
     views = list(x.values()) if isinstance(x, dict) else x
-    if isinstance(views, (tuple, list)) and len(views) == 2:
-        if all(hasattr(view, "shape") for view in views):
-            check_same_shape(*views)  # before Keras' own "cardinality is ambiguous"
+    pair = isinstance(views, (tuple, list)) and len(views) == 2
+    if pair and all(hasattr(view, "shape") for view in views):
+        check_same_shape(*views)  # before Keras' own "cardinality is ambiguous"
     arrays = [a for a in keras.tree.flatten(x) if getattr(a, "shape", None)]
     if arrays:
         rows, batch_size = int(arrays[0].shape[0]), batch_size or 32  # Keras' default

@@ -25,6 +25,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.evaluation.targets import strict_float, strict_int
 from aninfonce_tf.runner import exits, loop, run_directory
