@@ -213,6 +213,8 @@ class SyntheticConfig(RunConfig):
         """
         dim, width, floats = self.dim, self.embedding_dim or self.dim, memory.FLOAT_BYTES
         widths = [dim, *hidden]
+        wider = "embedding_dim" if width > dim else "dim"
+        sizes = f"`embedding_dim` {width} at `dim` {dim}" if width > dim else f"`dim` {dim}"
         return [
             memory.Allocation(
                 GENERATOR_DRAW_COPIES * self.generator_draws * dim * dim * 8,
@@ -253,9 +255,9 @@ class SyntheticConfig(RunConfig):
             ),
             memory.Allocation(
                 CORRELATION_COPIES * (dim + width) ** 2 * 8,
-                f"`dim` {dim} and `embedding_dim` {width} (each evaluation's "
-                f"{dim + width} x {dim + width} float64 correlations of latents and embedding)",
-                "pass a smaller --dim (or --embedding-dim)",
+                f"{sizes} (each evaluation's {dim + width} x {dim + width} float64 "
+                "correlations of latents and embedding)",
+                f"pass a smaller --{wider.replace('_', '-')}",
             ),
         ]
 

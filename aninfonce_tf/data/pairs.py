@@ -144,7 +144,7 @@ def check_same_shape(view1, view2) -> None:
 
     Example:
 
-    >>> check_same_shape(np.zeros((8, 6)), np.zeros((5, 6)))
+    >>> check_same_shape(tf.zeros((8, 6)), tf.zeros((5, 6)))
     Traceback (most recent call last):
     ...
     ValueError: `view1` has 8 rows and `view2` 5: each row of view1 pairs with the row of view2 in its place; give both views as many rows.

@@ -3,8 +3,7 @@ the run into `--out` (`main`).
 
 Example:
 
->>> from aninfonce_tf.checkpoints import read_json
-from aninfonce_tf.configs.base import RunConfig
+>>> from aninfonce_tf.configs.base import RunConfig
 >>> config, options = parse_config({"mine": RunConfig()}, ["--steps", "600"])
 >>> (config.steps, options.preset)
 (600, 'mine')
