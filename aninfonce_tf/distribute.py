@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import os
 import warnings
 from collections.abc import Callable
 
@@ -10,6 +12,13 @@ import keras
 import tensorflow as tf
 
 STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
+# The task types of a `MultiWorkerMirroredStrategy` cluster.
+WORKER_TASKS = ("chief", "worker")
+_TF_CONFIG_FIX = (
+    'set it on each worker to JSON such as {"cluster": {"worker": ["host1:port", '
+    '"host2:port"]}, "task": {"type": "worker", "index": 0}}, each worker with '
+    'its own index (docs/runner.md, "Several devices and machines")'
+)
 
 
 def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distribute.Strategy:
@@ -24,6 +33,11 @@ def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distri
             `grpc://ADDRESS` of a TPU Node (deprecated by Google Cloud).
 
     A strategy other than "default" is created once per process and reused.
+
+    Raises:
+        ValueError: for an unknown `name`, a `TF_CONFIG` that names no cluster and task
+            of it (`check_tf_config`), or a TPU that cannot be reached or started, each
+            in one sentence saying what to change.
 
     Example:
 
@@ -46,13 +60,82 @@ def _create_strategy(name: str, tpu_address: str) -> tf.distribute.Strategy:
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     if name == "multiworker":
+        check_tf_config()
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address)
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (tf.errors.OpError, ValueError, RuntimeError, ImportError) as error:
+            reason = str(getattr(error, "message", error)).strip().split("\n")[0].split(". ")[0]
+            raise ValueError(
+                f"`strategy` 'tpu' found no TPU at `tpu` {tpu_address!r} ({type(error).__name__}: "
+                f"{reason[:200]}): run on a TPU VM (`tpu` local), name a Cloud TPU or "
+                "grpc://ADDRESS as `tpu`, or pass another `strategy`."
+            ) from None
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"Unknown `strategy` {name!r}; expected one of {STRATEGIES}.")
+
+
+def check_tf_config(text: str | None = None) -> None:
+    """Raises `ValueError` naming TF_CONFIG and the fix unless it is unset (one worker)
+    or names a cluster of `WORKER_TASKS` and a task of it: a task type and an index
+    below that type's count.
+
+    Args:
+        text: the TF_CONFIG to check (default: the environment's).
+
+    Example:
+
+    >>> check_tf_config('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", '
+    ...                 '"index": 2}}')  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: TF_CONFIG's task is worker 2, beyond the cluster's 2 workers (indices 0 to 1): ...
+    """
+    text = os.environ.get("TF_CONFIG", "") if text is None else text
+    if not text.strip():
+        return
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not JSON ({error}): {_TF_CONFIG_FIX}.") from None
+    cluster = spec.get("cluster") if isinstance(spec, dict) else None
+    if not (
+        isinstance(cluster, dict)
+        and cluster
+        and all(isinstance(hosts, list) and hosts for hosts in cluster.values())
+    ):
+        raise ValueError(
+            f'TF_CONFIG names no cluster (a "cluster" of task types, each a list of '
+            f"host:port): {_TF_CONFIG_FIX}."
+        )
+    unknown = sorted(set(cluster) - set(WORKER_TASKS))
+    if unknown:
+        raise ValueError(
+            f"TF_CONFIG's cluster has the task types {unknown}, which "
+            f"`MultiWorkerMirroredStrategy` does not run (only {' and '.join(WORKER_TASKS)}): "
+            f"{_TF_CONFIG_FIX}."
+        )
+    task = spec.get("task")
+    if not isinstance(task, dict):
+        raise ValueError(
+            f'TF_CONFIG names no task ("task": {{"type": ..., "index": ...}}, this '
+            f"worker's place in the cluster): {_TF_CONFIG_FIX}."
+        )
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind not in cluster:
+        raise ValueError(
+            f"TF_CONFIG's task type {kind!r} is not one of its cluster's {sorted(cluster)}: "
+            f"{_TF_CONFIG_FIX}."
+        )
+    count = len(cluster[kind])
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        raise ValueError(
+            f"TF_CONFIG's task is {kind} {index!r}, beyond the cluster's {count} {kind}s "
+            f"(indices 0 to {count - 1}): {_TF_CONFIG_FIX}."
+        )
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:

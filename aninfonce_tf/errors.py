@@ -1,5 +1,7 @@
-"""The error types every tier raises: a setting that cannot run (`UsageError`) and a
-full disk (`OutOfSpace`, a `UsageError`). This module imports nothing of the package.
+"""The error types every tier raises: a setting that cannot run (`UsageError`), a
+full disk (`OutOfSpace`, a `UsageError`), a run whose loss turned non-finite
+(`Diverged`) and a worker of a multi-worker run that is gone (`WorkerLost`). This
+module imports nothing of the package.
 
 Example:
 
@@ -52,4 +54,27 @@ class OutOfSpace(UsageError):
         )
 
 
-__all__ = ["OutOfSpace", "UsageError"]
+class Diverged(RuntimeError):
+    """A run that finished with a variant stopped at a non-finite loss: its results are
+    written, and the recipes print this as one line and exit with status 1.
+
+    Example:
+
+    >>> print(Diverged("the loss of aninfonce turned non-finite by step 10"))
+    the loss of aninfonce turned non-finite by step 10
+    """
+
+
+class WorkerLost(RuntimeError):
+    """A worker of a multi-worker run that stopped answering (killed, stalled or cut
+    off): the recipes print it as one line and exit with status 1; rerun every
+    worker and the run resumes from its backup.
+
+    Example:
+
+    >>> isinstance(WorkerLost("worker 1 is gone"), RuntimeError)
+    True
+    """
+
+
+__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost"]

@@ -11,17 +11,22 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+# The most elements of a tensor whose shape TensorFlow's int32 ops count (the latents'
+# draws, `latent_distributions.standard_normal`).
+MAX_ELEMENTS = 2**31 - 1
 # The largest global batch: the loss indexes its 2 x batch rows with int32.
-MAX_BATCH_SIZE = (2**31 - 1) // 2
+MAX_BATCH_SIZE = MAX_ELEMENTS // 2
 # Copies of the loss's [rows, candidates] float32 logits alive at once: the logits,
 # their exponentials, the mask and the gradient.
 LOGIT_COPIES = 4
 # Copies of each trained float32 value: the weight, its gradient and Adam's two moments.
 STATE_COPIES = 4
-_FLOAT_BYTES = 4
+FLOAT_BYTES = 4
 # A container's memory limit under cgroup v2.
 CGROUP_MEMORY_LIMIT = "/sys/fs/cgroup/memory.max"
 
@@ -42,7 +47,7 @@ def loss_bytes(batch_size: int, block_size: int = 0) -> int:
     """Bytes of the contrastive loss of `batch_size` pairs: its 2B rows against the 2B
     candidates (or a block of `block_size`, when positive), `LOGIT_COPIES` times."""
     rows = 2 * batch_size
-    return LOGIT_COPIES * rows * min(block_size or rows, rows) * _FLOAT_BYTES
+    return LOGIT_COPIES * rows * min(block_size or rows, rows) * FLOAT_BYTES
 
 
 def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
@@ -56,7 +61,41 @@ def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
     '571 GB'
     """
     weights = STATE_COPIES * (inputs + 1) * width
-    return (weights + LOGIT_COPIES * 2 * batch_size * width) * _FLOAT_BYTES
+    return (weights + LOGIT_COPIES * 2 * batch_size * width) * FLOAT_BYTES
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    """Memory that a run takes whole before its first step, or at every evaluation:
+    `nbytes` (an estimate) for `what` (the flags that size it), and the `fix`.
+
+    Example:
+
+    >>> Allocation(2 * 10**9, "`eval_size` 10000000", "pass a smaller --eval-size").nbytes
+    2000000000
+    """
+
+    nbytes: int
+    what: str
+    fix: str
+
+
+def check_allocations(allocations: Sequence[Allocation], memory: int | None = None) -> None:
+    """Raises `ValueError` when `allocations` together exceed the machine's memory
+    (`check_fits`), naming the largest of them, its fix and the total.
+
+    Example:
+
+    >>> check_allocations([Allocation(60 * 10**9, "`generator_draws` 10**8", "pass fewer"),
+    ...                    Allocation(10**9, "`eval_size` 10**6", "pass a smaller one")],
+    ...                   memory=16 * 10**9)
+    Traceback (most recent call last):
+    ...
+    ValueError: `generator_draws` 10**8 needs about 60.0 GB of memory (with the rest of the run, 61.0 GB) and this machine has 16.0 GB: pass fewer.
+    """
+    largest = max(allocations, key=lambda allocation: allocation.nbytes)
+    total = sum(allocation.nbytes for allocation in allocations)
+    check_fits(largest.nbytes, largest.what, largest.fix, memory, total)
 
 
 def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
@@ -70,14 +109,19 @@ def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
     return block
 
 
-def check_fits(needed: int, what: str, fix: str, memory: int | None = None) -> None:
-    """Raises `ValueError` when `needed` bytes exceed the machine's memory (`memory`,
-    by default `physical_memory()`; unknown: never).
+def check_fits(
+    needed: int, what: str, fix: str, memory: int | None = None, total: int | None = None
+) -> None:
+    """Raises `ValueError` when `needed` bytes (or `total`, when given: the run's, of
+    which `needed` is a part) exceed the machine's memory (`memory`, by default
+    `physical_memory()`; unknown: never).
 
     Args:
         needed: the estimate, in bytes.
         what: what needs them, e.g. "`batch_size` 100000 (the dense loss)".
         fix: what to do instead, e.g. "pass a smaller --batch-size".
+        memory: the machine's memory in bytes (default `physical_memory()`).
+        total: the bytes of everything held with `what` (default: `needed`).
 
     Example:
 
@@ -88,9 +132,11 @@ def check_fits(needed: int, what: str, fix: str, memory: int | None = None) -> N
     ValueError: `embedding_dim` 100000000 needs about 68.7 GB of memory and this machine has 17.2 GB: pass a smaller --embedding-dim.
     """
     memory = physical_memory() if memory is None else memory
-    if memory is not None and needed > memory:
+    total = needed if total is None else total
+    if memory is not None and total > memory:
+        whole = f" (with the rest of the run, {total / 1e9:.1f} GB)" if total != needed else ""
         raise ValueError(
-            f"{what} needs about {needed / 1e9:.1f} GB of memory and this machine has "
+            f"{what} needs about {needed / 1e9:.1f} GB of memory{whole} and this machine has "
             f"{memory / 1e9:.1f} GB: {fix}."
         )
 
@@ -128,9 +174,13 @@ def check_loss(batch_size: int, block_size: int = 0, blockwise: bool = True) -> 
 
 
 __all__ = [
+    "Allocation",
     "LOGIT_COPIES",
     "MAX_BATCH_SIZE",
+    "MAX_ELEMENTS",
     "STATE_COPIES",
+    "FLOAT_BYTES",
+    "check_allocations",
     "check_fits",
     "check_loss",
     "embedding_bytes",

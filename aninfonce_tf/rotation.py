@@ -44,11 +44,17 @@ SQUARINGS = 6
 TAYLOR_ORDER = 8
 # The [d, d] matrices a forward and backward pass of the rotation keep.
 KEPT_MATRICES = 20
+# The largest `gain`. exp(A) above stays orthogonal in float32 for generators of norm
+# up to about 100 (1e-4 off at 200, NaN by 1000); Adam's first step moves every angle
+# by its learning rate, so at this gain and a rate of 1e-2 the first step's generator
+# has norm sqrt(d (d - 1)), 63 at d = 64. The gains measured useful are 2 to 20
+# (docs/tuning.md, point 10).
+MAX_GAIN = 100.0
 
 
 def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
     """`gain` as a float, or a `ValueError` naming `name` unless it is a finite number
-    above 0 (or 0, no rotation, when `allow_zero`).
+    above 0 and at most `MAX_GAIN` (or 0, no rotation, when `allow_zero`).
 
     Example:
 
@@ -61,9 +67,13 @@ def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
             number = float(gain)
     if allow_zero and number == 0:
         return 0.0
-    if not (np.isfinite(number) and number > 0):
-        zero = " or 0 (no rotation)" if allow_zero else ""
-        raise ValueError(f"`{name}` must be a finite number above 0{zero}; got {gain!r}.")
+    if not (np.isfinite(number) and 0 < number <= MAX_GAIN):
+        zero = ", or 0 (no rotation)" if allow_zero else ""
+        raise ValueError(
+            f"`{name}` must be a finite number above 0 and at most {MAX_GAIN:g}{zero}; got "
+            f"{gain!r} (a larger gain turns the rotation so far in Adam's first steps that "
+            "it is no longer orthogonal in float32, and the loss turns NaN)."
+        )
     return number
 
 
@@ -128,10 +138,11 @@ class LearnedRotation(keras.layers.Layer):
     dtype policy.
 
     Args:
-        gain: angle per unit of each variable; a finite number above 0.
+        gain: angle per unit of each variable; a finite number above 0 and at most
+            `MAX_GAIN` (100).
 
     Raises:
-        ValueError: for a `gain` that is not a finite number above 0.
+        ValueError: for a `gain` that is not a finite number in (0, `MAX_GAIN`].
 
     Reference: docs/tuning.md, point 10 (what it is for and what it was measured to do).
 
@@ -182,4 +193,4 @@ class LearnedRotation(keras.layers.Layer):
         return {**super().get_config(), "gain": self.gain}
 
 
-__all__ = ["LearnedRotation", "checked_gain", "rotation_matrix", "skew_index"]
+__all__ = ["MAX_GAIN", "LearnedRotation", "checked_gain", "rotation_matrix", "skew_index"]

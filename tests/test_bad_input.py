@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -171,6 +172,73 @@ def _flags_refused(out, *flags, main=None) -> None:
             main(["--smoke", "--out", str(out), *flags])
     assert stop.value.code == 2 and not out.exists(), stderr.getvalue()
     raise UsageError(stderr.getvalue().strip().splitlines()[-1])
+
+
+def _bad_tf_configs(out) -> None:
+    """Each malformed TF_CONFIG of a multi-worker run: one line, before `out` is made."""
+    cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+    bad = {
+        "not JSON": ("{cluster", "TF_CONFIG is not JSON"),
+        "no cluster": (json.dumps({"task": {"type": "worker"}}), "TF_CONFIG names no cluster"),
+        "unknown task type": (
+            json.dumps({"cluster": cluster, "task": {"type": "ps", "index": 0}}),
+            "TF_CONFIG's task type 'ps' is not one of its cluster's",
+        ),
+        "index beyond the cluster": (
+            json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 2}}),
+            "TF_CONFIG's task is worker 2, beyond the cluster's 2 workers",
+        ),
+    }
+    for text, message in bad.values():
+        with (
+            mock.patch.dict(os.environ, {"TF_CONFIG": text}),
+            pytest.raises(UsageError, match=re.escape(message)),
+        ):
+            _flags_refused(out, "--strategy", "multiworker")
+    with mock.patch.dict(os.environ, {"TF_CONFIG": bad["index beyond the cluster"][0]}):
+        _flags_refused(out, "--strategy", "multiworker")
+
+
+def _too_large_for_memory(out) -> None:
+    with pytest.raises(UsageError, match="`dim` 100000 .* needs about .* GB of memory"):
+        _flags_refused(out, "--dim", "100000")
+    _flags_refused(out, "--generator-draws", "1000000000")
+
+
+def _numbers_with_underscores(out) -> None:
+    for flag, value in (("--steps", "4_0"), ("--eval-size", "2e9"), ("--high", "3_0")):
+        with pytest.raises(UsageError, match=f"argument {flag}: expected"):
+            _flags_refused(out, flag, value)
+    _flags_refused(out, "--learning-rate", "1_0e-3")
+
+
+def _worker_gone(tmp_path) -> None:
+    """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`:
+    one line, exit status 1."""
+    context = runner.RunContext(get_strategy("default"), chief=True, multi_worker=True)
+    lost = tf.errors.UnavailableError(
+        None, None, "Collective ops is aborted by: failed to connect to all addresses\n" * 30
+    )
+    stderr = io.StringIO()
+    with (
+        mock.patch.object(runner.RunContext, "create", return_value=context),
+        mock.patch.object(ContrastiveModel, "fit", side_effect=lost),
+        contextlib.redirect_stderr(stderr),
+        pytest.raises(SystemExit) as stop,
+    ):
+        runner.main(synthetic, [*COMMAND, "--out", str(tmp_path)])
+    assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
+    raise UsageError(stderr.getvalue().strip())
+
+
+def _diverged_run(tmp_path) -> None:
+    """A run whose loss turns non-finite finishes, then ends in one line, exit status 1."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as stop:
+        runner.main(synthetic, [*COMMAND, "--learning-rate", "1e30", "--out", str(tmp_path)])
+    assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
+    assert "stopped" in read_json(tmp_path / "results.json")["variants"]["aninfonce"]
+    raise UsageError(stderr.getvalue().strip())
 
 
 def _sweep_flags_refused(out, *flags) -> None:
@@ -339,6 +407,72 @@ def _seeds_of_other_code(tmp_path):
 
 
 CASES = {
+    "a malformed TF_CONFIG (--strategy multiworker)": (
+        lambda p: _bad_tf_configs(p / "run"),
+        UsageError,
+        "error: TF_CONFIG's task is worker 2, beyond the cluster's 2 workers \\(indices 0 to "
+        "1\\): set it on each worker to JSON such as .* each worker with its own index",
+    ),
+    "--strategy tpu without a TPU": (
+        lambda p: _flags_refused(p / "run", "--strategy", "tpu"),
+        UsageError,
+        "error: `strategy` 'tpu' found no TPU at `tpu` 'local' \\(NotFoundError: .*\\): run on "
+        "a TPU VM",
+    ),
+    "--eval-size (or --batch-size, --alignment-pairs) beyond int32 (synthetic)": (
+        lambda p: _flags_refused(p / "run", "--eval-size", "2000000000"),
+        UsageError,
+        "error: `eval_size` must be from 4 to 357913941 \\(half fits, half scores; TensorFlow "
+        "counts the eval_size x dim=6 latents' values in int32\\); got 2000000000\\.$",
+    ),
+    "a --generator-draws or --dim that exceeds the memory (synthetic)": (
+        lambda p: _too_large_for_memory(p / "run"),
+        UsageError,
+        "error: `generator_draws` 1000000000 at `dim` 6 \\(the generator's candidate 6 x 6 "
+        "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory \\(with the rest of "
+        "the run, .* GB\\) and this machine has .* GB: pass a smaller --generator-draws",
+    ),
+    "a worker of a multi-worker run that is gone": (
+        _worker_gone,
+        UsageError,
+        "error: A worker of this run is gone \\(killed, stalled or cut off; UnavailableError: "
+        "Collective ops is aborted by: failed to connect to all addresses\\) while aninfonce "
+        "trained: rerun every worker with the same command, and the run resumes from its last "
+        "backup\\.$",
+    ),
+    "--rotation-gain above 100": (
+        lambda p: _flags_refused(p / "run", "--rotation-gain", "1e6"),
+        UsageError,
+        "error: `rotation_gain` must be a finite number above 0 and at most 100, or 0 \\(no "
+        "rotation\\); got 1000000.0",
+    ),
+    "a run whose loss turns non-finite": (
+        _diverged_run,
+        UsageError,
+        "error: aninfonce stopped at a non-finite loss by step \\d+ \\(its scores in .* are "
+        "from the last evaluation before\\): try a smaller --learning-rate, into a new --out\\.$",
+    ),
+    "a numeric flag written with an underscore (1_0)": (
+        lambda p: _numbers_with_underscores(p / "run"),
+        UsageError,
+        "error: argument --learning-rate: expected a number such as 0.95 or 1e-3; got '1_0e-3'$",
+    ),
+    "views with different row counts": (
+        lambda _: _fit(X, X[:5]),
+        ValueError,
+        "`view1` has 8 rows and `view2` 5: each row of view1 pairs with the row of view2 in "
+        "its place; give both views as many rows\\.",
+    ),
+    "views with different row counts, batched in tf.data": (
+        lambda _: _fit_dataset(
+            tf.data.Dataset.zip(
+                tf.data.Dataset.from_tensor_slices(X).batch(4),
+                tf.data.Dataset.from_tensor_slices(X[:6]).batch(3),
+            )
+        ),
+        tf.errors.InvalidArgumentError,
+        "`view1` and `view2` must have as many rows .*Rows of view1, then of view2.*4.*3",
+    ),
     "a loss name that is no plain identifier, or a run directory's (register_loss)": (
         _bad_loss_names,
         ValueError,
@@ -571,7 +705,7 @@ CASES = {
     "--eval-size below 4 (synthetic, VAE)": (
         lambda p: _run(p, eval_size=1),
         ValueError,
-        "`eval_size` must be at least 4",
+        "`eval_size` must be (at least|from) 4",
     ),
     "--hidden-units with a layer of 0 units": (
         lambda p: _run(p, hidden_units="32,0"),

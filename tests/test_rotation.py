@@ -19,7 +19,7 @@ from aninfonce_tf import (
 )
 from aninfonce_tf.configs import synthetic
 from aninfonce_tf.evaluation.identifiability import mean_correlation_coefficient
-from aninfonce_tf.rotation import LearnedRotation, rotation_matrix, skew_index
+from aninfonce_tf.rotation import MAX_GAIN, LearnedRotation, rotation_matrix, skew_index
 
 CONCENTRATION = np.array([4.0, 5.0, 6.0, 7.0], "float32")
 
@@ -48,10 +48,22 @@ def test_skew_index_places_each_angle_once_above_and_once_below():
     assert sorted(generator[np.triu_indices(4, k=1)]) == list(angles)
 
 
-@pytest.mark.parametrize("gain", [0.0, -1.0, float("nan"), True, "6", None, [1.0, 2.0]])
+@pytest.mark.parametrize(
+    "gain", [0.0, -1.0, float("nan"), True, "6", None, [1.0, 2.0], MAX_GAIN * 1.01, 1e6]
+)
 def test_bad_gain_raises(gain):
     with pytest.raises(ValueError, match="`gain`"):
         LearnedRotation(gain)
+
+
+def test_at_the_largest_gain_training_keeps_the_rotation_orthogonal():
+    # Adam at 1e-2, the rate of `_rotation_model`: 320 steps at the range's edge.
+    latents, view1, view2 = _pairs(4096, seed=0)
+    model = _rotation_model(CONCENTRATION, gain=MAX_GAIN)
+    history = model.fit((view1, view2), batch_size=512, epochs=40, verbose=0)
+    matrix = np.asarray(model.encoder.get_layer("rotation").matrix(), "float64")
+    assert np.all(np.isfinite(history.history["loss"]))
+    np.testing.assert_allclose(matrix.T @ matrix, np.eye(4), atol=2e-6)
 
 
 def test_a_negative_rotation_gain_is_refused_before_training():
@@ -71,9 +83,9 @@ def _pairs(count: int, seed: int):
     return latents, latents @ mixing, (positives @ mixing).astype("float32")
 
 
-def _rotation_model(concentration) -> ContrastiveModel:
+def _rotation_model(concentration, gain: float = 4.0) -> ContrastiveModel:
     inputs = keras.Input((4,))
-    encoder = keras.Model(inputs, LearnedRotation(gain=4.0, name="rotation")(inputs))
+    encoder = keras.Model(inputs, LearnedRotation(gain=gain, name="rotation")(inputs))
     scaling = DiagonalScaling(concentration, trainable=False)
     model = ContrastiveModel(encoder, normalize=False, scaling=scaling)
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=AnInfoNCE(), jit_compile=True)

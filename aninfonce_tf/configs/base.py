@@ -95,6 +95,25 @@ def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") 
         raise ValueError(f"`{name}` must be at least {minimum}{reason}; got {value}.")
 
 
+def require_between(
+    config: RunConfig, name: str, minimum: int, maximum: int, why: str = ""
+) -> None:
+    """Raises `ValueError` naming the field `name` of `config` and its allowed range
+    when it lies outside `[minimum, maximum]` (`why`: what the bounds are for).
+
+    Example:
+
+    >>> require_between(RunConfig(steps=10**10), "steps", 1, 2**31 - 1, "int32 steps")
+    Traceback (most recent call last):
+    ...
+    ValueError: `steps` must be from 1 to 2147483647 (int32 steps); got 10000000000.
+    """
+    value = getattr(config, name)
+    if not minimum <= value <= maximum:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"`{name}` must be from {minimum} to {maximum}{reason}; got {value}.")
+
+
 def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
     """The comma-separated layer widths of the field `name` of `config`.
 
@@ -428,5 +447,6 @@ __all__ = [
     "layer_widths",
     "option",
     "require_at_least",
+    "require_between",
     "split_list",
 ]

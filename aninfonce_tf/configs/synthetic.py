@@ -22,7 +22,14 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf import memory, plots
-from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.base import (
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    require_between,
+    split_list,
+)
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS, LATENT_SPACES
@@ -88,7 +95,7 @@ class SyntheticConfig(RunConfig):
     rotation_gain: float = option(
         0.0,
         "a learned rotation after the encoder's output layer (LearnedRotation), its angles "
-        "turning at this multiple of the learning rate (0: none; docs/tuning.md, 10)",
+        "turning at this multiple of the learning rate, at most 100 (0: none; docs/tuning.md, 10)",
     )
     eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
     nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)", group="evaluation")
@@ -157,16 +164,26 @@ class SyntheticConfig(RunConfig):
         width = self.embedding_dim or self.dim
         # The width of the layer before the encoder's output layer.
         before = hidden[-1] if hidden else self.dim
-        require_at_least(
-            self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
+        # Latents are drawn as [rows, dim] tensors whose elements TensorFlow counts in int32.
+        most_rows = memory.MAX_ELEMENTS // self.dim
+        int32 = f"TensorFlow counts the {{}} x dim={self.dim} latents' values in int32"
+        require_between(self, "batch_size", 2, most_rows, int32.format("batch_size"))
+        require_between(
+            self,
+            "eval_size",
+            IdentifiabilityEvaluator.FEWEST_SAMPLES,
+            most_rows,
+            "half fits, half scores; " + int32.format("eval_size"),
         )
         checked_gain(self.rotation_gain, "rotation_gain", allow_zero=True)
         if self.alignment_pairs:
-            require_at_least(
+            require_between(
                 self,
                 "alignment_pairs",
                 max(ALIGNMENT_PAIRS_MIN, 2 * width),
-                "covariances of the embedding's dimensions, or 0 for no alignment",
+                most_rows,
+                "covariances of the embedding's dimensions, or 0 for no alignment; "
+                + int32.format("alignment_pairs"),
             )
             if width > before:
                 raise ValueError(
@@ -180,11 +197,69 @@ class SyntheticConfig(RunConfig):
                 f"`embedding_dim` must be 0 (= dim) or at least dim={self.dim}, so that every "
                 f"latent can be matched to a feature; got {self.embedding_dim}."
             )
-        memory.check_fits(
-            memory.embedding_bytes(self.batch_size, before, width),
-            f"`embedding_dim` {width} (the encoder's output layer and a batch's embeddings)",
-            "pass a smaller --embedding-dim",
-        )
+        memory.check_allocations(self.allocations(hidden))
+
+    def allocations(self, hidden: list[int]) -> list[memory.Allocation]:
+        """What the run holds besides the loss (`RunConfig.validate` checks it): the
+        generator's candidate matrices and weights, the encoder, the held-out set, the
+        alignment pairs and each evaluation's correlations, with the flags that size
+        them (`memory.check_allocations`).
+
+        Example:
+
+        >>> config = SyntheticConfig(generator_draws=10**9, dim=6)
+        >>> max(a.nbytes for a in config.allocations([100])) / 1e9
+        1152.0
+        """
+        dim, width, floats = self.dim, self.embedding_dim or self.dim, memory.FLOAT_BYTES
+        widths = [dim, *hidden]
+        wider = "embedding_dim" if width > dim else "dim"
+        sizes = f"`embedding_dim` {width} at `dim` {dim}" if width > dim else f"`dim` {dim}"
+        return [
+            memory.Allocation(
+                GENERATOR_DRAW_COPIES * self.generator_draws * dim * dim * 8,
+                f"`generator_draws` {self.generator_draws} at `dim` {dim} (the generator's "
+                f"candidate {dim} x {dim} float64 matrices, {GENERATOR_DRAW_COPIES} copies)",
+                "pass a smaller --generator-draws (or --dim)",
+            ),
+            memory.Allocation(
+                GENERATOR_LAYERS * dim * dim * (8 + floats),
+                f"`dim` {dim} (the generator's {GENERATOR_LAYERS} layers of {dim} x {dim} weights)",
+                "pass a smaller --dim",
+            ),
+            memory.Allocation(
+                sum(
+                    memory.STATE_COPIES * (inputs + 1) * units * floats
+                    for inputs, units in zip(widths, widths[1:], strict=False)
+                ),
+                f"`hidden_units` {self.hidden_units!r} at `dim` {dim} (the encoder's hidden "
+                "layers)",
+                "pass narrower --hidden-units (or a smaller --dim)",
+            ),
+            memory.Allocation(
+                memory.embedding_bytes(self.batch_size, widths[-1], width),
+                f"`embedding_dim` {width} (the encoder's output layer and a batch's embeddings)",
+                "pass a smaller --embedding-dim",
+            ),
+            memory.Allocation(
+                EVALUATION_COPIES * self.eval_size * (dim + width) * floats,
+                f"`eval_size` {self.eval_size} at `dim` {dim} (the held-out latents, their "
+                f"observations and embeddings, {EVALUATION_COPIES} float32 copies)",
+                "pass a smaller --eval-size",
+            ),
+            memory.Allocation(
+                EVALUATION_COPIES * self.alignment_pairs * (dim + width) * floats,
+                f"`alignment_pairs` {self.alignment_pairs} at `dim` {dim} (the pairs the "
+                "alignment is fitted on)",
+                "pass fewer --alignment-pairs",
+            ),
+            memory.Allocation(
+                CORRELATION_COPIES * (dim + width) ** 2 * 8,
+                f"{sizes} (each evaluation's {dim + width} x {dim + width} float64 "
+                "correlations of latents and embedding)",
+                f"pass a smaller --{wider.replace('_', '-')}",
+            ),
+        ]
 
 
 def build_setup(config: SyntheticConfig) -> SyntheticSetup:
@@ -231,6 +306,15 @@ def build(config: SyntheticConfig) -> Experiment:
     )
 
 
+# Copies of the generator's candidate matrices alive at once while the best-conditioned
+# is chosen (measured: peak RSS 4.0 x draws x dim^2 x 8 bytes at dim 50, 20,000 draws).
+GENERATOR_DRAW_COPIES = 4
+GENERATOR_LAYERS = 3
+# Float32 copies of a [rows, dim + width] set alive while it is drawn and scored
+# (measured: peak RSS EVAL x eval_size x dim x 4 bytes at dim 50, 2,000,000 rows).
+EVALUATION_COPIES = 8
+# np.corrcoef's covariance and its normalised copy.
+CORRELATION_COPIES = 2
 # The fewest pairs `alignment_pairs` takes (and at least twice the embedding's width); the
 # paper's Lambda 5..25 needs 16384 for MCC 0.99 on an exact linear mixture (alignment.py).
 ALIGNMENT_PAIRS_MIN = 1000

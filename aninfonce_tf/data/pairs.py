@@ -45,7 +45,9 @@ def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
         return dataset  # `split_views` says what is wrong with it
     if isinstance(view, tf.TensorSpec) and isinstance(other, tf.TensorSpec):
         check_same_shape(view, other)  # before tracing: `(features, labels)` data
-    rows = view.shape[0] if view.shape.rank else None
+    # Known when both views' batch dimensions are static (then equal: checked above).
+    rows = view.shape[0] if view.shape.rank and other.shape.rank else None
+    rows = rows if rows is not None and other.shape[0] is not None else None
     if not extra_keys and rows is not None:
         return dataset
 
@@ -55,16 +57,28 @@ def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
             batch = {key: batch[key] for key in VIEW_KEYS}
         if rows is not None:
             return batch
-        first = batch["view1"] if isinstance(batch, dict) else batch[0]
-        check = tf.debugging.assert_greater_equal(
-            tf.shape(first)[0],
-            2,
-            message=(
-                "Each batch needs at least 2 rows to have negatives: batch the dataset with "
-                "drop_remainder=True, or so that no last batch of one row is left. Rows"
+        first, second = (batch["view1"], batch["view2"]) if isinstance(batch, dict) else batch
+        # Batch sizes known only here: an assertion in tf.data, before the compiled step.
+        checks = [
+            tf.debugging.assert_greater_equal(
+                tf.shape(first)[0],
+                2,
+                message=(
+                    "Each batch needs at least 2 rows to have negatives: batch the dataset "
+                    "with drop_remainder=True, or so that no last batch of one row is left. Rows"
+                ),
             ),
-        )
-        with tf.control_dependencies([check]):
+            tf.debugging.assert_equal(
+                tf.shape(first)[0],
+                tf.shape(second)[0],
+                message=(
+                    "`view1` and `view2` must have as many rows (each row of view1 pairs with "
+                    "the row of view2 in its place): batch both views alike. Rows of view1, "
+                    "then of view2"
+                ),
+            ),
+        ]
+        with tf.control_dependencies(checks):
             return tf.nest.map_structure(tf.identity, batch)
 
     return dataset.map(views)
@@ -76,6 +90,10 @@ def fit_input(x, batch_size: int | None):
         return training_views(x)
     if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):
         x = {key: x[key] for key in VIEW_KEYS}
+    views = list(x.values()) if isinstance(x, dict) else x
+    pair = isinstance(views, (tuple, list)) and len(views) == 2
+    if pair and all(hasattr(view, "shape") for view in views):
+        check_same_shape(*views)  # before Keras' own "cardinality is ambiguous"
     arrays = [a for a in keras.tree.flatten(x) if getattr(a, "shape", None)]
     if arrays:
         rows, batch_size = int(arrays[0].shape[0]), batch_size or 32  # Keras' default
@@ -137,8 +155,28 @@ def split_views(data):
 
 def check_same_shape(view1, view2) -> None:
     """Raises `ValueError` unless the two views' (possibly partly known) shapes agree:
-    `(x, y)` data are read as two views, not as inputs and targets."""
-    if not tf.TensorShape(view1.shape).is_compatible_with(tf.TensorShape(view2.shape)):
+    `(x, y)` data are read as two views, not as inputs and targets.
+
+    Example:
+
+    >>> check_same_shape(tf.zeros((8, 6)), tf.zeros((5, 6)))
+    Traceback (most recent call last):
+    ...
+    ValueError: `view1` has 8 rows and `view2` 5: each row of view1 pairs with the row of view2 in its place; give both views as many rows.
+    """
+    first, second = tf.TensorShape(view1.shape), tf.TensorShape(view2.shape)
+    if (
+        first.rank == second.rank
+        and first.rank
+        and first[1:].is_compatible_with(second[1:])
+        and None not in (first[0], second[0])
+        and first[0] != second[0]
+    ):
+        raise ValueError(
+            f"`view1` has {first[0]} rows and `view2` {second[0]}: each row of view1 pairs "
+            "with the row of view2 in its place; give both views as many rows."
+        )
+    if not first.is_compatible_with(second):
         raise ValueError(
             f"`view1` and `view2` must have the same shape; got {tuple(view1.shape)} "
             f"and {tuple(view2.shape)} (`fit(x, y)` and `(x, y)` batches are read as the two "

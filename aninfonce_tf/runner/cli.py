@@ -24,8 +24,11 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, as_usage_errors
+from aninfonce_tf.checkpoints import read_json
+from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
+from aninfonce_tf.evaluation.targets import strict_float, strict_int
 from aninfonce_tf.runner import exits, loop, run_directory
+from aninfonce_tf.runner.context import RunContext
 
 
 def parse_config(
@@ -153,7 +156,10 @@ def parse_config(
         if kind is bool:
             argument.update(type=_boolean, metavar="{true,false}")
         else:
-            argument.update(type=kind, choices=choices.get(field.name, field.metadata["choices"]))
+            argument.update(
+                type=_NUMBER_FLAGS.get(kind, kind),
+                choices=choices.get(field.name, field.metadata["choices"]),
+            )
         group = field.metadata["group"] or shared.get(field.name) or "experiment"
         groups[group].add_argument("--" + field.name.replace("_", "-"), **argument)
     options = parser.parse_args(argv)
@@ -284,6 +290,26 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def _strict_number(read: typing.Callable[[str], float], example: str):
+    """A flag's type that reads a number as `read` does (`strict_int`, `strict_float`:
+    no `1_0`, which Python reads as 10), naming `example` when it cannot."""
+
+    def number(text: str):
+        try:
+            return read(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {example}; got {text!r}") from None
+
+    return number
+
+
+# The types of the numeric fields' flags.
+_NUMBER_FLAGS = {
+    int: _strict_number(strict_int, "an integer such as 4096"),
+    float: _strict_number(strict_float, "a number such as 0.95 or 1e-3"),
+}
+
+
 def _boolean(text: str) -> bool:
     if text.lower() in ("1", "true", "yes"):
         return True
@@ -295,7 +321,10 @@ def _boolean(text: str) -> bool:
 def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> dict:
     """The command line of a recipe: parses its config module's presets and flags,
     then `run`s it into `--out`, or with `--seeds` `run_seeds`. Its first line names
-    the preset and the flags that differ from it (`run_line`).
+    the preset and the flags that differ from it (`run_line`). The config, its inputs
+    and its strategy (TF_CONFIG, a TPU) are checked before the run directory is made:
+    a refusal is one line, exit status 2. A run that finishes with a variant stopped at
+    a non-finite loss ends with one line, exit status 1 (`loop.raise_if_diverged`).
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE` and `build`, and optionally
@@ -316,21 +345,36 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         choices=getattr(config_module, "FLAG_CHOICES", None),
         hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
-    with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
-        with as_usage_errors():  # one line, before the run's first line and its directory
+    try:  # one line, before the run's first line and its directory
+        with as_usage_errors():
             for seed in options.seeds or [config.seed]:
                 dataclasses.replace(config, seed=seed).resolved().validate()
             config.check_inputs()
+            context = RunContext.create(config.strategy, config.tpu)
+    except UsageError as error:
+        _refuse_out(str(error), prog)
+    with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
         mock = (
             "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
         )
         print(f"{run_line(options)}{mock}\nrun directory: {run_dir}", flush=True)
         labels = dict(
-            preset=options.preset, smoke=options.smoke, allow_code_change=options.allow_code_change
+            preset=options.preset,
+            smoke=options.smoke,
+            allow_code_change=options.allow_code_change,
+            context=context,
         )
         if options.seeds:
-            return loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
-        return loop.run(config, config_module.build, run_dir, **labels)
+            summary = loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
+            written = {seed: run_dir / f"seed_{seed}" / "results.json" for seed in options.seeds}
+            loop.raise_if_diverged(
+                {s: read_json(path)["variants"] for s, path in written.items() if path.exists()},
+                run_dir,
+            )
+            return summary
+        results = loop.run(config, config_module.build, run_dir, **labels)
+        loop.raise_if_diverged({None: results}, run_dir)
+        return results
 
 
 def run_name(options: argparse.Namespace) -> str:

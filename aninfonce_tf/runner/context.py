@@ -8,6 +8,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from aninfonce_tf import distribute
+from aninfonce_tf.errors import UsageError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +34,16 @@ class RunContext:
 
     @classmethod
     def create(cls, strategy: str = "default", tpu: str = "local") -> RunContext:
-        """The context of the strategy named `strategy` (`distribute.STRATEGIES`)."""
-        instance = distribute.get_strategy(strategy, tpu)
+        """The context of the strategy named `strategy` (`distribute.STRATEGIES`).
+
+        Raises:
+            UsageError: for a strategy that cannot be made here (`distribute.get_strategy`:
+                a malformed TF_CONFIG, no TPU at `tpu`).
+        """
+        try:
+            instance = distribute.get_strategy(strategy, tpu)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         return cls(instance, distribute.is_chief(instance), distribute.is_multi_worker(instance))
 
     def work_dir(self, run_dir: Path) -> Path:

@@ -1,6 +1,7 @@
 """How a recipe ends when it cannot go on: one line and an exit status, never a
-traceback, for a usage error, a full disk, Ctrl-C and SIGTERM (`one_line_exit`,
-`sigterm_as_interrupt`), the last three saying that the same command resumes.
+traceback, for a usage error, a full disk, a lost worker, a non-finite loss, Ctrl-C
+and SIGTERM (`one_line_exit`, `sigterm_as_interrupt`), the full disk, the lost
+worker and the signals saying that the same command resumes.
 
 Example:
 
@@ -16,7 +17,7 @@ import threading
 from pathlib import Path
 
 from aninfonce_tf.disk_space import free_bytes, is_out_of_space
-from aninfonce_tf.errors import OutOfSpace, UsageError
+from aninfonce_tf.errors import Diverged, OutOfSpace, UsageError, WorkerLost
 
 # Exit statuses: a usage error (as argparse), a failure (a full disk), and the
 # shell's for SIGINT and SIGTERM.
@@ -56,7 +57,8 @@ def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None
     """`(status, line)` a recipe exits with for `error` raised in its run into
     `run_dir`, or None for an error that keeps its traceback.
 
-    A full disk (`OutOfSpace`, or an `OSError` saying so) exits with `FAILURE`, a
+    A full disk (`OutOfSpace`, or an `OSError` saying so), a lost worker
+    (`WorkerLost`) and a non-finite loss (`Diverged`) exit with `FAILURE`, a
     `UsageError` with `USAGE`, Ctrl-C with `INTERRUPTED` and SIGTERM (`Terminated`)
     with `TERMINATED`.
     """
@@ -64,7 +66,7 @@ def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None
         # An OSError, or TensorFlow's own error from its writers (event files, say).
         path = getattr(error, "filename", None) or run_dir
         error = OutOfSpace(Path(path), 0, free_bytes(run_dir))
-    if isinstance(error, OutOfSpace):
+    if isinstance(error, (OutOfSpace, WorkerLost, Diverged)):
         return FAILURE, f"error: {error}"
     if isinstance(error, UsageError):
         return USAGE, f"error: {error}"

@@ -20,7 +20,7 @@ Example (the synthetic experiment, tiny):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import keras
@@ -29,7 +29,7 @@ from aninfonce_tf.checkpoints import Backup, read_json, remove_backup, write_jso
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
-from aninfonce_tf.errors import UsageError
+from aninfonce_tf.errors import Diverged, UsageError
 from aninfonce_tf.evaluation.console import on_terminal
 from aninfonce_tf.evaluation.targets import check_targets, parse_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
@@ -49,6 +49,7 @@ def run(
     preset: str | None = None,
     smoke: bool = False,
     allow_code_change: bool = False,
+    context: RunContext | None = None,
 ) -> dict:
     """Trains every loss variant of `config` on the experiment `build(config)` and
     scores them.
@@ -79,6 +80,7 @@ def run(
         allow_code_change: resume a run trained by another version of this
             package's code (`--allow-code-change`); `config.json` and
             `results.json` record both.
+        context: the run's `RunContext` (default: made from `config`).
 
     Returns:
         `{variant: result}`, as written under `variants` in `run_dir/results.json`,
@@ -94,7 +96,9 @@ def run(
             file written before is kept and a rerun with room resumes. Other errors
             (of `build`, say) are raised as they are.
     """
-    return _run(config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change)[0]
+    return _run(
+        config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change, context
+    )[0]
 
 
 def _run(
@@ -264,4 +268,34 @@ def run_seeds(
     return summary
 
 
-__all__ = ["run", "run_seeds"]
+def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Path) -> None:
+    """Raises `Diverged` naming each variant whose loss turned non-finite.
+
+    Args:
+        runs: `{seed: {variant: result}}` (seed None: a run without `--seeds`), as
+            `run` returns them.
+        run_dir: where their results are.
+
+    Example:
+
+    >>> raise_if_diverged({None: {"aninfonce": {"stopped": "non-finite loss by step 10"}}},
+    ...                   Path("runs/x"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    aninfonce_tf.errors.Diverged: aninfonce stopped at a non-finite loss by step 10 (its scores in runs/x are ...
+    """
+    stopped = [
+        f"{name}{'' if seed is None else f' (seed {seed})'} stopped at a {result['stopped']}"
+        for seed, results in runs.items()
+        for name, result in results.items()
+        if "stopped" in result
+    ]
+    if stopped:
+        raise Diverged(
+            f"{'; '.join(stopped)} (its scores "
+            f"in {run_dir} are from the last evaluation before): try a smaller --learning-rate, "
+            "into a new --out."
+        )
+
+
+__all__ = ["raise_if_diverged", "run", "run_seeds"]

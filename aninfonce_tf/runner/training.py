@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import keras
+import tensorflow as tf
 
 from aninfonce_tf import distribute, optimizers
 from aninfonce_tf.checkpoints import Backup
 from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import training_views
-from aninfonce_tf.errors import UsageError
+from aninfonce_tf.errors import UsageError, WorkerLost
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
 from aninfonce_tf.evaluation.console import EpochLine
 from aninfonce_tf.evaluation.targets import Target, targets_reached
@@ -179,15 +180,26 @@ def train_variant(
     reading = " (each worker reads its own shard)" if sharded else ""
     print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs{reading}", flush=True)
     start = time.perf_counter()
-    fit_history = model.fit(
-        data,
-        steps_per_epoch=epoch_steps,
-        initial_epoch=start_step // epoch_steps,
-        epochs=(reached["step"] if reached else config.steps) // epoch_steps,
-        callbacks=fit_callbacks,
-        verbose=verbose,
-        shuffle=False,  # fresh pairs every step; True would only make Keras warn
-    )
+    try:
+        fit_history = model.fit(
+            data,
+            steps_per_epoch=epoch_steps,
+            initial_epoch=start_step // epoch_steps,
+            epochs=(reached["step"] if reached else config.steps) // epoch_steps,
+            callbacks=fit_callbacks,
+            verbose=verbose,
+            shuffle=False,  # fresh pairs every step; True would only make Keras warn
+        )
+    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as error:
+        if not context.multi_worker:
+            raise
+        # A collective op whose peer died or stalls: TensorFlow's error spans dozens of lines.
+        reason = str(error.message).strip().split("\n")[0][:200]
+        raise WorkerLost(
+            f"A worker of this run is gone (killed, stalled or cut off; "
+            f"{type(error).__name__}: {reason}) while {variant} trained: rerun every worker "
+            "with the same command, and the run resumes from its last backup."
+        ) from None
     seconds = time.perf_counter() - start + (history[-1]["seconds"] if history else 0.0)
     curve = evaluation.history
     final = curve[-1] if curve else {}
