@@ -51,6 +51,10 @@ RUN_GROUPS = {
 }
 
 
+# `jit_compile`'s help for the convolutional experiments, whose default is False.
+CONVOLUTIONAL_JIT_HELP = "XLA-compile the train step (slower for convolutions on a CPU)"
+
+
 @contextlib.contextmanager
 def as_usage_errors():
     """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
@@ -236,6 +240,8 @@ class RunConfig:
     )
     mixed_precision: bool = option(False, "encoder in mixed_bfloat16, the loss in float32")
     jit_compile: bool = option(True, "XLA-compile the train step")
+    # Convolutional experiments override `jit_compile` with False: XLA slows their
+    # steps on a CPU (docs/speed.md, "Image steps against the matmul rate").
     steps_per_execution: int = option(
         1,
         "training steps per call of the compiled step (divides `eval_every`); more spreads "

@@ -49,7 +49,14 @@ import tensorflow as tf
 
 from aninfonce_tf import plots
 from aninfonce_tf.configs import image_data, readout_check
-from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.base import (
+    CONVOLUTIONAL_JIT_HELP,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.learning_rates import (
     LEARNING_RATE_SCALINGS,
     check_learning_rate_scaling,
@@ -167,6 +174,8 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
     >>> config.steps, config.eval_every, round(config.learning_rate, 6)
     (80000, 10000, 0.058594)
     """
+
+    jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     dataset: str = option("photos", "images to learn from", DATASETS)
     data_dir: str = option("", "tfds data directory (cifar10, imagenet2012)")

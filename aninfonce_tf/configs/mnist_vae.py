@@ -27,7 +27,14 @@ import tensorflow as tf
 
 from aninfonce_tf import plots
 from aninfonce_tf.checkpoints import replace_atomically, write_json
-from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.base import (
+    CONVOLUTIONAL_JIT_HELP,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.tuning import FAST
 from aninfonce_tf.data.latent_distributions import CONDITIONALS
@@ -52,6 +59,8 @@ class MnistVaeConfig(RunConfig):
     >>> MnistVaeConfig(dim=4, concentration="1,2,30,40").true_concentration().tolist()
     [1.0, 2.0, 30.0, 40.0]
     """
+
+    jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     dim: int = option(10, "number of latents n: the VAE's latent dimension")
     concentration: str = option(

@@ -23,7 +23,14 @@ import dataclasses
 from pathlib import Path
 
 from aninfonce_tf import plots
-from aninfonce_tf.configs.base import RunConfig, layer_widths, option, require_at_least, split_list
+from aninfonce_tf.configs.base import (
+    CONVOLUTIONAL_JIT_HELP,
+    RunConfig,
+    layer_widths,
+    option,
+    require_at_least,
+    split_list,
+)
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.effective_concentration import effective_blocks
@@ -61,6 +68,8 @@ class RenderedConfig(RunConfig):
     >>> config.mode, pairs(config).mode
     ('latent', 'latent')
     """
+
+    jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     mode: str = option("augment", "how a positive pair is made (RenderedPairs)", PAIR_MODES)
     size: int = option(32, "side of the renders and of the views, in pixels (at least 19)")

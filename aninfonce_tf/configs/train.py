@@ -21,6 +21,7 @@ import tensorflow as tf
 from aninfonce_tf import plots
 from aninfonce_tf.backbones import backbone, check_backbone
 from aninfonce_tf.configs.base import (
+    CONVOLUTIONAL_JIT_HELP,
     RunConfig,
     as_usage_errors,
     layer_widths,
@@ -89,9 +90,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
     parametrization: str = option(
         "exp", "Lambda_hat as a function of its variable", ("softplus", "exp")
     )
-    jit_compile: bool = option(
-        False, "XLA-compile the train step (slower for convolutions on a CPU)"
-    )
+    jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     def validate(self) -> None:
         """`RunConfig.validate`, then the sizes and the backbone's name."""
