@@ -173,9 +173,11 @@ def derived_parts(coordinates: Mapping[str, np.ndarray]) -> dict[str, np.ndarray
     >>> derived_parts({"x": np.array([-1.0, 0.5])})["x_offset"].tolist()
     [1.0, 0.5]
     """
-    return (
-        {"x_offset": np.abs(np.asarray(coordinates["x"], "float64"))} if "x" in coordinates else {}
-    )
+    return {
+        part: np.abs(np.asarray(coordinates[source], "float64"))
+        for part, source in DERIVED_FROM.items()
+        if source in coordinates
+    }
 
 
 def latent_units(value, spec: Latent):

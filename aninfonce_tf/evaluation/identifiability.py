@@ -418,12 +418,11 @@ class IdentifiabilityEvaluator:
                 model.alignment.set_matrix(alignment)
         if getattr(model, "scaling", None) is not None:
             scores.update(concentration_scores(model))
-            learned = np.asarray(model.scaling.concentration)
             # A tied Lambda_hat (one learned temperature) has no order to compare.
             if self.true_concentration is not None and not getattr(model.scaling, "tied", False):
                 scores.update(
                     concentration_agreement(
-                        learned,
+                        np.asarray(scores["lambda_hat"]),
                         self.true_concentration,
                         self.latents,
                         features,

@@ -26,6 +26,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from aninfonce_tf.data.renderer import (
+    DERIVED_FROM,
     LATENTS,
     Latent,
     derived_parts,
@@ -206,7 +207,7 @@ def latent_scores(
 
 def _derived_names(continuous) -> tuple[str, ...]:
     """The `renderer.DERIVED_PARTS` that latents named `continuous` give."""
-    return tuple(derived_parts({name: np.zeros(1) for name in continuous}))
+    return tuple(part for part, source in DERIVED_FROM.items() if source in continuous)
 
 
 def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
