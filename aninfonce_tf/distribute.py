@@ -229,8 +229,23 @@ def supports_jit(strategy: tf.distribute.Strategy) -> bool:
     """False for several replicas, on any device: Keras compiles the function that
     holds `strategy.run`, one XLA cluster that cannot reach the other replicas'
     variables (keras-team/keras#18627; Keras' own "auto" is off under a strategy);
-    TPUStrategy compiles each replica's step itself. True for one replica."""
-    return strategy.num_replicas_in_sync == 1
+    False for any TPUStrategy, one chip's too, which compiles each replica's step
+    itself. True for one replica elsewhere.
+
+    Example:
+
+    >>> supports_jit(get_strategy("default"))
+    True
+    """
+    tpu = (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy)
+    return not isinstance(strategy, tpu) and strategy.num_replicas_in_sync == 1
+
+
+def jit_off_reason(strategy: tf.distribute.Strategy) -> str:
+    """Why `supports_jit(strategy)` is False, for logs and warnings."""
+    if isinstance(strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy)):
+        return f"{type(strategy).__name__} compiles each replica's step itself"
+    return f"{strategy.num_replicas_in_sync} replicas (distribute.supports_jit)"
 
 
 def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
@@ -243,8 +258,14 @@ def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
 
 def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
     """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
-    cannot, one step per call under `MultiWorkerMirroredStrategy` (with a warning)."""
+    cannot, one step per call under `MultiWorkerMirroredStrategy` (each with a
+    warning)."""
     if jit_compile and not supports_jit(strategy):
+        warnings.warn(
+            f"jit_compile=True is not used: {jit_off_reason(strategy)}; the step runs "
+            "without Keras' XLA.",
+            stacklevel=3,
+        )
         jit_compile = False
     if steps_per_execution > 1 and not supports_multi_step(strategy):
         warnings.warn(

@@ -83,8 +83,8 @@ def automatic_jit(model: keras.Model, strategy) -> tuple[bool, str]:
     >>> automatic_jit(mlp, tf.distribute.get_strategy())
     (True, 'XLA on: an encoder without convolutions, or a GPU')
     """
-    if strategy.num_replicas_in_sync > 1:
-        return False, f"XLA off: {strategy.num_replicas_in_sync} replicas (distribute.supports_jit)"
+    if not distribute.supports_jit(strategy):
+        return False, f"XLA off: {distribute.jit_off_reason(strategy)}"
     layers = model._flatten_layers()  # noqa: SLF001 (Keras' walk of nested layers)
     convolutional = any(isinstance(layer, CONVOLUTIONS) for layer in layers)
     if convolutional and not tf.config.list_logical_devices("GPU"):

@@ -26,6 +26,12 @@ preset): the whole file decoded and put on a canvas of 512 pixels per 224 of vie
 JPEG path, which decodes only each view's crop window. The files: 64 ImageNet-like
 375 x 500 crops of scikit-learn's two photos at JPEG quality 90. Images/s counts
 source images, two views each.
+
+    taskset -c 0 python benchmarks/augment.py --compare xla --sizes 224
+
+`--compare xla` times the JPEG path with the pixel ops after the crop XLA-compiled (as
+on GPU hosts) against the same ops without XLA (as on TPU hosts, `jit_compile=False`:
+TPU VMs' TensorFlow builds may lack XLA:CPU), from the same files.
 """
 
 from __future__ import annotations
@@ -84,11 +90,15 @@ def jpeg_files(count: int, shape: tuple[int, int] = (375, 500)) -> np.ndarray:
     return np.array(files, object)
 
 
+def _examples() -> dict[str, np.ndarray]:
+    files = jpeg_files(64)
+    return {"image": files, "label": np.arange(len(files))}
+
+
 def path_pipelines(row: Row) -> dict[str, tf.data.Dataset]:
     """The canvas path and the JPEG path of `pair_batches` from the same files."""
     augment = SimCLRAugment.preset(row.preset)
-    files = jpeg_files(64)
-    examples = {"image": files, "label": np.arange(len(files))}
+    examples = _examples()
     canvas = round(augment.image_size * CANVAS_PER_224 / 224)
 
     def decode(example):
@@ -100,6 +110,21 @@ def path_pipelines(row: Row) -> dict[str, tf.data.Dataset]:
             examples, augment, canvas=canvas, decode=decode, **common
         ),
         "JPEG path: each view's crop window decoded": pair_batches(examples, augment, **common),
+    }
+
+
+def xla_pipelines(row: Row) -> dict[str, tf.data.Dataset]:
+    """The JPEG path of `pair_batches` with and without XLA, from the same files."""
+    augment = SimCLRAugment.preset(row.preset)
+    examples = _examples()
+    return {
+        f"JPEG path, {name}": pair_batches(
+            examples,
+            dataclasses.replace(augment, jit_compile=jit_compile),
+            batch_size=row.batch_size,
+            view_dtype="uint8",
+        )
+        for name, jit_compile in (("XLA (GPU hosts)", True), ("no XLA (TPU hosts)", False))
     }
 
 
@@ -156,8 +181,9 @@ def main() -> None:
     parser.add_argument(
         "--compare",
         default="keras",
-        choices=("keras", "paths"),
-        help="keras: ours against stock Keras layers; paths: the canvas path against the JPEG path",
+        choices=("keras", "paths", "xla"),
+        help="keras: ours against stock Keras layers; paths: the canvas path against the JPEG "
+        "path; xla: the JPEG path with XLA against without",
     )
     args = parser.parse_args()
     print("| views | pipeline | images/s (median) | ratio |\n|---|---|---|---|")
@@ -166,6 +192,8 @@ def main() -> None:
         augment = SimCLRAugment.preset(row.preset)
         if args.compare == "paths":
             pipelines = path_pipelines(row)
+        elif args.compare == "xla":
+            pipelines = xla_pipelines(row)
         else:
             data = (
                 tf.data.Dataset.from_tensor_slices(images(16 * row.batch_size, row.source))
@@ -187,7 +215,7 @@ def main() -> None:
             for name, taken in times.items()
         }
         first = next(iter(rates.values()))
-        baseline = first if args.compare == "paths" else list(rates.values())[1]
+        baseline = list(rates.values())[1] if args.compare == "keras" else first
         for name, rate in rates.items():
             print(f"| {size} px | {name} | {rate:,.0f} | {rate / baseline:.2f}x |", flush=True)
 

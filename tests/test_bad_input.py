@@ -41,6 +41,7 @@ from aninfonce_tf.compare import main as compare_main
 from aninfonce_tf.configs import cifar10, imagenet, mnist_vae, photos, rendered, synthetic, train
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.configs.mnist_vae import trained_decoder
+from aninfonce_tf.data.datasets import pair_batches
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import VAE, digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
@@ -406,6 +407,9 @@ def _seeds_of_other_code(tmp_path):
         assert not (tmp_path / "seed_2").exists()  # refused before training
 
 
+_PNG = tf.io.encode_png(np.zeros((6, 6, 3), "uint8")).numpy()
+
+
 CASES = {
     "a malformed TF_CONFIG (--strategy multiworker)": (
         lambda p: _bad_tf_configs(p / "run"),
@@ -530,6 +534,16 @@ CASES = {
         lambda _: SimCLRAugment(image_size=4)(np.full((2, 6, 6, 3), 255.0), seed=0),
         ValueError,
         "float `images` must lie in \\[0, 1\\] \\(`value_range`\\); for images in \\[0, 255\\] pass",
+    ),
+    "PNG files given to pair_batches without decode": (
+        lambda _: pair_batches(
+            {"image": np.array([_PNG, _PNG], object), "label": np.arange(2)},
+            SimCLRAugment(image_size=4),
+            batch_size=2,
+        ),
+        ValueError,
+        "`examples` hold encoded images that are not JPEG files \\(PNGs\\?\\), which the views "
+        "read only decoded: pass `decode`",
     ),
     "observations the encoder does not take": (
         lambda _: _fit(X[:, :5], X[:, :5]),

@@ -55,6 +55,17 @@ def _fake_strategy(replicas: int, device: str):
     return types.SimpleNamespace(num_replicas_in_sync=replicas, extended=extended)
 
 
+class _FakeTPUStrategy(tf.distribute.TPUStrategy):
+    """A TPUStrategy of `replicas` cores, without a TPU (its initialiser not run)."""
+
+    def __init__(self, replicas: int):
+        self.replicas = replicas
+
+    @property
+    def num_replicas_in_sync(self):
+        return self.replicas
+
+
 @pytest.mark.parametrize("device", ["GPU", "TPU", "CPU"])
 def test_no_xla_around_several_replicas_on_any_device(device):
     assert not distribute.supports_jit(_fake_strategy(8, device))
@@ -62,6 +73,18 @@ def test_no_xla_around_several_replicas_on_any_device(device):
     mlp = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
     jit, reason = automatic_jit(mlp, _fake_strategy(8, device))
     assert not jit and "8 replicas" in reason
+    # An explicit jit_compile=True is dropped with a warning, not silently.
+    with pytest.warns(UserWarning, match="jit_compile=True is not used: 8 replicas"):
+        assert distribute.supported_execution(_fake_strategy(8, device), True, 1) == (False, 1)
+
+
+@pytest.mark.parametrize("replicas", [1, 8])
+def test_no_keras_xla_around_a_tpu_strategy_not_even_one_chips(replicas):
+    strategy = _FakeTPUStrategy(replicas)
+    assert not distribute.supports_jit(strategy)
+    mlp = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    jit, reason = automatic_jit(mlp, strategy)
+    assert not jit and "compiles each replica's step itself" in reason
 
 
 def test_xla_around_two_logical_cpu_replicas_fails_as_the_upstream_issue_says():
@@ -72,7 +95,11 @@ def test_xla_around_two_logical_cpu_replicas_fails_as_the_upstream_issue_says():
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
         model.compile("sgd", "mse", jit_compile=True)
     x = np.zeros((8, 3), "float32")
-    with pytest.raises(Exception, match="(?i)replica_1|located in device|resource"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="Trying to access resource .*/replica_1/.* located in device .*CPU:1 from device "
+        ".*CPU:0",
+    ):
         model.fit(x, x[:, :1], batch_size=4, epochs=1, verbose=0)
 
 

@@ -11,8 +11,11 @@ class probes fit on `probe_size` training images and are scored on `probe_size` 
 images, the readout takes views of `readout_size` test images, drawn as the training
 views are (ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while
 the class probes see the centre square of each image. ImageNet's training views are
-drawn from the same distribution, but from its JPEG files, decoding only each view's
-crop window (`SimCLRAugment`; `results.json`'s `training_views`). `results.json` holds each set's
+drawn with the same parameters but from its JPEG files, decoding only each view's crop
+window (`SimCLRAugment`), so they are not quite the readout's: the crop box snapped to
+whole pixels, the window resized by `tf.image.resize` instead of from the canvas, a few
+levels of 255 apart for the same parameters (`results.json`'s `training_views` and
+`readout_views` name both). `results.json` holds each set's
 images per class (`probe_train_class_counts`, `probe_test_class_counts`,
 `readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
 (the validation images exactly, the training images about). With
@@ -511,6 +514,7 @@ def build(config: ImageConfig) -> Experiment:
         metadata={
             "augmentation": dataclasses.asdict(augment),
             "training_views": "jpeg_crop_windows" if jpeg else "decoded_images",
+            "readout_views": "decoded_images_on_canvas" if canvas else "decoded_images",
             **counts,
             **protocol,
             **check,

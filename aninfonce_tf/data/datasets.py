@@ -330,10 +330,14 @@ def pair_batches(
 
     Raises:
         ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
-            than `MAX_HELD_EXAMPLES` examples, naming `tfds_file_pieces`.
+            than `MAX_HELD_EXAMPLES` examples, naming `tfds_file_pieces`; for encoded
+            images other than JPEG files (e.g. PNGs) without `decode` (eagerly,
+            from the first example).
     """
     if isinstance(examples, tf.data.Dataset):
         examples = held_in_memory(_holdable(examples))
+    if decode is None and tf.executing_eagerly():
+        _check_jpeg(examples)
     buffer = SHUFFLE_BATCHES * batch_size if shuffle is None else shuffle
     # Skipping examples, not batches, skips them before they are decoded and put on
     # the canvas.
@@ -350,6 +354,22 @@ def pair_batches(
         batches, augment, seed=seed, start=start, stream=stream, view_dtype=view_dtype
     )
     return without_autotune(pairs.prefetch(tf.data.AUTOTUNE))
+
+
+def _check_jpeg(examples: Mapping[str, np.ndarray] | FilePieces) -> None:
+    """A `ValueError` when the first example's image is an encoded file other than
+    JPEG, which only `decode` reads; its first record alone is read from files."""
+    if isinstance(examples, FilePieces):
+        records = tf.data.TFRecordDataset(examples.paths[0]).skip(examples.skips[0])
+        image = examples.parse(next(iter(records.take(1))))["image"]
+    else:
+        image = tf.convert_to_tensor(examples["image"][0])
+    if image.dtype == tf.string and not tf.io.is_jpeg(image):
+        raise ValueError(
+            "`examples` hold encoded images that are not JPEG files (PNGs?), which the "
+            "views read only decoded: pass `decode` (e.g. `decode=tfds_image_decoder(name)`, "
+            "and a `canvas` for images of different shapes)."
+        )
 
 
 def _holdable(examples: tf.data.Dataset) -> tf.data.Dataset:

@@ -106,16 +106,20 @@ def fit_input(x, batch_size: int | None):
 
 
 def unit_views(views):
-    """Views as the encoder reads them: uint8 ones (images in [0, 255], as
+    """Views as the encoder reads them: uint8 images (`[B, H, W, C]` in [0, 255], as
     `augment_pairs(..., view_dtype="uint8")` sends them to the device) as float32
-    divided by 255; any other dtype as given.
+    divided by 255; anything else (floats, uint8 of any other rank, such as byte
+    tokens) as given.
 
     Example:
 
-    >>> unit_views(tf.constant([0, 51, 255], tf.uint8)).numpy().tolist()
-    [0.0, 0.20000000298023224, 1.0]
+    >>> unit_views(tf.constant([0, 51, 255], tf.uint8, [1, 1, 1, 3])).numpy().tolist()
+    [[[[0.0, 0.20000000298023224, 1.0]]]]
+    >>> unit_views(tf.constant([[0, 51, 255]], tf.uint8)).dtype.name  # not images
+    'uint8'
     """
-    if keras.backend.standardize_dtype(views.dtype) == "uint8":
+    uint8 = keras.backend.standardize_dtype(views.dtype) == "uint8"
+    if uint8 and len(views.shape) == 4:
         return keras.ops.cast(views, "float32") / 255.0
     return views
 

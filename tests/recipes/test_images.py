@@ -310,7 +310,10 @@ def test_imagenet_readout_views_are_drawn_as_its_training_views(monkeypatch):
     )
     monkeypatch.setitem(AUGMENTATION_PRESETS, "simclr_cifar10", crops_only)
     config = images.ImageConfig(dataset="imagenet2012", probe_size=8, readout_size=120)
-    (evaluator,) = images.build(config).evaluators
+    experiment = images.build(config)
+    # Views of the decoded image on a canvas, not the JPEG path's: results.json says so.
+    assert experiment.metadata["readout_views"] == "decoded_images_on_canvas"
+    (evaluator,) = experiment.evaluators
     views, boxes = evaluator.views, evaluator.view_params["crop_box"]
     assert views.shape == (120, 8, 8, 3)
     assert views[..., 2].min() > 1 - 1e-3  # float16
