@@ -245,6 +245,27 @@ def _sweep_flags_refused(out, *flags) -> None:
     _flags_refused(out / "run", *flags, main=lambda argv: sweep.main(rendered, argv))
 
 
+def _sweep_strategy_and_sizes(tmp_path) -> None:
+    """The sweeps' strategy and int32 sizes: one line, exit status 2, before the run's
+    first line and before `--out` or its parents are made."""
+    out = tmp_path / "n1" / "n2" / "run"
+    bad_tf_config = {"TF_CONFIG": "{cluster"}
+    for module, flags, environment, message in (
+        (rendered, ["--strategy", "tpu"], {}, "found no TPU"),
+        (rendered, ["--strategy", "multiworker"], bad_tf_config, "TF_CONFIG is not JSON"),
+        (synthetic, ["--eval-size", "2000000000"], {}, "`eval_size` must be from 4"),
+    ):
+        stdout = io.StringIO()
+        with (
+            mock.patch.dict(os.environ, environment),
+            contextlib.redirect_stdout(stdout),
+            pytest.raises(UsageError, match=re.escape(message)),
+        ):
+            _flags_refused(out, *flags, main=lambda argv, m=module: sweep.main(m, argv))
+        assert stdout.getvalue() == "" and not (tmp_path / "n1").exists(), stdout.getvalue()
+    raise UsageError(message)
+
+
 def _out_that_is_a_file(tmp_path, under: bool) -> None:
     (tmp_path / "file").write_text("not a directory")
     _command(tmp_path / "file" / "run" if under else tmp_path / "file")
@@ -431,6 +452,11 @@ CASES = {
         "error: `generator_draws` 1000000000 at `dim` 6 \\(the generator's candidate 6 x 6 "
         "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory \\(with the rest of "
         "the run, .* GB\\) and this machine has .* GB: pass a smaller --generator-draws",
+    ),
+    "a sweep's --strategy tpu, malformed TF_CONFIG or int32 --eval-size": (
+        _sweep_strategy_and_sizes,
+        UsageError,
+        "`eval_size` must be from 4",
     ),
     "a worker of a multi-worker run that is gone": (
         _worker_gone,

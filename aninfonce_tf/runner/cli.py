@@ -352,7 +352,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
             config.check_inputs()
             context = RunContext.create(config.strategy, config.tpu)
     except UsageError as error:
-        _refuse_out(str(error), prog)
+        refuse_out(str(error), prog)
     with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
         mock = (
             "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
@@ -415,7 +415,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
     return f"{head},...,{seeds[-1]} ({len(seeds)} seeds)"
 
 
-def _refuse_out(message: str, prog: str | None) -> typing.NoReturn:
+def refuse_out(message: str, prog: str | None) -> typing.NoReturn:
     """Ends the command with `message` on one line, as argparse ends a bad flag
     (status 2), before a run directory is made."""
     print(f"{prog or Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
@@ -429,7 +429,7 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     (`exits.one_line_exit`), leaving no empty directory behind."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
-        _refuse_out(
+        refuse_out(
             f"--out {out}: a run directory is a local path (its lock, backups and atomic "
             "replaces need a local file system): write to a local disk and copy the finished "
             "run to object storage (gsutil rsync, gcloud storage cp -r).",
@@ -442,14 +442,14 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
         path = Path(out or "runs")
         file = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
         if file is None:
-            _refuse_out(
+            refuse_out(
                 f"--out {path}: the run directory cannot be made ({error.strerror}): pass an "
                 "--out on a disk this user can write.",
                 prog,
             )
-        _refuse_out(f"--out {path}: {file} is a file, not a directory: pass another --out.", prog)
+        refuse_out(f"--out {path}: {file} is a file, not a directory: pass another --out.", prog)
     if not os.access(run_dir, os.W_OK | os.X_OK):
-        _refuse_out(
+        refuse_out(
             f"--out {run_dir}: the run directory is read-only: make it writable "
             f"(chmod u+w {shlex.quote(str(run_dir))}), or pass another --out.",
             prog,
@@ -473,6 +473,7 @@ __all__ = [
     "main",
     "parse_config",
     "recipe_run_directory",
+    "refuse_out",
     "run_line",
     "run_name",
     "seed_list",
