@@ -28,7 +28,7 @@ from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.errors import UsageError
-from aninfonce_tf.evaluation.targets import strict_float
+from aninfonce_tf.parsing import strict_float
 from aninfonce_tf.plots.dose_response import plot_dose_response
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import (

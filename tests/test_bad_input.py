@@ -212,6 +212,24 @@ def _numbers_with_underscores(out) -> None:
     _flags_refused(out, "--learning-rate", "1_0e-3")
 
 
+def _lists_with_underscores(tmp_path) -> None:
+    """`1_0` in a seed list, a list flag or compare's seed: refused, not read as 10."""
+    out = tmp_path / "run"
+    for flags, message in (
+        (["--seeds", "0,1_0"], "argument --seeds: expected distinct non-negative integers"),
+        (["--hidden-units", "6_4"], "`hidden_units` must be comma-separated positive widths"),
+        (
+            ["--losses", "infonce_ensemble", "--ensemble-temperatures", "0.1,1_0"],
+            "`ensemble_temperatures` must be comma-separated numbers",
+        ),
+    ):
+        with pytest.raises(UsageError, match=re.escape(message)):
+            _flags_refused(out, *flags, main=lambda argv: runner.main(synthetic, argv))
+    with pytest.raises(UsageError, match="argument --corner-seeds: expected distinct"):
+        _sweep_flags_refused(tmp_path, "--design", "product", "--corner-seeds", "0,1_0")
+    _compare_command(tmp_path, "--readout-check-seed", "1_0")
+
+
 def _worker_gone(tmp_path) -> None:
     """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`:
     one line, exit status 1."""
@@ -482,6 +500,11 @@ CASES = {
         lambda p: _numbers_with_underscores(p / "run"),
         UsageError,
         "error: argument --learning-rate: expected a number such as 0.95 or 1e-3; got '1_0e-3'$",
+    ),
+    "a seed list, list flag or compare seed written with an underscore (1_0)": (
+        _lists_with_underscores,
+        UsageError,
+        "error: argument --readout-check-seed: expected an integer such as 4096; got '1_0'$",
     ),
     "views with different row counts": (
         lambda _: _fit(X, X[:5]),

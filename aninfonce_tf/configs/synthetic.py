@@ -40,6 +40,7 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
+from aninfonce_tf.parsing import strict_int
 from aninfonce_tf.rotation import checked_gain
 
 
@@ -286,7 +287,7 @@ def build(config: SyntheticConfig) -> Experiment:
     evaluator = IdentifiabilityEvaluator.for_setup(
         setup, observations, latents, config.nonlinear_r2, alignment_pairs
     )
-    hidden = split_list(config.hidden_units, int)
+    hidden = split_list(config.hidden_units, strict_int)
     primary = DOSE_RESPONSE_SCORES if config.concentration_spread else PRIMARY_SCORES
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),

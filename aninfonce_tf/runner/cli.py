@@ -26,7 +26,7 @@ from pathlib import Path
 
 from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
-from aninfonce_tf.evaluation.targets import strict_float, strict_int
+from aninfonce_tf.parsing import INTEGER_FLAG, NUMBER_FLAG, strict_int
 from aninfonce_tf.runner import exits, loop, run_directory
 from aninfonce_tf.runner.context import RunContext
 
@@ -269,7 +269,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def seed_list(text: str) -> list[int]:
-    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`).
+    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`), each
+    written as digits (`strict_int`: no `1_0`).
 
     Raises:
         argparse.ArgumentTypeError: for any other text.
@@ -280,7 +281,7 @@ def seed_list(text: str) -> list[int]:
     [0, 1, 2]
     """
     try:
-        seeds = [int(item) for item in text.split(",")]
+        seeds = [strict_int(item) for item in text.split(",")]
     except ValueError:
         seeds = []
     if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
@@ -290,24 +291,8 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
-def _strict_number(read: typing.Callable[[str], float], example: str):
-    """A flag's type that reads a number as `read` does (`strict_int`, `strict_float`:
-    no `1_0`, which Python reads as 10), naming `example` when it cannot."""
-
-    def number(text: str):
-        try:
-            return read(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {example}; got {text!r}") from None
-
-    return number
-
-
 # The types of the numeric fields' flags.
-_NUMBER_FLAGS = {
-    int: _strict_number(strict_int, "an integer such as 4096"),
-    float: _strict_number(strict_float, "a number such as 0.95 or 1e-3"),
-}
+_NUMBER_FLAGS = {int: INTEGER_FLAG, float: NUMBER_FLAG}
 
 
 def _boolean(text: str) -> bool:
