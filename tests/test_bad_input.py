@@ -256,6 +256,18 @@ def _diverged_run(tmp_path) -> None:
         runner.main(synthetic, [*COMMAND, "--learning-rate", "1e30", "--out", str(tmp_path)])
     assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
     assert "stopped" in read_json(tmp_path / "results.json")["variants"]["aninfonce"]
+    # A worker but the chief, with --seeds, writes no results.json and exits 1 too.
+    worker = runner.RunContext(get_strategy("default"), chief=False, multi_worker=False)
+    with (
+        mock.patch.object(runner.RunContext, "create", return_value=worker),
+        mock.patch.object(runner.RunContext, "work_dir", lambda _, run: run / "workers" / "1"),
+        contextlib.redirect_stderr(io.StringIO()) as worker_stderr,
+        pytest.raises(SystemExit) as stop,
+    ):
+        argv = [*COMMAND, "--learning-rate", "1e30", "--seeds", "0", "--out", str(tmp_path / "w")]
+        runner.main(synthetic, argv)
+    assert stop.value.code == 1 and "(seed 0) stopped" in worker_stderr.getvalue()
+    assert not (tmp_path / "w" / "seed_0" / "results.json").exists()
     raise UsageError(stderr.getvalue().strip())
 
 

@@ -24,7 +24,6 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
 from aninfonce_tf.parsing import INTEGER_FLAG, NUMBER_FLAG, strict_int
 from aninfonce_tf.runner import exits, loop, run_directory
@@ -350,12 +349,10 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
             context=context,
         )
         if options.seeds:
-            summary = loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
-            written = {seed: run_dir / f"seed_{seed}" / "results.json" for seed in options.seeds}
-            loop.raise_if_diverged(
-                {s: read_json(path)["variants"] for s, path in written.items() if path.exists()},
-                run_dir,
+            summary, runs = loop.run_seeds_results(
+                config, config_module.build, run_dir, options.seeds, **labels
             )
+            loop.raise_if_diverged(runs, run_dir)  # on every worker, as each has the results
             return summary
         results = loop.run(config, config_module.build, run_dir, **labels)
         loop.raise_if_diverged({None: results}, run_dir)

@@ -218,6 +218,29 @@ def run_seeds(
     Returns:
         The summary, as written to `summary.json`.
     """
+    return run_seeds_results(
+        config, build, run_dir, seeds, verbose, callbacks, preset, smoke, context, allow_code_change
+    )[0]
+
+
+def run_seeds_results(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    seeds: Sequence[int],
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
+    context: RunContext | None = None,
+    allow_code_change: bool = False,
+) -> tuple[dict, dict[int, dict]]:
+    """`run_seeds`, returning with the summary each seed's `{variant: result}` as
+    `run` returns it, on every worker (only the chief writes them to results.json).
+
+    Returns:
+        `(summary, {seed: {variant: result}})` for the `seeds` given.
+    """
     with as_usage_errors():  # every seed, before a strategy is set up for any
         for seed in seeds:
             dataclasses.replace(config, seed=seed).resolved().validate()
@@ -265,7 +288,7 @@ def run_seeds(
             report.write_seeds_figures(summary, experiment, run_dir, preset, smoke)
     print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
-    return summary
+    return summary, runs
 
 
 def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Path) -> None:
@@ -298,4 +321,4 @@ def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Pa
         )
 
 
-__all__ = ["raise_if_diverged", "run", "run_seeds"]
+__all__ = ["raise_if_diverged", "run", "run_seeds", "run_seeds_results"]
