@@ -231,22 +231,35 @@ def _lists_with_underscores(tmp_path) -> None:
 
 
 def _worker_gone(tmp_path) -> None:
-    """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`:
-    one line, exit status 1."""
+    """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`, or
+    aborted while the trained encoder is saved: one line, exit status 1."""
     context = runner.RunContext(get_strategy("default"), chief=True, multi_worker=True)
-    lost = tf.errors.UnavailableError(
-        None, None, "Collective ops is aborted by: failed to connect to all addresses\n" * 30
-    )
-    stderr = io.StringIO()
-    with (
-        mock.patch.object(runner.RunContext, "create", return_value=context),
-        mock.patch.object(ContrastiveModel, "fit", side_effect=lost),
-        contextlib.redirect_stderr(stderr),
-        pytest.raises(SystemExit) as stop,
+    aborted = tf.errors.AbortedError(None, None, "Collective ops is aborted by: peer gone\n" * 30)
+    lines = []
+    for target, name, lost in (
+        (runner.run_directory, "save_variant", aborted),
+        (
+            ContrastiveModel,
+            "fit",
+            tf.errors.UnavailableError(
+                None,
+                None,
+                "Collective ops is aborted by: failed to connect to all addresses\n" * 30,
+            ),
+        ),
     ):
-        runner.main(synthetic, [*COMMAND, "--out", str(tmp_path)])
-    assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
-    raise UsageError(stderr.getvalue().strip())
+        stderr = io.StringIO()
+        with (
+            mock.patch.object(runner.RunContext, "create", return_value=context),
+            mock.patch.object(target, name, side_effect=lost),
+            contextlib.redirect_stderr(stderr),
+            pytest.raises(SystemExit) as stop,
+        ):
+            runner.main(synthetic, [*COMMAND, "--out", str(tmp_path / name)])
+        assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
+        lines.append(stderr.getvalue().strip())
+    assert "AbortedError: Collective ops is aborted by: peer gone) while aninfonce" in lines[0]
+    raise UsageError(lines[1])
 
 
 def _diverged_run(tmp_path) -> None:
@@ -493,8 +506,8 @@ CASES = {
         UsageError,
         "error: A worker of this run is gone \\(killed, stalled or cut off; UnavailableError: "
         "Collective ops is aborted by: failed to connect to all addresses\\) while aninfonce "
-        "trained: rerun every worker with the same command, and the run resumes from its last "
-        "backup\\.$",
+        "trained or was saved: rerun every worker with the same command, and the run resumes "
+        "from its last backup\\.$",
     ),
     "--rotation-gain above 100": (
         lambda p: _flags_refused(p / "run", "--rotation-gain", "1e6"),

@@ -36,7 +36,7 @@ from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.lock import lock_run_directory
-from aninfonce_tf.runner.training import train_variant
+from aninfonce_tf.runner.training import train_variant, worker_lost_as_one_line
 from aninfonce_tf.statistics import summarize, summary_table
 
 
@@ -116,7 +116,8 @@ def _run(
         names = config.loss_names()
     context = context or RunContext.create(config.strategy, config.tpu)
     if context.multi_worker:
-        run_directory.check_workers_agree(context.strategy, config)
+        with worker_lost_as_one_line(context, "the workers compared their flags"):
+            run_directory.check_workers_agree(context.strategy, config)
     work_dir = context.work_dir(run_dir)
     with lock_run_directory(work_dir):
         with as_usage_errors():
@@ -143,33 +144,45 @@ def _run(
             split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
         )
         for name in names:
-            backup = Backup(work_dir / "backup" / name, config.epoch_steps())
-            if name in results:
-                print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
-                variant_dir = run_dir / name
-                unexported = (
-                    "stopped" not in results[name] and not (variant_dir / "encoder").exists()
-                )
-                if context.chief and config.export and unexported:
-                    print(f"== {name}: exporting its encoder, which --export false left out")
-                    run_directory.export_saved_variant(variant_dir, input_spec)
-            else:
-                if name in incomplete:
-                    again = (
-                        "saving it again from its backup"
-                        if backup.checkpoints()
-                        else "training it again from the start (its backup is gone)"
+            # A worker gone during the training, its final evaluation, saves or gathers.
+            with worker_lost_as_one_line(context, f"{name} trained or was saved"):
+                backup = Backup(work_dir / "backup" / name, config.epoch_steps())
+                if name in results:
+                    print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+                    variant_dir = run_dir / name
+                    unexported = (
+                        "stopped" not in results[name] and not (variant_dir / "encoder").exists()
                     )
-                    print(f"== {name}: {incomplete[name]}: {again}", flush=True)
-                if context.chief:
-                    run_directory.write_config(run_dir, config, code)
-                model, results[name] = train_variant(
-                    config, experiment, name, run_dir, context, stop_at, verbose, callbacks, code
-                )
-                if context.chief:
-                    if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                        run_directory.save_variant(model, run_dir / name, input_spec, config.export)
-                    run_directory.write_results(run_dir, record, results)
+                    if context.chief and config.export and unexported:
+                        print(f"== {name}: exporting its encoder, which --export false left out")
+                        run_directory.export_saved_variant(variant_dir, input_spec)
+                else:
+                    if name in incomplete:
+                        again = (
+                            "saving it again from its backup"
+                            if backup.checkpoints()
+                            else "training it again from the start (its backup is gone)"
+                        )
+                        print(f"== {name}: {incomplete[name]}: {again}", flush=True)
+                    if context.chief:
+                        run_directory.write_config(run_dir, config, code)
+                    model, results[name] = train_variant(
+                        config,
+                        experiment,
+                        name,
+                        run_dir,
+                        context,
+                        stop_at,
+                        verbose,
+                        callbacks,
+                        code,
+                    )
+                    if context.chief:
+                        if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                            run_directory.save_variant(
+                                model, run_dir / name, input_spec, config.export
+                            )
+                        run_directory.write_results(run_dir, record, results)
             # Kept until the variant's outputs are written: a kill before resumes from it.
             remove_backup(work_dir / "backup", name)
         if context.chief:
