@@ -199,6 +199,13 @@ def _bad_tf_configs(out) -> None:
         _flags_refused(out, "--strategy", "multiworker")
 
 
+def _beyond_int32(out) -> None:
+    """The int32 bound counts the wider of the latents and the embeddings."""
+    with pytest.raises(UsageError, match=r"from 4 to 3579139 .* x embedding_dim=600 values"):
+        _flags_refused(out, "--eval-size", "4000000", "--embedding-dim", "600")
+    _flags_refused(out, "--eval-size", "2000000000")
+
+
 def _too_large_for_memory(out) -> None:
     with pytest.raises(UsageError, match="`dim` 100000 .* needs about .* GB of memory"):
         _flags_refused(out, "--dim", "100000")
@@ -484,7 +491,7 @@ CASES = {
         "a TPU VM",
     ),
     "--eval-size (or --batch-size, --alignment-pairs) beyond int32 (synthetic)": (
-        lambda p: _flags_refused(p / "run", "--eval-size", "2000000000"),
+        lambda p: _beyond_int32(p / "run"),
         UsageError,
         "error: `eval_size` must be from 4 to 357913941 \\(half fits, half scores; TensorFlow "
         "counts the eval_size x dim=6 latents' values in int32\\); got 2000000000\\.$",
@@ -519,7 +526,8 @@ CASES = {
         _diverged_run,
         UsageError,
         "error: aninfonce stopped at a non-finite loss by step \\d+ \\(its scores in .* are "
-        "from the last evaluation before\\): try a smaller --learning-rate, into a new --out\\.$",
+        "from the last evaluation before\\): try a smaller --learning-rate \\(or check the data "
+        "for NaN\\), into a new --out\\.$",
     ),
     "a numeric flag written with an underscore (1_0)": (
         lambda p: _numbers_with_underscores(p / "run"),

@@ -165,9 +165,11 @@ class SyntheticConfig(RunConfig):
         width = self.embedding_dim or self.dim
         # The width of the layer before the encoder's output layer.
         before = hidden[-1] if hidden else self.dim
-        # Latents are drawn as [rows, dim] tensors whose elements TensorFlow counts in int32.
-        most_rows = memory.MAX_ELEMENTS // self.dim
-        int32 = f"TensorFlow counts the {{}} x dim={self.dim} latents' values in int32"
+        # Latents and embeddings are [rows, dim] and [rows, width] tensors whose elements
+        # TensorFlow counts in int32.
+        most_rows = memory.MAX_ELEMENTS // max(self.dim, width)
+        widest = f"dim={self.dim} latents'" if width <= self.dim else f"embedding_dim={width}"
+        int32 = f"TensorFlow counts the {{}} x {widest} values in int32"
         require_between(self, "batch_size", 2, most_rows, int32.format("batch_size"))
         require_between(
             self,

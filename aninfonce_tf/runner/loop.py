@@ -329,8 +329,8 @@ def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Pa
     if stopped:
         raise Diverged(
             f"{'; '.join(stopped)} (its scores "
-            f"in {run_dir} are from the last evaluation before): try a smaller --learning-rate, "
-            "into a new --out."
+            f"in {run_dir} are from the last evaluation before): try a smaller --learning-rate "
+            "(or check the data for NaN), into a new --out."
         )
 
 
