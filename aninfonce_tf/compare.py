@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aninfonce_tf.evaluation.determinable import determinable_readout
+from aninfonce_tf.parsing import INTEGER_FLAG
 from aninfonce_tf.runner.report import scored_on, variant_scores
 from aninfonce_tf.statistics import describe, holm, summary_table
 
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     parser.add_argument(
         "--readout-check-seed",
-        type=int,
+        type=INTEGER_FLAG,
         help="with --common-readout: the targets the check of this seed kept (0: the "
         "preset's check) instead of those kept in every seed",
     )

@@ -133,8 +133,8 @@ def check_tf_config(text: str | None = None) -> None:
     count = len(cluster[kind])
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
         raise ValueError(
-            f"TF_CONFIG's task is {kind} {index!r}, beyond the cluster's {count} {kind}s "
-            f"(indices 0 to {count - 1}): {_TF_CONFIG_FIX}."
+            f"TF_CONFIG's task is {kind} {index!r}, beyond the cluster's {count} {kind}"
+            f"{'s' if count != 1 else ''} (indices 0 to {count - 1}): {_TF_CONFIG_FIX}."
         )
 
 

@@ -134,7 +134,8 @@ def check_fits(
     memory = physical_memory() if memory is None else memory
     total = needed if total is None else total
     if memory is not None and total > memory:
-        whole = f" (with the rest of the run, {total / 1e9:.1f} GB)" if total != needed else ""
+        rest = f"{total / 1e9:.1f}"
+        whole = f" (with the rest of the run, {rest} GB)" if rest != f"{needed / 1e9:.1f}" else ""
         raise ValueError(
             f"{what} needs about {needed / 1e9:.1f} GB of memory{whole} and this machine has "
             f"{memory / 1e9:.1f} GB: {fix}."

@@ -28,12 +28,13 @@ from aninfonce_tf.checkpoints import read_json, write_json
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors, split_list
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.errors import UsageError
-from aninfonce_tf.evaluation.targets import strict_float
+from aninfonce_tf.parsing import strict_float
 from aninfonce_tf.plots.dose_response import plot_dose_response
 from aninfonce_tf.runner import RunContext, run_directory, run_seeds
 from aninfonce_tf.runner.cli import (
     parse_config,
     recipe_run_directory,
+    refuse_out,
     run_line,
     run_name,
     seed_list,
@@ -190,32 +191,25 @@ def read_seed_scores(cell_dir: Path, seeds: Sequence[int]) -> dict[int, dict]:
     return scores
 
 
-def run_cells(
-    config: RunConfig,
-    build: Callable[[RunConfig], Experiment],
-    run_dir: Path,
-    cells: Sequence[Cell],
-    limits: Mapping[str, tuple[float, str]] | None = None,
-    report: Callable[[list[dict]], None] | None = None,
-    **labels,
-) -> list[dict]:
-    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
-    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of
-    `{"cell", "values", "changed", "summary", "seed_scores", "run"}`. Rerun, it resumes.
+def plan_cells(
+    config: RunConfig, cells: Sequence[Cell], limits: Mapping[str, tuple[float, str]] | None = None
+) -> list[tuple[dict, list[int], str, RunConfig]]:
+    """Each cell's `(values, seeds, name, config)`, every one checked before any runs.
 
     Args:
         config: the config every cell starts from.
-        build: `config -> Experiment`.
-        run_dir: the sweep's directory.
         cells: `(values, seeds)` of `star_cells` or `grid_cells`.
         limits: `check_limits`' lower limits of the values (None: none).
-        report: writes the sweep's tables and figure from its records.
-        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
 
     Raises:
         ValueError: for a field `config` does not have.
-        UsageError: (a ValueError) before any run, for a cell whose config `validate`
-            refuses, or with a value below `limits`.
+        UsageError: (a ValueError) for a cell whose config `validate` refuses, with a
+            value below `limits`, or that shares its directory with another.
+
+    Example:
+
+    >>> [name for _, _, name, _ in plan_cells(RunConfig(), [({"steps": 1000}, [0])])]
+    ['steps=1000']
     """
     known = {field.name for field in dataclasses.fields(config)}
     unknown = sorted({field for values, _ in cells for field in values} - known)
@@ -223,7 +217,7 @@ def run_cells(
         raise ValueError(f"the cells name fields the config does not have: {unknown}.")
     if {"strategy", "tpu"} & {field for values, _ in cells for field in values}:
         raise UsageError("a sweep runs every cell on one strategy: leave `strategy` and `tpu` out.")
-    planned = []  # every cell checked before the first one runs
+    planned = []
     for values, cell_seeds in cells:
         name, cell_config = cell_name(values), dataclasses.replace(config, **values)
         try:
@@ -241,6 +235,40 @@ def run_cells(
                 "give each value of an axis once."
             )
         cell_names[name] = values
+    return planned
+
+
+def run_cells(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    cells: Sequence[Cell],
+    limits: Mapping[str, tuple[float, str]] | None = None,
+    report: Callable[[list[dict]], None] | None = None,
+    context: RunContext | None = None,
+    **labels,
+) -> list[dict]:
+    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
+    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of
+    `{"cell", "values", "changed", "summary", "seed_scores", "run"}`. Rerun, it resumes.
+
+    Args:
+        config: the config every cell starts from.
+        build: `config -> Experiment`.
+        run_dir: the sweep's directory.
+        cells: `(values, seeds)` of `star_cells` or `grid_cells`.
+        limits: `check_limits`' lower limits of the values (None: none).
+        report: writes the sweep's tables and figure from its records.
+        context: the sweep's `RunContext` (default: made from `config`).
+        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
+
+    Raises:
+        ValueError: for a field `config` does not have.
+        UsageError: (a ValueError) before any run, as `plan_cells`, or for a `run_dir`
+            holding other files than a sweep's.
+    """
+    planned = plan_cells(config, cells, limits)
+    cell_names = {name for _, _, name, _ in planned}
     with as_usage_errors():
         run_directory.refuse_others(
             run_dir,
@@ -248,7 +276,7 @@ def run_cells(
             lambda path: path.name in cell_names or path.name in GRID_FILES,
             f"only the cells' directories and {', '.join(GRID_FILES)}",
         )
-    context = RunContext.create(config.strategy, config.tpu)
+    context = context or RunContext.create(config.strategy, config.tpu)
     records = []
     with lock_run_directory(context.work_dir(run_dir)):  # each worker its own
         for values, cell_seeds, name, cell_config in planned:
@@ -396,9 +424,7 @@ def main(
         field: getattr(options, f"grid_{field}") or [getattr(config, field)]
         for field in config_module.SWEEP_AXES
     }
-    with recipe_run_directory(
-        options.out, f"{run_name(options)}-{options.design}", prog
-    ) as run_dir:
+    try:  # one line, before the run's first line and its directory (as `cli.main`)
         with as_usage_errors():
             config_module.check_sweep(config)
             if options.corner_seeds and options.design != "product":
@@ -408,6 +434,15 @@ def main(
                 cells = star_cells(axes, center, seeds)
             else:
                 cells = grid_cells(axes, seeds, options.corner_seeds or seeds)
+            cell_limits = None if options.allow_below_limits else limits
+            plan_cells(config, cells, cell_limits)
+            config.check_inputs()
+            context = RunContext.create(config.strategy, config.tpu)
+    except UsageError as error:
+        refuse_out(str(error), prog)
+    with recipe_run_directory(
+        options.out, f"{run_name(options)}-{options.design}", prog
+    ) as run_dir:
         print(f"{run_line(options)}\nrun directory: {run_dir}", flush=True)
         recipe = config_module.__name__.rsplit(".", 1)[-1]
         what = (
@@ -423,8 +458,9 @@ def main(
             config_module.build,
             run_dir,
             cells,
-            limits=None if options.allow_below_limits else limits,
+            limits=cell_limits,
             report=report,
+            context=context,
             preset=options.preset,
             smoke=options.smoke,
             allow_code_change=options.allow_code_change,
@@ -463,6 +499,7 @@ __all__ = [
     "check_limits",
     "grid_cells",
     "main",
+    "plan_cells",
     "read_seed_scores",
     "run_cells",
     "run_grid",

@@ -200,6 +200,13 @@ def _bad_tf_configs(out) -> None:
         _flags_refused(out, "--strategy", "multiworker")
 
 
+def _beyond_int32(out) -> None:
+    """The int32 bound counts the wider of the latents and the embeddings."""
+    with pytest.raises(UsageError, match=r"from 4 to 3579139 .* x embedding_dim=600 values"):
+        _flags_refused(out, "--eval-size", "4000000", "--embedding-dim", "600")
+    _flags_refused(out, "--eval-size", "2000000000")
+
+
 def _too_large_for_memory(out) -> None:
     with pytest.raises(UsageError, match="`dim` 100000 .* needs about .* GB of memory"):
         _flags_refused(out, "--dim", "100000")
@@ -213,23 +220,54 @@ def _numbers_with_underscores(out) -> None:
     _flags_refused(out, "--learning-rate", "1_0e-3")
 
 
-def _worker_gone(tmp_path) -> None:
-    """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`:
-    one line, exit status 1."""
-    context = runner.RunContext(get_strategy("default"), chief=True, multi_worker=True)
-    lost = tf.errors.UnavailableError(
-        None, None, "Collective ops is aborted by: failed to connect to all addresses\n" * 30
-    )
-    stderr = io.StringIO()
-    with (
-        mock.patch.object(runner.RunContext, "create", return_value=context),
-        mock.patch.object(ContrastiveModel, "fit", side_effect=lost),
-        contextlib.redirect_stderr(stderr),
-        pytest.raises(SystemExit) as stop,
+def _lists_with_underscores(tmp_path) -> None:
+    """`1_0` in a seed list, a list flag or compare's seed: refused, not read as 10."""
+    out = tmp_path / "run"
+    for flags, message in (
+        (["--seeds", "0,1_0"], "argument --seeds: expected distinct non-negative integers"),
+        (["--hidden-units", "6_4"], "`hidden_units` must be comma-separated positive widths"),
+        (
+            ["--losses", "infonce_ensemble", "--ensemble-temperatures", "0.1,1_0"],
+            "`ensemble_temperatures` must be comma-separated numbers",
+        ),
     ):
-        runner.main(synthetic, [*COMMAND, "--out", str(tmp_path)])
-    assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
-    raise UsageError(stderr.getvalue().strip())
+        with pytest.raises(UsageError, match=re.escape(message)):
+            _flags_refused(out, *flags, main=lambda argv: runner.main(synthetic, argv))
+    with pytest.raises(UsageError, match="argument --corner-seeds: expected distinct"):
+        _sweep_flags_refused(tmp_path, "--design", "product", "--corner-seeds", "0,1_0")
+    _compare_command(tmp_path, "--readout-check-seed", "1_0")
+
+
+def _worker_gone(tmp_path) -> None:
+    """A collective op whose peer died, as TensorFlow raises it in a multi-worker `fit`, or
+    aborted while the trained encoder is saved: one line, exit status 1."""
+    context = runner.RunContext(get_strategy("default"), chief=True, multi_worker=True)
+    aborted = tf.errors.AbortedError(None, None, "Collective ops is aborted by: peer gone\n" * 30)
+    lines = []
+    for target, name, lost in (
+        (runner.run_directory, "save_variant", aborted),
+        (
+            ContrastiveModel,
+            "fit",
+            tf.errors.UnavailableError(
+                None,
+                None,
+                "Collective ops is aborted by: failed to connect to all addresses\n" * 30,
+            ),
+        ),
+    ):
+        stderr = io.StringIO()
+        with (
+            mock.patch.object(runner.RunContext, "create", return_value=context),
+            mock.patch.object(target, name, side_effect=lost),
+            contextlib.redirect_stderr(stderr),
+            pytest.raises(SystemExit) as stop,
+        ):
+            runner.main(synthetic, [*COMMAND, "--out", str(tmp_path / name)])
+        assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
+        lines.append(stderr.getvalue().strip())
+    assert "AbortedError: Collective ops is aborted by: peer gone) while aninfonce" in lines[0]
+    raise UsageError(lines[1])
 
 
 def _diverged_run(tmp_path) -> None:
@@ -239,11 +277,44 @@ def _diverged_run(tmp_path) -> None:
         runner.main(synthetic, [*COMMAND, "--learning-rate", "1e30", "--out", str(tmp_path)])
     assert stop.value.code == 1 and stderr.getvalue().count("\n") == 1, stderr.getvalue()
     assert "stopped" in read_json(tmp_path / "results.json")["variants"]["aninfonce"]
+    # A worker but the chief, with --seeds, writes no results.json and exits 1 too.
+    worker = runner.RunContext(get_strategy("default"), chief=False, multi_worker=False)
+    with (
+        mock.patch.object(runner.RunContext, "create", return_value=worker),
+        mock.patch.object(runner.RunContext, "work_dir", lambda _, run: run / "workers" / "1"),
+        contextlib.redirect_stderr(io.StringIO()) as worker_stderr,
+        pytest.raises(SystemExit) as stop,
+    ):
+        argv = [*COMMAND, "--learning-rate", "1e30", "--seeds", "0", "--out", str(tmp_path / "w")]
+        runner.main(synthetic, argv)
+    assert stop.value.code == 1 and "(seed 0) stopped" in worker_stderr.getvalue()
+    assert not (tmp_path / "w" / "seed_0" / "results.json").exists()
     raise UsageError(stderr.getvalue().strip())
 
 
 def _sweep_flags_refused(out, *flags) -> None:
     _flags_refused(out / "run", *flags, main=lambda argv: sweep.main(rendered, argv))
+
+
+def _sweep_strategy_and_sizes(tmp_path) -> None:
+    """The sweeps' strategy and int32 sizes: one line, exit status 2, before the run's
+    first line and before `--out` or its parents are made."""
+    out = tmp_path / "n1" / "n2" / "run"
+    bad_tf_config = {"TF_CONFIG": "{cluster"}
+    for module, flags, environment, message in (
+        (rendered, ["--strategy", "tpu"], {}, "found no TPU"),
+        (rendered, ["--strategy", "multiworker"], bad_tf_config, "TF_CONFIG is not JSON"),
+        (synthetic, ["--eval-size", "2000000000"], {}, "`eval_size` must be from 4"),
+    ):
+        stdout = io.StringIO()
+        with (
+            mock.patch.dict(os.environ, environment),
+            contextlib.redirect_stdout(stdout),
+            pytest.raises(UsageError, match=re.escape(message)),
+        ):
+            _flags_refused(out, *flags, main=lambda argv, m=module: sweep.main(m, argv))
+        assert stdout.getvalue() == "" and not (tmp_path / "n1").exists(), stdout.getvalue()
+    raise UsageError(message)
 
 
 def _out_that_is_a_file(tmp_path, under: bool) -> None:
@@ -424,7 +495,7 @@ CASES = {
         "a TPU VM",
     ),
     "--eval-size (or --batch-size, --alignment-pairs) beyond int32 (synthetic)": (
-        lambda p: _flags_refused(p / "run", "--eval-size", "2000000000"),
+        lambda p: _beyond_int32(p / "run"),
         UsageError,
         "error: `eval_size` must be from 4 to 357913941 \\(half fits, half scores; TensorFlow "
         "counts the eval_size x dim=6 latents' values in int32\\); got 2000000000\\.$",
@@ -433,16 +504,21 @@ CASES = {
         lambda p: _too_large_for_memory(p / "run"),
         UsageError,
         "error: `generator_draws` 1000000000 at `dim` 6 \\(the generator's candidate 6 x 6 "
-        "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory \\(with the rest of "
-        "the run, .* GB\\) and this machine has .* GB: pass a smaller --generator-draws",
+        "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory and this machine has "
+        ".* GB: pass a smaller --generator-draws",
+    ),
+    "a sweep's --strategy tpu, malformed TF_CONFIG or int32 --eval-size": (
+        _sweep_strategy_and_sizes,
+        UsageError,
+        "`eval_size` must be from 4",
     ),
     "a worker of a multi-worker run that is gone": (
         _worker_gone,
         UsageError,
         "error: A worker of this run is gone \\(killed, stalled or cut off; UnavailableError: "
         "Collective ops is aborted by: failed to connect to all addresses\\) while aninfonce "
-        "trained: rerun every worker with the same command, and the run resumes from its last "
-        "backup\\.$",
+        "trained or was saved: rerun every worker with the same command, and the run resumes "
+        "from its last backup\\.$",
     ),
     "--rotation-gain above 100": (
         lambda p: _flags_refused(p / "run", "--rotation-gain", "1e6"),
@@ -454,12 +530,18 @@ CASES = {
         _diverged_run,
         UsageError,
         "error: aninfonce stopped at a non-finite loss by step \\d+ \\(its scores in .* are "
-        "from the last evaluation before\\): try a smaller --learning-rate, into a new --out\\.$",
+        "from the last evaluation before\\): try a smaller --learning-rate \\(or check the data "
+        "for NaN\\), into a new --out\\.$",
     ),
     "a numeric flag written with an underscore (1_0)": (
         lambda p: _numbers_with_underscores(p / "run"),
         UsageError,
         "error: argument --learning-rate: expected a number such as 0.95 or 1e-3; got '1_0e-3'$",
+    ),
+    "a seed list, list flag or compare seed written with an underscore (1_0)": (
+        _lists_with_underscores,
+        UsageError,
+        "error: argument --readout-check-seed: expected an integer such as 4096; got '1_0'$",
     ),
     "views with different row counts": (
         lambda _: _fit(X, X[:5]),
@@ -1010,7 +1092,7 @@ CASES = {
         "machine has .*: pass --loss-block-size \\d+ \\(the blockwise loss\\), or a smaller",
     ),
     "an --embedding-dim that exceeds the memory": (
-        lambda p: _run(p, embedding_dim=10**8),
+        lambda p: _run(p, embedding_dim=10**8, batch_size=2, eval_size=4, alignment_pairs=0),
         ValueError,
         "`embedding_dim` 100000000 .* needs about .* GB of memory .*: pass a smaller "
         "--embedding-dim",

@@ -19,6 +19,7 @@ from aninfonce_tf.distribute import STRATEGIES
 from aninfonce_tf.errors import UsageError
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_loss_name, check_variants
+from aninfonce_tf.parsing import strict_float, strict_int
 
 # Fields that say where and how a run executes, not what it computes: a run may
 # resume with other values of these.
@@ -127,7 +128,7 @@ def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> lis
     """
     text = getattr(config, name)
     try:
-        widths = split_list(text, int)
+        widths = split_list(text, strict_int)
     except ValueError:
         widths = None
     if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
@@ -330,7 +331,7 @@ class RunConfig:
         return dict(
             infonce_temperature=self.infonce_temperature,
             hard_negative_beta=self.hard_negative_beta,
-            ensemble_temperatures=split_list(self.ensemble_temperatures, float),
+            ensemble_temperatures=split_list(self.ensemble_temperatures, strict_float),
             initial_concentration=self.initial_concentration or None,
             parametrization=self.parametrization,
             block_size=self.loss_block_size or None,

@@ -87,6 +87,7 @@ from aninfonce_tf.evaluation.determinable import DeterminableProbeEvaluator
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.probes import FOLDS, ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
+from aninfonce_tf.parsing import strict_int
 
 DATASETS = ("photos", "cifar10", "imagenet2012")
 ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
@@ -467,7 +468,7 @@ def build(config: ImageConfig) -> Experiment:
     }
     final_scores = tuple(sorted(set().union(*(e.score_names(True) for e in final))))
     protocol = {"linear_evaluation": linear_evaluation_record(config, size)} if final else {}
-    units = split_list(config.projector_units, int)
+    units = split_list(config.projector_units, strict_int)
 
     def worker_train_data(start: int, context: tf.distribute.InputContext) -> tf.data.Dataset:
         # Each worker reads its own shard (tfds: an even part of the split) in

@@ -47,6 +47,7 @@ from aninfonce_tf.data.vae import IMAGE_SHAPE, SOURCES, train_vae
 from aninfonce_tf.encoders import small_cnn
 from aninfonce_tf.errors import UsageError
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
+from aninfonce_tf.parsing import strict_int
 
 
 @dataclasses.dataclass
@@ -140,7 +141,7 @@ def build(config: MnistVaeConfig) -> Experiment:
         [render(latents[i : i + 1024]).numpy() for i in range(0, len(latents), 1024)]
     )
     evaluator = IdentifiabilityEvaluator.for_setup(setup, observations, latents)
-    filters = split_list(config.encoder_filters, int)
+    filters = split_list(config.encoder_filters, strict_int)
 
     def figures(results: dict, run_dir: Path, title: str = "") -> list[Path]:
         batch = next(iter(train_data(0)))

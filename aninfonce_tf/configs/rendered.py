@@ -51,6 +51,7 @@ from aninfonce_tf.encoders import pooled_cnn, small_cnn
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.layers import projection_head
+from aninfonce_tf.parsing import strict_float, strict_int
 
 ENCODERS = {"pooled_cnn": pooled_cnn, "small_cnn": small_cnn}
 # The smallest crop area of the augment presets (see the module's docstring).
@@ -138,7 +139,7 @@ class RenderedConfig(RunConfig):
 
 def _numbers(config: RenderedConfig, field: str) -> list[float]:
     try:
-        return split_list(getattr(config, field), float)
+        return split_list(getattr(config, field), strict_float)
     except ValueError:
         raise ValueError(
             f"`{field}` must be comma-separated numbers; got {getattr(config, field)!r}."
@@ -271,8 +272,8 @@ def build(config: RenderedConfig) -> Experiment:
     )
     # The conditional's Lambda, of the pairs drawn from it.
     concentration = None if config.mode == "augment" else source.concentration_values
-    units = split_list(config.projector_units, int)
-    filters = split_list(config.encoder_filters, int)
+    units = split_list(config.projector_units, strict_int)
+    filters = split_list(config.encoder_filters, strict_int)
     shape = (source.view_size, source.view_size, 3)
     columns = table_columns(source, blocks)
 

@@ -40,6 +40,7 @@ from aninfonce_tf.data.synthetic import (
 )
 from aninfonce_tf.encoders import mlp_encoder
 from aninfonce_tf.evaluation.identifiability import PRIMARY_SCORES, IdentifiabilityEvaluator
+from aninfonce_tf.parsing import strict_int
 from aninfonce_tf.rotation import checked_gain
 
 
@@ -164,9 +165,11 @@ class SyntheticConfig(RunConfig):
         width = self.embedding_dim or self.dim
         # The width of the layer before the encoder's output layer.
         before = hidden[-1] if hidden else self.dim
-        # Latents are drawn as [rows, dim] tensors whose elements TensorFlow counts in int32.
-        most_rows = memory.MAX_ELEMENTS // self.dim
-        int32 = f"TensorFlow counts the {{}} x dim={self.dim} latents' values in int32"
+        # Latents and embeddings are [rows, dim] and [rows, width] tensors whose elements
+        # TensorFlow counts in int32.
+        most_rows = memory.MAX_ELEMENTS // max(self.dim, width)
+        widest = f"dim={self.dim} latents'" if width <= self.dim else f"embedding_dim={width}"
+        int32 = f"TensorFlow counts the {{}} x {widest} values in int32"
         require_between(self, "batch_size", 2, most_rows, int32.format("batch_size"))
         require_between(
             self,
@@ -286,7 +289,7 @@ def build(config: SyntheticConfig) -> Experiment:
     evaluator = IdentifiabilityEvaluator.for_setup(
         setup, observations, latents, config.nonlinear_r2, alignment_pairs
     )
-    hidden = split_list(config.hidden_units, int)
+    hidden = split_list(config.hidden_units, strict_int)
     primary = DOSE_RESPONSE_SCORES if config.concentration_spread else PRIMARY_SCORES
     return Experiment(
         train_data=lambda start: setup.dataset(config.batch_size, seed=config.seed, start=start),

@@ -37,6 +37,7 @@ from aninfonce_tf.data.user_images import check_images_source, read_images
 from aninfonce_tf.evaluation.features import LEVELS
 from aninfonce_tf.evaluation.probes import FOLDS, ImageProbeEvaluator
 from aninfonce_tf.layers import projection_head
+from aninfonce_tf.parsing import strict_int
 
 # Random examples of `--mock-data`: 2 classes of noise images.
 MOCK_EXAMPLES = 256
@@ -176,7 +177,7 @@ def build(config: TrainConfig) -> Experiment:
     if len(held):
         evaluators.append(_probes(config, augment, train, read, held))
     shape = (config.image_size, config.image_size, 3)
-    units = split_list(config.projector_units, int)
+    units = split_list(config.projector_units, strict_int)
     weights = None if config.weights == "none" else config.weights
     return Experiment(
         train_data=lambda start: pair_batches(

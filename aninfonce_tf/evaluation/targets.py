@@ -10,61 +10,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 from aninfonce_tf.evaluation.protocol import Evaluator
+from aninfonce_tf.parsing import strict_float
 
 # A target as `--stop-at` writes it: a score name, `>=`, `<=` or `=`, and a number.
 _TARGET = re.compile(r"(?P<name>[^<>=]+?)\s*(?P<direction>[<>]?=)\s*(?P<value>[^<>=]+)")
-
-# A number as it is written: no `_` between digits, which Python's `float` accepts.
-_NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|infinity|nan)", re.I)
-_INTEGER = re.compile(r"[-+]?\d+")
-
-
-def strict_float(text: str) -> float:
-    """`text` as a float, refused unless written as a plain number (`1_0`, which
-    `float` reads as 10, is refused).
-
-    Args:
-        text: a number such as `0.95`, `-1e-3` or `inf` (spaces around it allowed).
-
-    Returns:
-        The number.
-
-    Raises:
-        ValueError: for any other text.
-
-    Example:
-
-    >>> strict_float(" 0.95"), strict_float("1e-3")
-    (0.95, 0.001)
-    >>> strict_float("1_0")
-    Traceback (most recent call last):
-    ...
-    ValueError: '1_0' is not a number such as 0.95 or 1e-3.
-    """
-    if not _NUMBER.fullmatch(text.strip()):
-        raise ValueError(f"{text!r} is not a number such as 0.95 or 1e-3.")
-    return float(text)
-
-
-def strict_int(text: str) -> int:
-    """`text` as an int, refused unless written as digits with an optional sign (`1_0`,
-    which `int` reads as 10, and `2e9` are refused).
-
-    Raises:
-        ValueError: for any other text.
-
-    Example:
-
-    >>> strict_int(" 4096"), strict_int("-1")
-    (4096, -1)
-    >>> strict_int("1_0")
-    Traceback (most recent call last):
-    ...
-    ValueError: '1_0' is not an integer such as 4096.
-    """
-    if not _INTEGER.fullmatch(text.strip()):
-        raise ValueError(f"{text!r} is not an integer such as 4096.")
-    return int(text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,7 +225,5 @@ __all__ = [
     "natural_direction",
     "parse_targets",
     "resolve_targets",
-    "strict_float",
-    "strict_int",
     "targets_reached",
 ]

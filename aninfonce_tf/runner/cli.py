@@ -24,9 +24,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
-from aninfonce_tf.evaluation.targets import strict_float, strict_int
+from aninfonce_tf.parsing import INTEGER_FLAG, NUMBER_FLAG, strict_int
 from aninfonce_tf.runner import exits, loop, run_directory
 from aninfonce_tf.runner.context import RunContext
 
@@ -269,7 +268,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def seed_list(text: str) -> list[int]:
-    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`).
+    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`), each
+    written as digits (`strict_int`: no `1_0`).
 
     Raises:
         argparse.ArgumentTypeError: for any other text.
@@ -280,7 +280,7 @@ def seed_list(text: str) -> list[int]:
     [0, 1, 2]
     """
     try:
-        seeds = [int(item) for item in text.split(",")]
+        seeds = [strict_int(item) for item in text.split(",")]
     except ValueError:
         seeds = []
     if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
@@ -290,24 +290,8 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
-def _strict_number(read: typing.Callable[[str], float], example: str):
-    """A flag's type that reads a number as `read` does (`strict_int`, `strict_float`:
-    no `1_0`, which Python reads as 10), naming `example` when it cannot."""
-
-    def number(text: str):
-        try:
-            return read(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {example}; got {text!r}") from None
-
-    return number
-
-
 # The types of the numeric fields' flags.
-_NUMBER_FLAGS = {
-    int: _strict_number(strict_int, "an integer such as 4096"),
-    float: _strict_number(strict_float, "a number such as 0.95 or 1e-3"),
-}
+_NUMBER_FLAGS = {int: INTEGER_FLAG, float: NUMBER_FLAG}
 
 
 def _boolean(text: str) -> bool:
@@ -352,7 +336,7 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
             config.check_inputs()
             context = RunContext.create(config.strategy, config.tpu)
     except UsageError as error:
-        _refuse_out(str(error), prog)
+        refuse_out(str(error), prog)
     with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
         mock = (
             "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
@@ -365,12 +349,10 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
             context=context,
         )
         if options.seeds:
-            summary = loop.run_seeds(config, config_module.build, run_dir, options.seeds, **labels)
-            written = {seed: run_dir / f"seed_{seed}" / "results.json" for seed in options.seeds}
-            loop.raise_if_diverged(
-                {s: read_json(path)["variants"] for s, path in written.items() if path.exists()},
-                run_dir,
+            summary, runs = loop.run_seeds_results(
+                config, config_module.build, run_dir, options.seeds, **labels
             )
+            loop.raise_if_diverged(runs, run_dir)  # on every worker, as each has the results
             return summary
         results = loop.run(config, config_module.build, run_dir, **labels)
         loop.raise_if_diverged({None: results}, run_dir)
@@ -415,7 +397,7 @@ def _seeds_text(seeds: Sequence[int]) -> str:
     return f"{head},...,{seeds[-1]} ({len(seeds)} seeds)"
 
 
-def _refuse_out(message: str, prog: str | None) -> typing.NoReturn:
+def refuse_out(message: str, prog: str | None) -> typing.NoReturn:
     """Ends the command with `message` on one line, as argparse ends a bad flag
     (status 2), before a run directory is made."""
     print(f"{prog or Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
@@ -429,7 +411,7 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
     (`exits.one_line_exit`), leaving no empty directory behind."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
-        _refuse_out(
+        refuse_out(
             f"--out {out}: a run directory is a local path (its lock, backups and atomic "
             "replaces need a local file system): write to a local disk and copy the finished "
             "run to object storage (gsutil rsync, gcloud storage cp -r).",
@@ -442,14 +424,14 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
         path = Path(out or "runs")
         file = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
         if file is None:
-            _refuse_out(
+            refuse_out(
                 f"--out {path}: the run directory cannot be made ({error.strerror}): pass an "
                 "--out on a disk this user can write.",
                 prog,
             )
-        _refuse_out(f"--out {path}: {file} is a file, not a directory: pass another --out.", prog)
+        refuse_out(f"--out {path}: {file} is a file, not a directory: pass another --out.", prog)
     if not os.access(run_dir, os.W_OK | os.X_OK):
-        _refuse_out(
+        refuse_out(
             f"--out {run_dir}: the run directory is read-only: make it writable "
             f"(chmod u+w {shlex.quote(str(run_dir))}), or pass another --out.",
             prog,
@@ -473,6 +455,7 @@ __all__ = [
     "main",
     "parse_config",
     "recipe_run_directory",
+    "refuse_out",
     "run_line",
     "run_name",
     "seed_list",

@@ -36,7 +36,7 @@ from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import report, run_directory
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.lock import lock_run_directory
-from aninfonce_tf.runner.training import train_variant
+from aninfonce_tf.runner.training import train_variant, worker_lost_as_one_line
 from aninfonce_tf.statistics import summarize, summary_table
 
 
@@ -116,7 +116,8 @@ def _run(
         names = config.loss_names()
     context = context or RunContext.create(config.strategy, config.tpu)
     if context.multi_worker:
-        run_directory.check_workers_agree(context.strategy, config)
+        with worker_lost_as_one_line(context, "the workers compared their flags"):
+            run_directory.check_workers_agree(context.strategy, config)
     work_dir = context.work_dir(run_dir)
     with lock_run_directory(work_dir):
         with as_usage_errors():
@@ -143,33 +144,45 @@ def _run(
             split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
         )
         for name in names:
-            backup = Backup(work_dir / "backup" / name, config.epoch_steps())
-            if name in results:
-                print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
-                variant_dir = run_dir / name
-                unexported = (
-                    "stopped" not in results[name] and not (variant_dir / "encoder").exists()
-                )
-                if context.chief and config.export and unexported:
-                    print(f"== {name}: exporting its encoder, which --export false left out")
-                    run_directory.export_saved_variant(variant_dir, input_spec)
-            else:
-                if name in incomplete:
-                    again = (
-                        "saving it again from its backup"
-                        if backup.checkpoints()
-                        else "training it again from the start (its backup is gone)"
+            # A worker gone during the training, its final evaluation, saves or gathers.
+            with worker_lost_as_one_line(context, f"{name} trained or was saved"):
+                backup = Backup(work_dir / "backup" / name, config.epoch_steps())
+                if name in results:
+                    print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
+                    variant_dir = run_dir / name
+                    unexported = (
+                        "stopped" not in results[name] and not (variant_dir / "encoder").exists()
                     )
-                    print(f"== {name}: {incomplete[name]}: {again}", flush=True)
-                if context.chief:
-                    run_directory.write_config(run_dir, config, code)
-                model, results[name] = train_variant(
-                    config, experiment, name, run_dir, context, stop_at, verbose, callbacks, code
-                )
-                if context.chief:
-                    if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                        run_directory.save_variant(model, run_dir / name, input_spec, config.export)
-                    run_directory.write_results(run_dir, record, results)
+                    if context.chief and config.export and unexported:
+                        print(f"== {name}: exporting its encoder, which --export false left out")
+                        run_directory.export_saved_variant(variant_dir, input_spec)
+                else:
+                    if name in incomplete:
+                        again = (
+                            "saving it again from its backup"
+                            if backup.checkpoints()
+                            else "training it again from the start (its backup is gone)"
+                        )
+                        print(f"== {name}: {incomplete[name]}: {again}", flush=True)
+                    if context.chief:
+                        run_directory.write_config(run_dir, config, code)
+                    model, results[name] = train_variant(
+                        config,
+                        experiment,
+                        name,
+                        run_dir,
+                        context,
+                        stop_at,
+                        verbose,
+                        callbacks,
+                        code,
+                    )
+                    if context.chief:
+                        if "stopped" not in results[name]:  # a diverged model is not worth keeping
+                            run_directory.save_variant(
+                                model, run_dir / name, input_spec, config.export
+                            )
+                        run_directory.write_results(run_dir, record, results)
             # Kept until the variant's outputs are written: a kill before resumes from it.
             remove_backup(work_dir / "backup", name)
         if context.chief:
@@ -218,6 +231,29 @@ def run_seeds(
     Returns:
         The summary, as written to `summary.json`.
     """
+    return run_seeds_results(
+        config, build, run_dir, seeds, verbose, callbacks, preset, smoke, context, allow_code_change
+    )[0]
+
+
+def run_seeds_results(
+    config: RunConfig,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    seeds: Sequence[int],
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    preset: str | None = None,
+    smoke: bool = False,
+    context: RunContext | None = None,
+    allow_code_change: bool = False,
+) -> tuple[dict, dict[int, dict]]:
+    """`run_seeds`, returning with the summary each seed's `{variant: result}` as
+    `run` returns it, on every worker (only the chief writes them to results.json).
+
+    Returns:
+        `(summary, {seed: {variant: result}})` for the `seeds` given.
+    """
     with as_usage_errors():  # every seed, before a strategy is set up for any
         for seed in seeds:
             dataclasses.replace(config, seed=seed).resolved().validate()
@@ -265,7 +301,7 @@ def run_seeds(
             report.write_seeds_figures(summary, experiment, run_dir, preset, smoke)
     print(summary_table(summary, experiment.table_columns))
     print(f"summary: {run_dir / 'summary.json'}")
-    return summary
+    return summary, runs
 
 
 def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Path) -> None:
@@ -293,9 +329,9 @@ def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Pa
     if stopped:
         raise Diverged(
             f"{'; '.join(stopped)} (its scores "
-            f"in {run_dir} are from the last evaluation before): try a smaller --learning-rate, "
-            "into a new --out."
+            f"in {run_dir} are from the last evaluation before): try a smaller --learning-rate "
+            "(or check the data for NaN), into a new --out."
         )
 
 
-__all__ = ["raise_if_diverged", "run", "run_seeds"]
+__all__ = ["raise_if_diverged", "run", "run_seeds", "run_seeds_results"]

@@ -3,6 +3,7 @@ evaluation, targets, NaN stop and checkpoint-and-resume."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Sequence
@@ -62,6 +63,44 @@ def build_model(config: RunConfig, experiment: Experiment, variant: str) -> Cont
         steps_per_execution=config.steps_per_execution,
     )
     return model
+
+
+# What a collective op raises when a peer worker died or stalls, or aborted the op.
+LOST_WORKER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+)
+
+
+@contextlib.contextmanager
+def worker_lost_as_one_line(context: RunContext, during: str):
+    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run
+    (TensorFlow's own spans dozens of lines); `during`: what the run was doing, as
+    "while aninfonce trained". Other runs' errors pass as they are.
+
+    Example:
+
+    >>> from aninfonce_tf.distribute import get_strategy
+    >>> context = RunContext(get_strategy("default"), chief=True, multi_worker=True)
+    >>> with worker_lost_as_one_line(context, "aninfonce trained"):  # doctest: +ELLIPSIS
+    ...     raise tf.errors.AbortedError(None, None, "peer gone\\nand more")
+    Traceback (most recent call last):
+    ...
+    aninfonce_tf.errors.WorkerLost: A worker of this run is gone (... AbortedError: peer gone) while ...
+    """
+    try:
+        yield
+    except LOST_WORKER_ERRORS as error:
+        if not context.multi_worker:
+            raise
+        reason = str(error.message).strip().split("\n")[0][:200]
+        raise WorkerLost(
+            f"A worker of this run is gone (killed, stalled or cut off; "
+            f"{type(error).__name__}: {reason}) while {during}: rerun every worker "
+            "with the same command, and the run resumes from its last backup."
+        ) from None
 
 
 def train_variant(
@@ -180,26 +219,15 @@ def train_variant(
     reading = " (each worker reads its own shard)" if sharded else ""
     print(f"== {variant}: {config.steps} steps of {config.batch_size} pairs{reading}", flush=True)
     start = time.perf_counter()
-    try:
-        fit_history = model.fit(
-            data,
-            steps_per_epoch=epoch_steps,
-            initial_epoch=start_step // epoch_steps,
-            epochs=(reached["step"] if reached else config.steps) // epoch_steps,
-            callbacks=fit_callbacks,
-            verbose=verbose,
-            shuffle=False,  # fresh pairs every step; True would only make Keras warn
-        )
-    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError) as error:
-        if not context.multi_worker:
-            raise
-        # A collective op whose peer died or stalls: TensorFlow's error spans dozens of lines.
-        reason = str(error.message).strip().split("\n")[0][:200]
-        raise WorkerLost(
-            f"A worker of this run is gone (killed, stalled or cut off; "
-            f"{type(error).__name__}: {reason}) while {variant} trained: rerun every worker "
-            "with the same command, and the run resumes from its last backup."
-        ) from None
+    fit_history = model.fit(
+        data,
+        steps_per_epoch=epoch_steps,
+        initial_epoch=start_step // epoch_steps,
+        epochs=(reached["step"] if reached else config.steps) // epoch_steps,
+        callbacks=fit_callbacks,
+        verbose=verbose,
+        shuffle=False,  # fresh pairs every step; True would only make Keras warn
+    )
     seconds = time.perf_counter() - start + (history[-1]["seconds"] if history else 0.0)
     curve = evaluation.history
     final = curve[-1] if curve else {}
@@ -221,4 +249,4 @@ def train_variant(
     return model, result
 
 
-__all__ = ["build_model", "train_variant"]
+__all__ = ["LOST_WORKER_ERRORS", "build_model", "train_variant", "worker_lost_as_one_line"]
