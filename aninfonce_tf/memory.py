@@ -27,6 +27,8 @@ LOGIT_COPIES = 4
 # Copies of each trained float32 value: the weight, its gradient and Adam's two moments.
 STATE_COPIES = 4
 FLOAT_BYTES = 4
+# Copies of a held-out image set a run holds: the array and the tensors made of it.
+IMAGE_SET_COPIES = 2
 # A container's memory limit under cgroup v2.
 CGROUP_MEMORY_LIMIT = "/sys/fs/cgroup/memory.max"
 
@@ -78,6 +80,23 @@ class Allocation:
     nbytes: int
     what: str
     fix: str
+
+
+def image_set(count: int, side: int, channels: int, field: str) -> Allocation:
+    """`count` float32 images of `side` x `side` x `channels` that a run holds whole
+    (a held-out set sized by the config field `field`), with the views made of them:
+    `IMAGE_SET_COPIES` copies.
+
+    Example:
+
+    >>> image_set(10**6, 32, 3, "eval_size").nbytes / 1e9
+    24.576
+    """
+    return Allocation(
+        IMAGE_SET_COPIES * count * side * side * channels * FLOAT_BYTES,
+        f"`{field}` {count} ({side} x {side} x {channels} float32 images held whole)",
+        f"pass a smaller --{field.replace('_', '-')}",
+    )
 
 
 def check_allocations(allocations: Sequence[Allocation], memory: int | None = None) -> None:
@@ -181,10 +200,12 @@ __all__ = [
     "MAX_ELEMENTS",
     "STATE_COPIES",
     "FLOAT_BYTES",
+    "IMAGE_SET_COPIES",
     "check_allocations",
     "check_fits",
     "check_loss",
     "embedding_bytes",
+    "image_set",
     "largest_block_that_fits",
     "loss_bytes",
     "physical_memory",

@@ -213,6 +213,15 @@ def _too_large_for_memory(out) -> None:
     _flags_refused(out, "--generator-draws", "1000000000")
 
 
+def _image_sets_too_large_for_memory(out) -> None:
+    """The rendered and VAE recipes' held-out images: one line before `out` is made."""
+    with pytest.raises(UsageError, match="`readout_size` 2000000000 .* GB of memory"):
+        _flags_refused(
+            out, "--readout-size", "2000000000", main=lambda argv: runner.main(rendered, argv)
+        )
+    _flags_refused(out, "--eval-size", "2000000000", main=lambda argv: runner.main(mnist_vae, argv))
+
+
 def _numbers_with_underscores(out) -> None:
     for flag, value in (("--steps", "4_0"), ("--eval-size", "2e9"), ("--high", "3_0")):
         with pytest.raises(UsageError, match=f"argument {flag}: expected"):
@@ -506,6 +515,13 @@ CASES = {
         "error: `generator_draws` 1000000000 at `dim` 6 \\(the generator's candidate 6 x 6 "
         "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory and this machine has "
         ".* GB: pass a smaller --generator-draws",
+    ),
+    "held-out images beyond the memory (rendered --eval-size or --readout-size, VAE "
+    "--eval-size)": (
+        lambda p: _image_sets_too_large_for_memory(p / "run"),
+        UsageError,
+        "error: `eval_size` 2000000000 \\(28 x 28 x 1 float32 images held whole\\) needs about "
+        "12544.0 GB of memory and this machine has .* GB: pass a smaller --eval-size\\.$",
     ),
     "a sweep's --strategy tpu, malformed TF_CONFIG or int32 --eval-size": (
         _sweep_strategy_and_sizes,

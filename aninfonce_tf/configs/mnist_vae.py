@@ -25,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf import plots
+from aninfonce_tf import memory, plots
 from aninfonce_tf.checkpoints import replace_atomically, write_json
 from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
@@ -101,6 +101,8 @@ class MnistVaeConfig(RunConfig):
         require_at_least(
             self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
         )
+        side, _, channels = IMAGE_SHAPE
+        memory.check_allocations([memory.image_set(self.eval_size, side, channels, "eval_size")])
 
 
 def build(config: MnistVaeConfig) -> Experiment:

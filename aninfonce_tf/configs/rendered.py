@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from aninfonce_tf import plots
+from aninfonce_tf import memory, plots
 from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
     RunConfig,
@@ -135,6 +135,12 @@ class RenderedConfig(RunConfig):
         require_at_least(self, "features", 1)
         require_at_least(self, "eval_size", 100, "a quarter scores the probes")
         require_at_least(self, "readout_size", 1)
+        memory.check_allocations(
+            [
+                memory.image_set(self.eval_size, self.size, 3, "eval_size"),
+                memory.image_set(self.readout_size, self.size, 3, "readout_size"),
+            ]
+        )
 
 
 def _numbers(config: RenderedConfig, field: str) -> list[float]:
