@@ -516,8 +516,7 @@ CASES = {
         "float64 matrices, 4 copies\\) needs about 1152.0 GB of memory and this machine has "
         ".* GB: pass a smaller --generator-draws",
     ),
-    "held-out images beyond the memory (rendered --eval-size or --readout-size, VAE "
-    "--eval-size)": (
+    "held-out images beyond the memory (rendered --eval-size or --readout-size, VAE --eval-size)": (
         lambda p: _image_sets_too_large_for_memory(p / "run"),
         UsageError,
         "error: `eval_size` 2000000000 \\(28 x 28 x 1 float32 images held whole\\) needs about "
