@@ -140,7 +140,8 @@ def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
     made float32 as `unit_float32` says (so that uint8 or float16 images are stored at
     a quarter or half of float32's memory): on the host, eagerly, for a model on one
     device; split over the replicas of a model with several (`on_devices`), the
-    batches sent to the devices as stored.
+    batches sent to the devices as stored, padded to at most `len(images)` rows (a
+    set smaller than a batch is not padded to a whole batch).
 
     Args:
         model: a `ContrastiveModel` (its call gives the backbone's features,
@@ -162,6 +163,7 @@ def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
             unit = unit / 255
         return tf.cast(features(unit), tf.float32)
 
+    batch_size = max(1, min(batch_size, len(images)))
     return batched_features(on_devices(model, forward, batch_size), images, batch_size)
 
 

@@ -2,8 +2,6 @@
 
 import dataclasses
 import importlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from aninfonce_tf.configs import synthetic
 from aninfonce_tf.data.synthetic import concentration_blocks
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
 from aninfonce_tf.runner import cli
-from tests.support import ROOT, check_run
+from tests.support import check_run, load_recipe
 
 
 def test_every_field_can_be_overridden_from_the_command_line():
@@ -65,7 +63,7 @@ def test_the_preset_and_smoke_flags_set_the_defaults_that_flags_override():
     [
         (["--learning-rat", "0.1"], "unrecognized arguments: --learning-rat"),
         (["--preset", "paper"], "invalid choice: 'paper'"),
-        (["--steps", "many"], "--steps: invalid int value"),
+        (["--steps", "many"], "--steps: expected an integer"),
         (["--jit-compile", "maybe"], "expected true or false"),
         (["--smoke"], "unrecognized arguments: --smoke"),  # no smoke overrides given
         (["--strategy", "horovod"], "invalid choice: 'horovod'"),
@@ -218,24 +216,12 @@ def test_a_wider_embedding_learns_one_lambda_hat_per_feature_and_matches_each_la
 
 
 @pytest.mark.slow
-def test_smoke_run_writes_results_plots_and_logs(tmp_path):
+def test_smoke_run_writes_results_plots_and_logs(tmp_path, capsys):
+    # The recipe's script, called as its command line calls it (in this process: no
+    # second start of TensorFlow); `python recipes/synthetic.py`: tests/test_command_line.py.
     losses = ",".join(LOSS_VARIANTS)
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "recipes" / "synthetic.py"),
-            "--smoke",
-            "--losses",
-            losses,
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    load_recipe("synthetic").main(["--smoke", "--losses", losses, "--out", str(tmp_path)])
+    stdout = capsys.readouterr().out
     anisotropic = [name for name, variant in LOSS_VARIANTS.items() if variant.anisotropic]
     figures = ["per_latent_r2", "curves", *(f"lambda_{name}" for name in anisotropic)]
     # results.json follows its schema; TensorBoard has each scalar once, against the
@@ -251,12 +237,12 @@ def test_smoke_run_writes_results_plots_and_logs(tmp_path):
         assert set(entry["block_r2"]) == {"high", "low"}
         assert entry["steps"] == 40
         assert [point["step"] for point in entry["loss_curve"]] == [20, 40]
-        assert name in result.stdout
+        assert name in stdout
     assert {"lambda_spearman", "lambda_hat"} <= set(results["aninfonce"])
     assert "lambda_hat" not in results["infonce"]
     for png in figures:
         assert (tmp_path / f"{png}.png").stat().st_size > 1000
     # The console: a line per evaluation with the table's columns, no raw scores.
-    evaluation = next(line for line in result.stdout.splitlines() if "evaluation:" in line)
+    evaluation = next(line for line in stdout.splitlines() if "evaluation:" in line)
     assert evaluation.startswith("step 20 evaluation: linear_r2 ")
-    assert "linear_r2_per_latent" not in result.stdout
+    assert "linear_r2_per_latent" not in stdout
