@@ -32,14 +32,14 @@ import collections
 import dataclasses
 import itertools
 import re
-import time
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+from rendered import step_rates  # this directory's benchmarks
 from tensorflow.python.framework import ops as framework_ops
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
-from train_step import matmul_gflops  # this directory's benchmark
+from train_step import matmul_gflops
 
 from aninfonce_tf.configs import mnist_vae, photos, rendered
 from aninfonce_tf.data.options import without_autotune
@@ -142,23 +142,14 @@ def matmul_rate(calls: int) -> float:
 def rates(
     model, datasets: dict, steps: int, repeats: int, calls: int, per_call: int
 ) -> dict[str, list[float]]:
-    """Steps/s windows of `model`'s compiled step (`per_call` steps a call: the
-    preset's `steps_per_execution`) per dataset and the matmul's GFLOP/s, taking turns;
-    each dataset read by one iterator kept across its windows, as `fit` keeps it."""
-    model.make_train_function()
-    iterators = {name: iter(data) for name, data in datasets.items()}
-    measured = {name: [] for name in (*datasets, "matmul")}
-    for window in range(repeats + 1):  # the first: tracing and warm-up
-        for name, iterator in iterators.items():
-            start = time.perf_counter()
-            for _ in range(steps if window else 2):
-                logs = model.train_function(iterator)
-            float(logs["loss"])
-            if window:
-                measured[name].append(steps * per_call / (time.perf_counter() - start))
-        if window:
-            measured["matmul"].append(matmul_rate(calls))
-    return measured
+    """`rendered.step_rates` of `model` (`per_call` steps a call: the preset's
+    `steps_per_execution`) on `datasets`, and under `"matmul"` the matmul's GFLOP/s
+    measured after each round, taking its turn."""
+    matmul = []
+    measured = step_rates(
+        model, datasets, steps, repeats, per_call, lambda: matmul.append(matmul_rate(calls))
+    )
+    return {**measured, "matmul": matmul}
 
 
 def op_time(trace_dir: Path) -> collections.Counter:

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -47,10 +48,19 @@ def renderer_rates(size: int, batch_size: int, calls: int, repeats: int) -> dict
     return rates
 
 
-def step_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, list[float]]:
-    """Steps/s of `repeats` windows of `steps` calls of `model`'s compiled train step per
-    dataset, each reading its own iterator kept across windows (as one `fit` does) and
-    the datasets taking turns, so that they share the machine's load."""
+def step_rates(
+    model,
+    datasets: dict,
+    steps: int,
+    repeats: int,
+    per_call: int = 1,
+    after_window: Callable[[], None] | None = None,
+) -> dict[str, list[float]]:
+    """Steps/s of `repeats` windows of `steps` calls of `model`'s compiled train step
+    (`per_call` steps a call: its `steps_per_execution`) per dataset, each reading its
+    own iterator kept across windows (as one `fit` does) and the datasets taking turns,
+    so that they share the machine's load; `after_window` runs after each measured
+    round (e.g. another measurement taking its turn)."""
     model.make_train_function()
     iterators = {name: iter(data) for name, data in datasets.items()}
     rates = {name: [] for name in datasets}
@@ -61,7 +71,9 @@ def step_rates(model, datasets: dict, steps: int, repeats: int) -> dict[str, lis
                 logs = model.train_function(iterator)
             float(logs["loss"])
             if window:
-                rates[name].append(steps / (time.perf_counter() - start))
+                rates[name].append(steps * per_call / (time.perf_counter() - start))
+        if window and after_window:
+            after_window()
     return rates
 
 

@@ -68,6 +68,17 @@ def mcc_score(preset: str, extra: list[str]) -> str:
     return "aligned_mcc" if config.alignment_pairs else "mcc"
 
 
+def recipe_command(preset: str, seed: int, out: Path, flags: list[str]) -> list[str]:
+    """The recipe's command line for AnInfoNCE on `preset` at `seed` into `out`, then
+    `flags` (after the recipe flags given after `--`, which they override)."""
+    return [
+        sys.executable,
+        str(RECIPE),
+        *("--preset", preset, "--losses", "aninfonce", "--seed", str(seed), "--out", str(out)),
+        *flags,
+    ]
+
+
 def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> dict:
     """Runs the recipe for one preset, whose MCC target reads `score` (`mcc_score`),
     and seed in a fresh process.
@@ -85,12 +96,7 @@ def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> 
     recorded = {"mcc": TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
     if scores["mcc"] == "aligned_mcc":
         recorded["aligned_mcc"] = TARGET_VALUES["mcc"]
-    command = [
-        sys.executable,
-        str(RECIPE),
-        *("--preset", preset, "--losses", "aninfonce", "--stop-at", targets),
-        *("--seed", str(seed), "--out", str(out), *extra),
-    ]
+    command = recipe_command(preset, seed, out, [*extra, "--stop-at", targets])
     start = time.perf_counter()
     finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = round(time.perf_counter() - start, 1)
@@ -131,12 +137,7 @@ def held_check(run: dict, extra: list[str], out: Path) -> dict:
     """
     step = run["reached_step"]
     targets = {run["mcc_score"]: TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
-    command = [
-        sys.executable,
-        str(RECIPE),
-        *("--preset", run["preset"], "--losses", "aninfonce"),
-        *("--seed", str(run["seed"]), "--out", str(out), *extra, "--steps", str(2 * step)),
-    ]
+    command = recipe_command(run["preset"], run["seed"], out, [*extra, "--steps", str(2 * step)])
     finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if finished.returncode:
         print("\n".join(finished.stderr.splitlines()[-15:]), file=sys.stderr)
