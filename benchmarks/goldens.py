@@ -42,7 +42,13 @@ def run_goldens(recipes: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         for recipe in recipes:
             out = Path(scratch) / recipe
-            command = [sys.executable, str(recipe_dir / f"{recipe}.py"), "--smoke", "--out", str(out)]
+            command = [
+                sys.executable,
+                str(recipe_dir / f"{recipe}.py"),
+                "--smoke",
+                "--out",
+                str(out),
+            ]
             print("$", " ".join(command[1:]), flush=True)
             subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
             goldens[recipe] = {
@@ -63,7 +69,7 @@ def differences(before, after, path: str = "") -> list[str]:
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         return [
             line
-            for index, (first, second) in enumerate(zip(before, after))
+            for index, (first, second) in enumerate(zip(before, after, strict=True))
             for line in differences(first, second, f"{path}/{index}")
         ]
     return [] if before == after else [f"{path}: {before!r} -> {after!r}"]
@@ -72,7 +78,9 @@ def differences(before, after, path: str = "") -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--out", type=Path, help="run the smoke recipes and write their goldens here")
+    action.add_argument(
+        "--out", type=Path, help="run the smoke recipes and write their goldens here"
+    )
     action.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     parser.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated recipes")
     options = parser.parse_args(argv)
