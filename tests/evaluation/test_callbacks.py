@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from aninfonce_tf.configs.images import SUMMARY
 from aninfonce_tf.configs.rendered import table_columns
-from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.rendered_pairs import RenderedPairs
 from aninfonce_tf.data.renderer import LATENT_NAMES
 from aninfonce_tf.evaluation import console
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
