@@ -76,10 +76,13 @@ _API = {
     "aninfonce_tf.data.augment": ("SimCLRAugment", "augment_pairs"),
     "aninfonce_tf.data.options": ("without_autotune",),
     "aninfonce_tf.encoders": ("mlp_encoder", "resnet18_cifar", "resnet50", "small_cnn"),
-    "aninfonce_tf.evaluation.callbacks": ("EvaluationCallback",),
+    "aninfonce_tf.evaluation.callbacks": (
+        "EvaluationCallback",
+        "StopOnNonFiniteLoss",
+        "TrainingLogger",
+    ),
     "aninfonce_tf.evaluation.identifiability": ("IdentifiabilityEvaluator",),
     "aninfonce_tf.evaluation.probes": ("ImageProbeEvaluator",),
-    "aninfonce_tf.evaluation.training_callbacks": ("StopOnNonFiniteLoss", "TrainingLogger"),
     "aninfonce_tf.export": ("export_encoder",),
     "aninfonce_tf.layers": (
         "DiagonalScaling",

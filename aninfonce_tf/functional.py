@@ -119,8 +119,10 @@ def pairwise_similarity(a, b, similarity: str = "euclidean", temperature: float 
     >>> float(s[0, 0])
     -12.5
     """
-    check_similarity(similarity)
-    a, b = _as_float(a), _as_float(b)
+    return _similarity(_as_float(a), _as_float(b), check_similarity(similarity), temperature)
+
+
+def _similarity(a, b, similarity: str, temperature: float):
     if similarity == "cosine":
         return logsumexp.similarity_logits(l2_normalize(a), l2_normalize(b), "dot", temperature)
     return logsumexp.similarity_logits(a, b, "euclidean", temperature)
@@ -153,10 +155,16 @@ def contrastive_logits(
     """
     check_similarity(similarity)
     check_candidates(candidates)
+    return _contrastive_logits(
+        z1, z2, similarity, temperature, candidates, z1_all, z2_all, row_offset
+    )
+
+
+def _contrastive_logits(z1, z2, similarity, temperature, candidates, z1_all, z2_all, row_offset):
     rows, columns, positive_index, self_index = _candidate_sets(
         z1, z2, candidates, z1_all, z2_all, row_offset
     )
-    logits = pairwise_similarity(rows, columns, similarity, temperature)
+    logits = _similarity(rows, columns, similarity, temperature)
     if self_index is None:
         return logits, positive_index, ops.ones_like(logits)
     not_self = 1.0 - ops.one_hot(self_index, ops.shape(columns)[0], dtype=logits.dtype)
@@ -273,26 +281,73 @@ def info_nce(
     """
     z1, z2 = _as_float(z1), _as_float(z2)
     validate_pair(z1, z2)
+    options = (
+        similarity,
+        temperature,
+        candidates,
+        hard_negative_beta,
+        ensemble_weights,
+        block_size,
+    )
+    check_info_nce_options(*options)
+    losses, stats = info_nce_unchecked(z1, z2, *options, z1_all, z2_all, row_offset)
+    return (losses, stats) if return_stats else losses
+
+
+def check_info_nce_options(
+    similarity: str = "euclidean",
+    temperature: float | Sequence[float] = 1.0,
+    candidates: str = "nt_xent",
+    hard_negative_beta: float = 0.0,
+    ensemble_weights: Sequence[float] | None = None,
+    block_size: int | None = None,
+) -> None:
+    """Raises `ValueError` naming the first of `info_nce`'s options that it cannot use;
+    `info_nce` and `losses.InfoNCE` (when made) check them here, once."""
+    check_similarity(similarity)
+    check_candidates(candidates)
     temperatures = check_temperature(temperature)
-    if ensemble_weights is None:
-        ensemble_weights = [1.0] * len(temperatures)
-    if len(ensemble_weights) != len(temperatures):
-        raise ValueError(
-            f"`ensemble_weights` has {len(ensemble_weights)} entries for "
-            f"{len(temperatures)} temperatures."
-        )
-    total_weight = float(sum(ensemble_weights))
-    finite = all(math.isfinite(float(w)) for w in ensemble_weights)
-    if not finite or total_weight <= 0 or min(ensemble_weights) < 0:
-        raise ValueError(
-            f"`ensemble_weights` must be finite, non-negative and of positive sum; got "
-            f"{ensemble_weights}."
-        )
-    block_size = check_block_size(block_size, hard_negative_beta)
+    if ensemble_weights is not None:
+        if len(ensemble_weights) != len(temperatures):
+            raise ValueError(
+                f"`ensemble_weights` has {len(ensemble_weights)} entries for "
+                f"{len(temperatures)} temperatures."
+            )
+        finite = all(math.isfinite(float(w)) for w in ensemble_weights)
+        if not finite or float(sum(ensemble_weights)) <= 0 or min(ensemble_weights) < 0:
+            raise ValueError(
+                "`ensemble_weights` must be finite, non-negative and of positive sum; got "
+                f"{ensemble_weights}."
+            )
+    if not math.isfinite(float(hard_negative_beta)):
+        raise ValueError(f"`hard_negative_beta` must be a finite number; got {hard_negative_beta}.")
+    check_block_size(block_size, hard_negative_beta)
+
+
+def info_nce_unchecked(
+    z1,
+    z2,
+    similarity: str,
+    temperature: float | Sequence[float],
+    candidates: str,
+    hard_negative_beta: float,
+    ensemble_weights: Sequence[float] | None,
+    block_size: int | None,
+    z1_all=None,
+    z2_all=None,
+    row_offset=0,
+):
+    """`info_nce(..., return_stats=True)` of options already checked
+    (`check_info_nce_options`) and a checked pair (`validate_pair`): it checks neither."""
+    temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
+    weights = [1.0] * len(temperatures) if ensemble_weights is None else ensemble_weights
+    total_weight = float(sum(weights))
+    block_size = None if block_size is None else int(block_size)
     losses, stats = 0.0, None
-    for weight, temp in zip(ensemble_weights, temperatures, strict=True):
+    for weight, temp in zip(weights, temperatures, strict=True):
+        temp = float(temp)
         if hard_negative_beta:
-            logits = contrastive_logits(
+            logits = _contrastive_logits(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset
             )
             row_losses = info_nce_from_logits(*logits, hard_negative_beta)
@@ -306,8 +361,8 @@ def info_nce(
                 z1, z2, similarity, temp, candidates, z1_all, z2_all, row_offset, block_size
             )
             stats = stats or row_stats
-        losses = losses + (weight / total_weight) * row_losses
-    return (losses, stats) if return_stats else losses
+        losses = losses + (float(weight) / total_weight) * row_losses
+    return losses, stats
 
 
 def _info_nce_by_kernel(
@@ -315,8 +370,6 @@ def _info_nce_by_kernel(
 ):
     """Per-row losses and stats through `logsumexp.logsumexp_over_candidates`, dense
     or blockwise: the loss without hard negatives."""
-    check_similarity(similarity)
-    check_candidates(candidates)
     rows, columns, positive_index, self_index = _candidate_sets(
         z1, z2, candidates, z1_all, z2_all, row_offset
     )
@@ -400,9 +453,11 @@ __all__ = [
     "CANDIDATE_SETS",
     "alignment",
     "check_block_size",
+    "check_info_nce_options",
     "contrastive_logits",
     "info_nce",
     "info_nce_from_logits",
+    "info_nce_unchecked",
     "l2_normalize",
     "pairwise_similarity",
     "positive_accuracy",

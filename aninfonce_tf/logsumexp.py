@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-KERNEL_SIMILARITIES = ("dot", "euclidean")
-
 # Stands in for -inf on masked logits: finite, so 0 * mask never makes a NaN.
 MASKED_LOGIT = -1e9
 
@@ -38,6 +36,7 @@ def logsumexp_over_candidates(
 ):
     """Per-row log-sum-exp of `sim(row, column) / temperature` over the candidates,
     and each row's margin of its positive over its largest negative (for the accuracy).
+    Its caller, `functional.info_nce`, has checked the arguments.
 
     Args:
         rows: `[R, d]` float32 anchors.
@@ -55,12 +54,6 @@ def logsumexp_over_candidates(
         the largest negative logit (from the same logits, so a tie is 0: a row
         counts as right when its margin is positive). Only `lse` has a gradient.
     """
-    if similarity not in KERNEL_SIMILARITIES:
-        raise ValueError(
-            f"Unknown `similarity` {similarity!r}; expected one of {KERNEL_SIMILARITIES}."
-        )
-    if block_size is not None and block_size < 1:
-        raise ValueError(f"`block_size` must be positive; got {block_size}.")
     excluded = tf.fill([tf.shape(rows)[0]], -1) if self_index is None else self_index
     if block_size is None:
         return _dense(rows, columns, excluded, positive_index, similarity, temperature)
@@ -212,4 +205,4 @@ def _padded_blocks(columns, block_size: int):
     return tf.reshape(padded, [num_blocks, block_size, columns.shape[-1]]), num_blocks
 
 
-__all__ = ["KERNEL_SIMILARITIES", "logsumexp_over_candidates", "similarity_logits"]
+__all__ = ["logsumexp_over_candidates", "similarity_logits"]

@@ -8,7 +8,6 @@ under a `tf.distribute` strategy as every Keras loss; `ContrastiveModel` calls
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -125,18 +124,15 @@ class InfoNCE(ContrastiveLoss):
         **kwargs,
     ):
         super().__init__(name=name, **kwargs)
-        self.block_size = functional.check_block_size(block_size, hard_negative_beta)
-        self.similarity = functional.check_similarity(similarity)
-        self.candidates = functional.check_candidates(candidates)
-        functional.check_temperature(temperature)
+        functional.check_info_nce_options(
+            similarity, temperature, candidates, hard_negative_beta, ensemble_weights, block_size
+        )
+        self.similarity, self.candidates = similarity, candidates
         self.temperature = (
             list(temperature) if isinstance(temperature, (list, tuple)) else float(temperature)
         )
-        if not math.isfinite(float(hard_negative_beta)):
-            raise ValueError(
-                f"`hard_negative_beta` must be a finite number; got {hard_negative_beta}."
-            )
         self.hard_negative_beta = float(hard_negative_beta)
+        self.block_size = None if block_size is None else int(block_size)
         self.ensemble_weights = (
             None if ensemble_weights is None else [float(w) for w in ensemble_weights]
         )
@@ -154,14 +150,9 @@ class InfoNCE(ContrastiveLoss):
         )
 
     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
-        return functional.info_nce(
-            z1,
-            z2,
-            **self.options,
-            z1_all=z1_all,
-            z2_all=z2_all,
-            row_offset=row_offset,
-            return_stats=True,
+        functional.validate_pair(z1, z2)  # the options: checked when made
+        return functional.info_nce_unchecked(
+            z1, z2, **self.options, z1_all=z1_all, z2_all=z2_all, row_offset=row_offset
         )
 
     def check_scaling(self, scaling: DiagonalScaling | None) -> None:

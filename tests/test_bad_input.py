@@ -45,9 +45,8 @@ from aninfonce_tf.data.datasets import pair_batches
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_preset
 from aninfonce_tf.data.vae import VAE, digit_images
 from aninfonce_tf.distribute import distribute_global_batches, get_strategy
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback
+from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFiniteLoss
 from aninfonce_tf.evaluation.targets import parse_targets
-from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant, register_loss
 from aninfonce_tf.runner.lock import lock_run_directory

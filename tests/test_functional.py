@@ -204,6 +204,8 @@ def test_bad_options_raise():
             functional.info_nce(z1, z2, temperature=temperature)
     with pytest.raises(ValueError, match="ensemble_weights"):
         functional.info_nce(z1, z2, temperature=[0.1, 0.2], ensemble_weights=[1.0])
+    with pytest.raises(ValueError, match="`hard_negative_beta` must be a finite number"):
+        functional.info_nce(z1, z2, hard_negative_beta=float("nan"))
 
 
 def test_a_collapsed_encoder_scores_zero_accuracy():

@@ -15,7 +15,7 @@
 - The final linear evaluation: SimCLR's CIFAR10 linear-head command (its README: 100
   epochs, batch 512, SGD with Nesterov momentum at 0.1 x B / 256, no weight decay,
   whole 32-pixel images) on all 50,000 training images, scored on the 10,000 test
-  images (`configs.linear_evaluation`); the probes on 10,000 of them monitor training.
+  images (`configs.linear_eval_settings`); the probes on 10,000 of them monitor training.
 - Batch norm synchronised across replicas (SimCLR's global batch norm), so that
   `--strategy mirrored` over several GPUs computes the statistics one GPU would.
 - Not public, chosen here: the projector 2048-128 (SimCLR's output width 128 after

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
-from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluator
+from aninfonce_tf.configs.linear_eval_settings import LinearEvaluationConfig, linear_evaluator
 from aninfonce_tf.data.datasets import (
     IMAGENET_10PCT,
     PHOTO_NAMES,

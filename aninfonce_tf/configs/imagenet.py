@@ -25,7 +25,7 @@ is not public), with the source of every number:
   frozen features of the centre crop (87.5 % of the shorter side) of every training
   image (`--linear-eval-split 10pct`: SimCLR's 10 % subset, its semi-supervised list,
   whose number is not comparable with the paper's linear evaluation), scored on the
-  50,000 validation images (`configs.linear_evaluation`); the probes on 10,000 images
+  50,000 validation images (`configs.linear_eval_settings`); the probes on 10,000 images
   monitor training. Deviation: the crop is resized bilinearly with antialiasing
   (SimCLR: bicubic).
 - Chosen here: the encoder in mixed_bfloat16 (TPUs and A100-class GPUs; on a V100,

@@ -26,7 +26,7 @@ the check (`readout_determinable`).
 
 These probes monitor training. The CIFAR10 and ImageNet presets end with the
 standard evaluation, SimCLR's linear classifier on frozen backbone features of every
-training image (`configs.linear_evaluation`), at the final step only; `results.json`
+training image (`configs.linear_eval_settings`), at the final step only; `results.json`
 records its protocol (`linear_evaluation`). The training images are read in a new
 order each epoch (`configs.image_data`).
 
@@ -65,7 +65,10 @@ from aninfonce_tf.configs.learning_rates import (
     check_learning_rate_scaling,
     scaled_learning_rate,
 )
-from aninfonce_tf.configs.linear_evaluation import LinearEvaluationConfig, linear_evaluation_record
+from aninfonce_tf.configs.linear_eval_settings import (
+    LinearEvaluationConfig,
+    linear_evaluation_record,
+)
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.configs.readout_check import CHECK_SEED, CHECK_VIEWS_SEED, ReadoutCheckConfig
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, VIEW_DTYPES, SimCLRAugment

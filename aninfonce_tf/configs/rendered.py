@@ -1,4 +1,4 @@
-"""Rendered images with known latents (`aninfonce_tf.data.rendered`): pairs made by
+"""Rendered images with known latents (`aninfonce_tf.data.rendered_pairs`): pairs made by
 SimCLR's augmentations of one render, by the anisotropic conditional on the latents,
 or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
 accuracy at the backbone and at the projector (`evaluation.latents`).
@@ -34,7 +34,7 @@ from aninfonce_tf.configs.base import (
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.effective_concentration import effective_blocks
-from aninfonce_tf.data.rendered import (
+from aninfonce_tf.data.rendered_pairs import (
     DEFAULT_CONCENTRATION,
     PAIR_CONDITIONALS,
     PAIR_MODES,

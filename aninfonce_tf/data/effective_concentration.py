@@ -13,7 +13,7 @@ latent's range (0), the best any encoder can say of it.
 
 Example:
 
->>> from aninfonce_tf.data.rendered import RenderedPairs
+>>> from aninfonce_tf.data.rendered_pairs import RenderedPairs
 >>> pairs = RenderedPairs(mode="latent", concentration=[100, 100, 100, 5, 5, 5])
 >>> estimate = effective_concentration(pairs, count=20_000)
 >>> round(estimate["parts"]["x"]), round(estimate["parts"]["rotation_cos"])

@@ -1,8 +1,8 @@
 """Identifiability metrics and their evaluator, the slow-feature alignment (`alignment`); the `Evaluator` protocol every
 evaluator follows (`protocol`), the image probes (`probes`; `determinable`: which
-readout targets one view determines) and the Keras callbacks that run evaluators
-during `fit` (`callbacks`), those of the training itself (`training_callbacks`: the
-NaN stop, the training metrics' logger) and what they print (`console`)."""
+readout targets one view determines) and the Keras callbacks of `fit`
+(`callbacks`: the one that runs evaluators, the NaN stop, the training metrics'
+logger) and what they print (`console`)."""
 
 from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import (

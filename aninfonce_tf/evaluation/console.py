@@ -24,7 +24,7 @@ CONSOLE_WIDTH = 100
 # Seconds from which the line of an evaluation also gives the time it took.
 LONG_EVALUATION = 5.0
 # The training metrics Keras' line per epoch shows; TensorBoard has them all
-# (`training_callbacks.TrainingLogger`).
+# (`callbacks.TrainingLogger`).
 EPOCH_METRICS = ("loss", "accuracy")
 
 

@@ -251,7 +251,7 @@ class LatentEvaluator:
 
     Example:
 
-    >>> from aninfonce_tf.data.rendered import RenderedPairs
+    >>> from aninfonce_tf.data.rendered_pairs import RenderedPairs
     >>> images, latents = RenderedPairs(size=16).evaluation_set(64)
     >>> class Flat:
     ...     scaling = None

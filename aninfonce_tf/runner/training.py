@@ -18,10 +18,14 @@ from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import training_views
 from aninfonce_tf.errors import UsageError, WorkerLost
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    StopOnNonFiniteLoss,
+    TrainingLogger,
+    scalar_items,
+)
 from aninfonce_tf.evaluation.console import EpochLine
 from aninfonce_tf.evaluation.targets import Target, targets_reached
-from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from aninfonce_tf.layers import LinearAlignment
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel

@@ -15,7 +15,7 @@ from aninfonce_tf.data.effective_concentration import (
     latent_parts,
     view_latents,
 )
-from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.rendered_pairs import RenderedPairs
 from aninfonce_tf.data.renderer import CONTINUOUS, PARTS, render, sample_latents
 
 # No crop, jitter, grayscale or flip unless a test turns one on.

@@ -16,9 +16,9 @@ from sklearn.metrics import r2_score
 
 from aninfonce_tf.configs import rendered as rendered_config
 from aninfonce_tf.configs.base import split_list
-from aninfonce_tf.data import rendered, renderer
+from aninfonce_tf.data import rendered_pairs, renderer
 from aninfonce_tf.data.augment import SimCLRAugment
-from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.rendered_pairs import RenderedPairs
 from aninfonce_tf.data.renderer import (
     CONTINUOUS,
     LATENT_NAMES,
@@ -215,7 +215,7 @@ def test_eager_equals_xla_and_a_parallel_dataset_map():
         np.testing.assert_allclose(batch, expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("mode", rendered.PAIR_MODES)
+@pytest.mark.parametrize("mode", rendered_pairs.PAIR_MODES)
 def test_pair_datasets_are_deterministic_static_and_resume(mode):
     pairs = RenderedPairs(mode=mode, size=32)
     dataset = pairs.dataset(batch_size=8, seed=4, steps=3)
@@ -344,7 +344,7 @@ def test_blocks_follow_the_measured_concentrations_of_every_mode():
         (dict(size=4), "size"),
         (dict(conditional="vmf"), "conditional"),
         (dict(concentration={"x": 1.0}), "every continuous"),
-        (dict(concentration={"z": 1.0, **rendered.DEFAULT_CONCENTRATION}), "names"),
+        (dict(concentration={"z": 1.0, **rendered_pairs.DEFAULT_CONCENTRATION}), "names"),
         (dict(concentration=(1.0, 2.0)), "one number or 6"),
         (dict(concentration=-1.0), "positive"),
         (dict(change_probability=1.5), r"\[0, 1\]"),
@@ -409,7 +409,7 @@ def test_a_supervised_cnn_reads_every_latent_from_the_images(preset):
     def batch(index):
         seed = tf.stack([tf.constant(1, tf.int64), index])
         latents = sample_latents(batch_size, seed, specs)
-        images = rendered._render_compiled(latents, size)
+        images = rendered_pairs._render_compiled(latents, size)
         return images, (_targets(latents, specs), latents["shape"])
 
     train = tf.data.Dataset.range(steps).map(batch).prefetch(2)

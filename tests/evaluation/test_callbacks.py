@@ -12,10 +12,15 @@ import tensorflow as tf
 
 from aninfonce_tf.configs.images import SUMMARY
 from aninfonce_tf.configs.rendered import table_columns
-from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.rendered_pairs import RenderedPairs
 from aninfonce_tf.data.renderer import LATENT_NAMES
 from aninfonce_tf.evaluation import console
-from aninfonce_tf.evaluation.callbacks import EvaluationCallback, scalar_items
+from aninfonce_tf.evaluation.callbacks import (
+    EvaluationCallback,
+    StopOnNonFiniteLoss,
+    TrainingLogger,
+    scalar_items,
+)
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.latents import LatentEvaluator
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
@@ -27,7 +32,6 @@ from aninfonce_tf.evaluation.targets import (
     parse_targets,
     resolve_targets,
 )
-from aninfonce_tf.evaluation.training_callbacks import StopOnNonFiniteLoss, TrainingLogger
 from tests.support import UndeclaredEvaluator, event_files
 
 

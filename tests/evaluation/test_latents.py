@@ -10,7 +10,7 @@ from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from aninfonce_tf.data.rendered import RenderedPairs
+from aninfonce_tf.data.rendered_pairs import RenderedPairs
 from aninfonce_tf.data.renderer import CONTINUOUS, LATENTS, PARTS, sample_latents
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.evaluation.latents import (

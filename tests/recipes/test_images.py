@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from aninfonce_tf import ContrastiveModel, optimizers, recipes, runner
-from aninfonce_tf.configs import cifar10, image_data, imagenet, images, linear_evaluation, photos
+from aninfonce_tf.configs import cifar10, image_data, imagenet, images, linear_eval_settings, photos
 from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
@@ -416,7 +416,7 @@ def test_the_imagenet_preset_is_simclr_v1_and_says_so():
 def test_the_final_linear_evaluation_of_the_cifar10_preset_fits_on_every_training_example():
     preset = cifar10.PRESETS["cifar10"]
     # SimCLR's CIFAR10 linear head: 100 epochs at batch 512, 0.1 x 512 / 256, whole images.
-    record = linear_evaluation.linear_evaluation_record(preset, 32)
+    record = linear_eval_settings.linear_evaluation_record(preset, 32)
     assert (record["epochs"], record["batch_size"], record["learning_rate"]) == (100, 512, 0.2)
     assert (record["weight_decay"], record["crop_proportion"]) == (0.0, 1.0)
     config = dataclasses.replace(preset, **cifar10.SMOKE).resolved()
@@ -433,7 +433,7 @@ def test_the_final_linear_evaluation_of_the_cifar10_preset_fits_on_every_trainin
 
 def test_the_imagenet_final_evaluation_is_simclrs_and_may_fit_on_its_10_percent_subset():
     preset = imagenet.PRESETS["imagenet"]
-    record = linear_evaluation.linear_evaluation_record(preset, 224)
+    record = linear_eval_settings.linear_evaluation_record(preset, 224)
     assert (record["epochs"], record["batch_size"], record["learning_rate"]) == (90, 4096, 1.6)
     assert (record["weight_decay"], record["crop_proportion"]) == (1e-6, 0.875)
     smoke = dataclasses.replace(preset, **imagenet.SMOKE, linear_eval_split="10pct")

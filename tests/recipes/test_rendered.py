@@ -9,7 +9,7 @@ import pytest
 from aninfonce_tf import runner
 from aninfonce_tf.configs import rendered
 from aninfonce_tf.data.effective_concentration import effective_blocks
-from aninfonce_tf.data.rendered import DEFAULT_CONCENTRATION
+from aninfonce_tf.data.rendered_pairs import DEFAULT_CONCENTRATION
 from aninfonce_tf.data.renderer import (
     CONTINUOUS,
     DERIVED_PARTS,
