@@ -49,8 +49,8 @@ from aninfonce_tf.evaluation.callbacks import EvaluationCallback, StopOnNonFinit
 from aninfonce_tf.evaluation.targets import parse_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant, register_loss
+from aninfonce_tf.runner.identity import code_version
 from aninfonce_tf.runner.lock import lock_run_directory
-from aninfonce_tf.runner.run_directory import code_version
 from tests import test_functional, test_models
 from tests.support import ROOT, UndeclaredEvaluator
 
@@ -253,7 +253,7 @@ def _worker_gone(tmp_path) -> None:
     aborted = tf.errors.AbortedError(None, None, "Collective ops is aborted by: peer gone\n" * 30)
     lines = []
     for target, name, lost in (
-        (runner.run_directory, "save_variant", aborted),
+        (runner.run_directory.RunDirectory, "save_variant", aborted),
         (
             ContrastiveModel,
             "fit",
@@ -351,7 +351,7 @@ def _workers_given_different_flags(tmp_path):
     # Each worker's digest as another worker would gather it: theirs differs.
     other_worker = lambda strategy, digest: [digest, digest + 1]  # noqa: E731
     with mock.patch.object(distribute, "gather_from_workers", other_worker):
-        runner.run_directory.check_workers_agree(get_strategy("default"), SMOKE)
+        runner.identity.check_workers_agree(get_strategy("default"), SMOKE)
 
 
 def _out_of_others(tmp_path):
@@ -416,7 +416,7 @@ def _interrupted(run_dir, build=synthetic.build, **overrides):
 def _backup_of_another_run(tmp_path):
     _interrupted(tmp_path / "other", seed=1)
     config = dataclasses.replace(SMOKE, losses="aninfonce")
-    runner.run_directory.write_config(tmp_path / "run", config, [code_version()])
+    runner.run_directory.RunDirectory(tmp_path / "run", code=[code_version()]).write_config(config)
     shutil.copytree(tmp_path / "other" / "backup", tmp_path / "run" / "backup")
     _run(tmp_path / "run", losses="aninfonce")
 
@@ -440,9 +440,9 @@ def _lost_history(tmp_path):
 def _resumed_without_the_plug_in(tmp_path):
     user_file = tmp_path.parent / f"{tmp_path.name}_plug_in.py"  # beside the run directory
     user_file.write_text("X = 1\n")
-    with mock.patch.object(runner.run_directory, "USER_CODE", [user_file]):
+    with mock.patch.object(runner.identity, "USER_CODE", [user_file]):
         _interrupted(tmp_path)
-    with mock.patch.object(runner.run_directory, "USER_CODE", []):
+    with mock.patch.object(runner.identity, "USER_CODE", []):
         _run(tmp_path, losses="aninfonce")
 
 
@@ -471,7 +471,7 @@ def _seeds_of_other_code(tmp_path):
     config = dataclasses.replace(SMOKE, losses="aninfonce", steps=20)
     runner.run_seeds(config, synthetic.build, tmp_path, [0], verbose=0)
     other_code = {**code_version(), "source_sha256": "0" * 64}
-    with mock.patch.object(runner.run_directory, "code_version", lambda: other_code):
+    with mock.patch.object(runner.identity, "code_version", lambda: other_code):
         summary = runner.run_seeds(
             config, synthetic.build, tmp_path, [1], verbose=0, allow_code_change=True
         )
@@ -1215,9 +1215,8 @@ def _refused_then_corrected(tmp_path, capsys):
         with pytest.raises(ValueError):
             _run(tmp_path, **refused)
         assert not (tmp_path / "config.json").exists()
-        assert (
-            runner.run_directory.claim_run_directory(tmp_path, SMOKE) == {}
-        )  # the rerun is not refused
+        plan = runner.plan.RunPlan.create(SMOKE)
+        assert runner.run_directory.RunDirectory.claim(tmp_path, plan).finished == {}  # not refused
 
 
 class _Interrupted(Exception):
@@ -1281,7 +1280,9 @@ def _loss_scale_overflow(tmp_path, capsys):
 
 def _nan_in_json(tmp_path, capsys):
     results = {"a": {"final_loss": np.nan, "lambda_hat": [np.inf, 2.0], "steps": 3}}
-    runner.run_directory.write_results(tmp_path, {"true_concentration": [1.0, 2.0]}, results)
+    runner.run_directory.RunDirectory(tmp_path).write_results(
+        {"true_concentration": [1.0, 2.0]}, results
+    )
     model = _model()
     model.scaling.variables[0].assign(np.full(4, np.nan, "float32"))
     export_encoder(model, tmp_path / "encoder")

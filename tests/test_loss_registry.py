@@ -22,7 +22,7 @@ from aninfonce_tf import (
 )
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, loss_variant
 from aninfonce_tf.recipes import RECIPES
-from aninfonce_tf.runner import run_directory
+from aninfonce_tf.runner import identity
 from tests.support import load_recipe
 
 
@@ -189,7 +189,7 @@ def test_a_loss_in_the_users_own_file_is_named_on_the_command_line(tmp_path, mon
     from aninfonce_tf.configs.synthetic import PRESETS
     from aninfonce_tf.runner.cli import parse_config
 
-    monkeypatch.setattr(run_directory, "USER_CODE", [])  # the import is recorded there
+    monkeypatch.setattr(identity, "USER_CODE", [])  # the import is recorded there
     mine = tmp_path / "my_losses.py"
     mine.write_text(
         "from aninfonce_tf import InfoNCE, register_loss\n"

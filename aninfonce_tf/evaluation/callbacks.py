@@ -304,7 +304,7 @@ class EvaluationCallback(StepCounter):
         unknown = sorted(set(self.stop_at) - set(scalars))
         if unknown:
             raise ValueError(f"`stop_at` names unknown scores {unknown}; known: {sorted(scalars)}.")
-        if targets_reached(scalars, self.stop_at, self.evaluators):
+        if targets_reached(scalars, self.stop_at):
             self.reached = {"step": step, "seconds": self.history[-1]["seconds"]}
             self.model.stop_training = True
 

@@ -74,24 +74,20 @@ def parse_targets(text: str) -> dict[str, Target]:
     return targets
 
 
-def canonical_targets(text: str) -> str:
-    """`--stop-at` text in the one form of the targets it gives: sorted by score, no
-    spaces, each number as Python writes it as a float (`0.950` -> `0.95`, `1` ->
-    `1.0`, `-0` -> `0.0`) and `>=`, `<=` and `=` as given: `=` takes its direction
-    from the evaluators, known only once the experiment is built, so `mcc=0.95` and
+def canonical_targets(targets: Mapping[str, Target]) -> str:
+    """Parsed `--stop-at` targets in their one text form: sorted by score, no spaces,
+    each number as Python writes it as a float (`0.950` -> `0.95`, `1` -> `1.0`, `-0`
+    -> `0.0`) and `>=`, `<=` and `=` as given: `=` takes its direction from the
+    evaluators, known only once the experiment is built, so `mcc=0.95` and
     `mcc>=0.95` stay two forms.
 
     Example:
 
-    >>> canonical_targets(" mcc = 0.950, linear_r2>=1")
+    >>> canonical_targets(parse_targets(" mcc = 0.950, linear_r2>=1"))
     'linear_r2>=1.0,mcc=0.95'
-
-    Raises:
-        ValueError: as `parse_targets`.
     """
-    targets = sorted(parse_targets(text).items())
     # + 0.0 turns -0.0 into 0.0, the same target.
-    return ",".join(f"{name}{t.direction}{t.value + 0.0!r}" for name, t in targets)
+    return ",".join(f"{name}{t.direction}{t.value + 0.0!r}" for name, t in sorted(targets.items()))
 
 
 def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
@@ -156,29 +152,24 @@ def resolve_targets(
     return resolved
 
 
-def targets_reached(
-    scores: Mapping[str, float],
-    stop_at: Mapping[str, Target | float],
-    evaluators: Sequence[Evaluator],
-) -> bool:
-    """Whether there are targets and `scores` (scalars, as `scalar_items` gives them)
-    reach every one, each in its direction (`resolve_targets`); a missing or NaN
+def targets_reached(scores: Mapping[str, float], targets: Mapping[str, Target]) -> bool:
+    """Whether there are `targets`, each in its direction (`resolve_targets`), and
+    `scores` (scalars, as `scalar_items` gives them) reach every one; a missing or NaN
     score reaches none.
 
     Example:
 
     >>> class Errors:
     ...     lower_is_better = frozenset({"error"})
-    >>> targets = parse_targets("error=0.1,accuracy=0.9")
-    >>> [targets_reached(s, targets, [Errors()]) for s in ({"error": 0.2, "accuracy": 0.95},
-    ...                                                    {"error": 0.05, "accuracy": 0.95})]
+    >>> targets = resolve_targets(parse_targets("error=0.1,accuracy=0.9"), [Errors()])
+    >>> [targets_reached(s, targets) for s in ({"error": 0.2, "accuracy": 0.95},
+    ...                                        {"error": 0.05, "accuracy": 0.95})]
     [False, True]
     """
-    resolved = resolve_targets(stop_at, evaluators)
-    return bool(resolved) and all(
+    return bool(targets) and all(
         name in scores
         and (scores[name] >= t.value if t.direction == ">=" else scores[name] <= t.value)
-        for name, t in resolved.items()
+        for name, t in targets.items()
     )
 
 
@@ -186,10 +177,11 @@ def check_targets(
     stop_at: Mapping[str, Target | float],
     evaluators: Sequence[Evaluator],
     variants: dict[str, bool],
-) -> None:
-    """Raises `ValueError`, before any training, when a `stop_at` target names a score
-    that an evaluator does not produce for one of the variants, or produces at the
-    final evaluation only (its `final_only`), or has no direction (`resolve_targets`).
+) -> dict[str, Target]:
+    """`stop_at` in its directions (`resolve_targets`), checked before any training:
+    raises `ValueError` when a target names a score that an evaluator does not produce
+    for one of the variants, or produces at the final evaluation only (its
+    `final_only`), or has no direction.
 
     Args:
         stop_at: `{score name: target}`, as `parse_targets` returns it.
@@ -215,7 +207,7 @@ def check_targets(
                 f"produce; its scores: {sorted(known)}. Stop at scores every variant has, "
                 "or train the variant alone (--losses)."
             )
-    resolve_targets(stop_at, evaluators)
+    return resolve_targets(stop_at, evaluators)
 
 
 __all__ = [

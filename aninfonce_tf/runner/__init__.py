@@ -5,13 +5,15 @@ dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`. The runner owns
 rest:
 
 - `cli`: the command line (`parse_config`, `main`);
+- `plan`: `RunPlan`, the config resolved and validated and its targets parsed, once;
 - `loop`: `run` (every loss variant of a config) and `run_seeds` (over seeds);
 - `context`: `RunContext`, the strategy and whether this process is the chief,
   decided once per run and passed down;
 - `training`: one variant's model built (`build_model`) and trained
   (`train_variant`);
-- `run_directory`: the run directory claimed, resumed from and written atomically;
-- `final_files`: `files.json`, a saved variant's final files as a rerun checks them;
+- `run_directory`: `RunDirectory`, claimed once, then each variant saved (with its
+  `files.json`) and the results written, atomically; `SeedsDirectory` of `--seeds`;
+- `identity`: the config fields a resume keeps and the code a run is trained by;
 - `lock`: the lock a run holds on its run directory;
 - `exits`: how a recipe ends on a usage error, a full disk, Ctrl-C or SIGTERM:
   one line and an exit status;

@@ -24,10 +24,11 @@ import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError, as_usage_errors
+from aninfonce_tf.configs.base import GROUPS, RUN_GROUPS, RunConfig, UsageError
 from aninfonce_tf.parsing import INTEGER_FLAG, NUMBER_FLAG, strict_int
-from aninfonce_tf.runner import exits, loop, run_directory
+from aninfonce_tf.runner import exits, identity, loop, run_directory
 from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.plan import RunPlan
 
 
 def parse_config(
@@ -246,7 +247,7 @@ def import_user_code(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
     spec.loader.exec_module(module)
-    run_directory.USER_CODE.append(path.resolve())  # part of the code a run is trained by
+    identity.USER_CODE.append(path.resolve())  # part of the code a run is trained by
     return module
 
 
@@ -305,9 +306,9 @@ def _boolean(text: str) -> bool:
 def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> dict:
     """The command line of a recipe: parses its config module's presets and flags,
     then `run`s it into `--out`, or with `--seeds` `run_seeds`. Its first line names
-    the preset and the flags that differ from it (`run_line`). The config, its inputs
-    and its strategy (TF_CONFIG, a TPU) are checked before the run directory is made:
-    a refusal is one line, exit status 2. A run that finishes with a variant stopped at
+    the preset and the flags that differ from it (`run_line`). The plan (the config,
+    its inputs and `--stop-at`: `RunPlan.create`) and the strategy (TF_CONFIG, a TPU)
+    are checked before the run directory is made: a refusal is one line, exit status 2. A run that finishes with a variant stopped at
     a non-finite loss ends with one line, exit status 1 (`loop.raise_if_diverged`).
 
     Args:
@@ -330,11 +331,10 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
         hidden=getattr(config_module, "NOT_FLAGS", ()),
     )
     try:  # one line, before the run's first line and its directory
-        with as_usage_errors():
-            for seed in options.seeds or [config.seed]:
-                dataclasses.replace(config, seed=seed).resolved().validate()
-            config.check_inputs()
-            context = RunContext.create(config.strategy, config.tpu)
+        plan = RunPlan.create(
+            config, options.seeds, options.preset, options.smoke, options.allow_code_change
+        )
+        context = RunContext.create(config.strategy, config.tpu)
     except UsageError as error:
         refuse_out(str(error), prog)
     with recipe_run_directory(options.out, run_name(options), prog) as run_dir:
@@ -342,21 +342,9 @@ def main(config_module, argv=None, description: str = "", epilog: str = "", prog
             "; data: random mock examples (--mock-data)" if getattr(config, "mock_data", 0) else ""
         )
         print(f"{run_line(options)}{mock}\nrun directory: {run_dir}", flush=True)
-        labels = dict(
-            preset=options.preset,
-            smoke=options.smoke,
-            allow_code_change=options.allow_code_change,
-            context=context,
-        )
-        if options.seeds:
-            summary, runs = loop.run_seeds_results(
-                config, config_module.build, run_dir, options.seeds, **labels
-            )
-            loop.raise_if_diverged(runs, run_dir)  # on every worker, as each has the results
-            return summary
-        results = loop.run(config, config_module.build, run_dir, **labels)
-        loop.raise_if_diverged({None: results}, run_dir)
-        return results
+        output, runs = loop.run_plan(plan, config_module.build, run_dir, context)
+        loop.raise_if_diverged(runs, run_dir)  # on every worker, as each has the results
+        return output
 
 
 def run_name(options: argparse.Namespace) -> str:

@@ -1,13 +1,9 @@
-"""The run of an experiment: every loss variant of a config, over one seed or several.
-
-The path from a recipe's command line to `results.json`: `cli.main` parses the config
-and hands it to `run` (or `run_seeds`), which validates it, claims the run directory
-(`run_directory`), makes the `RunContext` once, trains each variant
-(`training.train_variant`), saves it (`run_directory`) and reports (`report`).
+"""The run of an experiment: every loss variant of a config, over one seed or several;
+its path to `results.json`: docs/api.md#from-a-recipes-command-line-to-resultsjson.
 
 Example (the synthetic experiment, tiny):
 
->>> import tempfile
+>>> import dataclasses, tempfile
 >>> from aninfonce_tf.configs import synthetic
 >>> config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
 >>> results = run(config, synthetic.build, Path(tempfile.mkdtemp()), verbose=0)  # doctest: +ELLIPSIS
@@ -19,23 +15,25 @@ Example (the synthetic experiment, tiny):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import keras
 
-from aninfonce_tf.checkpoints import Backup, read_json, remove_backup, write_json
+from aninfonce_tf.checkpoints import Backup, remove_backup, write_json
 from aninfonce_tf.configs.base import RunConfig, as_usage_errors
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.data.pairs import split_views
 from aninfonce_tf.errors import Diverged, UsageError
 from aninfonce_tf.evaluation.console import on_terminal
-from aninfonce_tf.evaluation.targets import check_targets, parse_targets
+from aninfonce_tf.evaluation.targets import check_targets
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
-from aninfonce_tf.runner import report, run_directory
+from aninfonce_tf.runner import report
 from aninfonce_tf.runner.context import RunContext
+from aninfonce_tf.runner.identity import check_workers_agree
 from aninfonce_tf.runner.lock import lock_run_directory
+from aninfonce_tf.runner.plan import RunPlan
+from aninfonce_tf.runner.run_directory import RunDirectory, SeedsDirectory
 from aninfonce_tf.runner.training import train_variant, worker_lost_as_one_line
 from aninfonce_tf.statistics import summarize, summary_table
 
@@ -54,18 +52,10 @@ def run(
     """Trains every loss variant of `config` on the experiment `build(config)` and
     scores them.
 
-    Rerun into the same `run_dir` with the same config, it skips the variants
-    already finished (with every final file as written: one damaged since saves
-    again from its backup, or trains again) and resumes an interrupted one from its
-    last backup checkpoint (every `save_every` steps and at each evaluation),
-    evaluation history included, to the result an uninterrupted run gives; with
-    another config it refuses (`steps_per_execution`, `log_every`, `strategy`, `tpu`
-    and `export` may change: a finished variant saved without its export is exported
-    then), and with other code, unless `allow_code_change`. Every
-    file a resume reads, and the saved models, is replaced atomically, so a kill at
-    any instant leaves a run that resumes; the figures are written again by every
-    rerun, and TensorBoard's event files are appended to. The run holds `run_dir`'s
-    lock throughout (`runner.lock`): a second run into it is refused.
+    Rerun into the same `run_dir` with the same config, it skips the finished
+    variants and resumes an interrupted one to the result an uninterrupted run gives;
+    with another config, or other code unless `allow_code_change`, it refuses
+    (docs/runner.md#resume). The run holds `run_dir`'s lock throughout.
 
     Args:
         config: the experiment's config (a `RunConfig`).
@@ -96,43 +86,84 @@ def run(
             file written before is kept and a rerun with room resumes. Other errors
             (of `build`, say) are raised as they are.
     """
-    return _run(
-        config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change, context
-    )[0]
+    plan = RunPlan.create(config, None, preset, smoke, allow_code_change)
+    return run_plan(plan, build, run_dir, context, verbose, callbacks)[0]
 
 
-def _run(
-    config, build, run_dir, verbose, callbacks, preset, smoke, allow_code_change, context=None
-) -> tuple[dict, Experiment]:
-    """`run`, returning the experiment too; `context` is made from the config once
-    when not given."""
-    if verbose is None:
-        verbose = 1 if on_terminal() else 2
-    with as_usage_errors():
-        config = config.resolved()
-        config.validate()
-        config.check_inputs()
-        stop_at = parse_targets(config.stop_at)
-        names = config.loss_names()
-    context = context or RunContext.create(config.strategy, config.tpu)
+def run_plan(
+    plan: RunPlan,
+    build: Callable[[RunConfig], Experiment],
+    run_dir: Path,
+    context: RunContext | None = None,
+    verbose: int | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> tuple[dict, dict[int | None, dict]]:
+    """Runs `plan` into `run_dir`: as `run`, or with its seeds as `run_seeds`.
+
+    Returns:
+        `(output, runs)`: `run`'s results or `run_seeds`' summary, and each run's
+        `{variant: result}` by seed (None: a plan without seeds), on every worker
+        (only the chief writes them).
+    """
+    context = context or RunContext.create(plan.config.strategy, plan.config.tpu)
+    verbose = (1 if on_terminal() else 2) if verbose is None else verbose
+    if not plan.seeds:
+        results = _run(plan, build, run_dir, context, verbose, callbacks)[0]
+        return results, {None: results}
+    runs = {}
+    with lock_run_directory(context.work_dir(run_dir)):
+        with as_usage_errors():  # a damaged earlier seed is named before any training
+            directory = SeedsDirectory.claim(run_dir, plan)
+        for seed in plan.seeds:
+            seed_dir = directory.seed_dir(seed)
+            print(f"=== seed {seed}: {seed_dir}", flush=True)
+            runs[seed], experiment = _run(
+                plan.for_seed(seed), build, seed_dir, context, verbose, callbacks
+            )
+        if directory.earlier:
+            print(
+                f"=== seeds {sorted(directory.earlier)}: finished in {run_dir} before, "
+                "summarised too"
+            )
+        with as_usage_errors():  # the codes that trained them, now that every seed has
+            codes = directory.code_of_seeds()
+            directory.check_protocol()
+        summary = summarize(
+            {
+                seed: {name: report.variant_scores(result) for name, result in results.items()}
+                for seed, results in sorted({**runs, **directory.earlier}.items())
+            },
+            family=experiment.primary_scores,
+        )
+        if codes:
+            summary["code"] = {str(seed): code for seed, code in sorted(codes.items())}
+        if context.chief:
+            write_json(run_dir / "summary.json", summary)
+            report.write_seeds_figures(summary, experiment, run_dir, plan.preset, plan.smoke)
+    print(summary_table(summary, experiment.table_columns))
+    print(f"summary: {run_dir / 'summary.json'}")
+    return summary, runs
+
+
+def _run(plan, build, run_dir, context, verbose, callbacks) -> tuple[dict, Experiment]:
+    """`run` of `plan` (of one seed), returning the experiment too."""
+    config = plan.config
     if context.multi_worker:
         with worker_lost_as_one_line(context, "the workers compared their flags"):
-            run_directory.check_workers_agree(context.strategy, config)
+            check_workers_agree(context.strategy, config)
     work_dir = context.work_dir(run_dir)
     with lock_run_directory(work_dir):
         with as_usage_errors():
-            saved = run_directory.claim_run_directory(run_dir, config)
-            results, incomplete = run_directory.finished_variants(run_dir, saved, names)
-            code = run_directory.code_history(run_dir, len(results) < len(names), allow_code_change)
+            directory = RunDirectory.claim(run_dir, plan)
         experiment = build(config)  # a defect here keeps its traceback (`check_inputs`)
         with as_usage_errors():
-            anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in names}
-            check_targets(stop_at, experiment.evaluators, anisotropic)
-        record = report.run_record(config, experiment, preset, smoke, code)
-        if results and len(results) < len(names):
+            anisotropic = {name: LOSS_VARIANTS[name].anisotropic for name in plan.losses}
+            targets = check_targets(plan.stop_at, experiment.evaluators, anisotropic)
+        record = report.run_record(config, experiment, plan.preset, plan.smoke, directory.code)
+        results = dict(directory.finished)
+        if results and len(results) < len(plan.losses):
             # The finished variants' scores and the ones to come share one record.
-            saved_run = read_json(run_dir / "results.json").get("run", {})
-            changes = report.scoring_changes(saved_run, record)
+            changes = report.scoring_changes(directory.record, record)
             if changes:
                 raise UsageError(
                     f"{run_dir}'s finished variants were scored on other parts, or by "
@@ -143,50 +174,35 @@ def _run(
         input_spec = (
             split_views(experiment.train_data(0).element_spec)[0] if context.chief else None
         )
-        for name in names:
+        for name in plan.losses:
             # A worker gone during the training, its final evaluation, saves or gathers.
             with worker_lost_as_one_line(context, f"{name} trained or was saved"):
-                backup = Backup(work_dir / "backup" / name, config.epoch_steps())
                 if name in results:
                     print(f"== {name}: finished in {run_dir}, not trained again", flush=True)
-                    variant_dir = run_dir / name
-                    unexported = (
-                        "stopped" not in results[name] and not (variant_dir / "encoder").exists()
-                    )
-                    if context.chief and config.export and unexported:
-                        print(f"== {name}: exporting its encoder, which --export false left out")
-                        run_directory.export_saved_variant(variant_dir, input_spec)
+                    if context.chief and config.export:
+                        directory.export_saved_variant(name, input_spec)
                 else:
-                    if name in incomplete:
+                    if name in directory.incomplete:
+                        backup = Backup(work_dir / "backup" / name, config.epoch_steps())
                         again = (
                             "saving it again from its backup"
                             if backup.checkpoints()
                             else "training it again from the start (its backup is gone)"
                         )
-                        print(f"== {name}: {incomplete[name]}: {again}", flush=True)
+                        print(f"== {name}: {directory.incomplete[name]}: {again}", flush=True)
                     if context.chief:
-                        run_directory.write_config(run_dir, config, code)
+                        directory.write_config(config)
                     model, results[name] = train_variant(
-                        config,
-                        experiment,
-                        name,
-                        run_dir,
-                        context,
-                        stop_at,
-                        verbose,
-                        callbacks,
-                        code,
+                        plan, experiment, name, directory, context, targets, verbose, callbacks
                     )
                     if context.chief:
-                        if "stopped" not in results[name]:  # a diverged model is not worth keeping
-                            run_directory.save_variant(
-                                model, run_dir / name, input_spec, config.export
-                            )
-                        run_directory.write_results(run_dir, record, results)
+                        if "stopped" not in results[name]:  # a diverged model is not kept
+                            directory.save_variant(name, model, input_spec, config.export)
+                        directory.write_results(record, results)
             # Kept until the variant's outputs are written: a kill before resumes from it.
             remove_backup(work_dir / "backup", name)
         if context.chief:
-            title = report.figure_title(config, preset, smoke)
+            title = report.figure_title(config, plan.preset, plan.smoke)
             figures = report.write_plots(results, experiment, run_dir, title)
             steps = max(result["steps"] for result in results.values())
             report.log_figures(figures, run_dir / "tensorboard" / "figures", steps)
@@ -217,91 +233,16 @@ def run_seeds(
     t-interval (`aninfonce_tf.statistics.summarize`). The printed table shows the
     experiment's `table_columns` (default: every scalar score).
 
-    Each seed resumes like a single run: rerun, it skips the finished seeds and
-    variants and resumes an interrupted one. The summary covers, besides `seeds`,
-    every seed of `run_dir` that an earlier run finished with this config (`--seeds 3`
-    after `--seeds 0,1,2` summarises four seeds). `preset`, `smoke` and
-    `allow_code_change`: as for `run`; `context`: the run's `RunContext` (default:
-    made from `config` once). The run holds `run_dir`'s lock, and each seed's run its
-    own, throughout; `run_dir` may hold nothing but the seeds' runs and
-    `summary.json`. Seeds trained by different code are refused before any training
-    (and again before the summary), unless `allow_code_change`; `summary.json` then
-    records each seed's code under `code`.
+    Each seed resumes like a single run, and the summary covers every seed of
+    `run_dir` an earlier run finished with this config (docs/runner.md#several-seeds).
+    The other arguments: as for `run`. Seeds trained by different code are refused,
+    unless `allow_code_change`; `summary.json` then records each seed's code.
 
     Returns:
         The summary, as written to `summary.json`.
     """
-    return run_seeds_results(
-        config, build, run_dir, seeds, verbose, callbacks, preset, smoke, context, allow_code_change
-    )[0]
-
-
-def run_seeds_results(
-    config: RunConfig,
-    build: Callable[[RunConfig], Experiment],
-    run_dir: Path,
-    seeds: Sequence[int],
-    verbose: int | None = None,
-    callbacks: Sequence[keras.callbacks.Callback] = (),
-    preset: str | None = None,
-    smoke: bool = False,
-    context: RunContext | None = None,
-    allow_code_change: bool = False,
-) -> tuple[dict, dict[int, dict]]:
-    """`run_seeds`, returning with the summary each seed's `{variant: result}` as
-    `run` returns it, on every worker (only the chief writes them to results.json).
-
-    Returns:
-        `(summary, {seed: {variant: result}})` for the `seeds` given.
-    """
-    with as_usage_errors():  # every seed, before a strategy is set up for any
-        for seed in seeds:
-            dataclasses.replace(config, seed=seed).resolved().validate()
-    if not seeds:
-        raise UsageError("`seeds` is empty: give at least one seed.")
-    context = context or RunContext.create(config.strategy, config.tpu)
-    runs = {}
-    with lock_run_directory(context.work_dir(run_dir)):
-        with as_usage_errors():  # a damaged earlier seed is named before any training
-            run_directory.check_seeds_directory(run_dir)
-            earlier = run_directory.finished_seeds(run_dir, config.resolved(), seeds)
-            codes = run_directory.seeds_code(run_dir, [*seeds, *earlier])
-            run_directory.check_seeds_code(codes, allow_code_change)
-        for seed in seeds:
-            seed_dir = run_dir / f"seed_{seed}"
-            print(f"=== seed {seed}: {seed_dir}", flush=True)
-            runs[seed], experiment = _run(
-                dataclasses.replace(config, seed=seed),
-                build,
-                seed_dir,
-                verbose,
-                callbacks,
-                preset,
-                smoke,
-                allow_code_change,
-                context,
-            )
-        if earlier:
-            print(f"=== seeds {sorted(earlier)}: finished in {run_dir} before, summarised too")
-        with as_usage_errors():  # the codes that trained them, now that every seed has
-            codes = run_directory.seeds_code(run_dir, [*runs, *earlier])
-            mixed_code = run_directory.check_seeds_code(codes, allow_code_change)
-            run_directory.check_seeds_protocol(run_dir, sorted({**runs, **earlier}))
-        summary = summarize(
-            {
-                seed: {name: report.variant_scores(result) for name, result in results.items()}
-                for seed, results in sorted({**runs, **earlier}.items())
-            },
-            family=experiment.primary_scores,
-        )
-        if mixed_code:
-            summary["code"] = {str(seed): code for seed, code in sorted(codes.items())}
-        if context.chief:
-            write_json(run_dir / "summary.json", summary)
-            report.write_seeds_figures(summary, experiment, run_dir, preset, smoke)
-    print(summary_table(summary, experiment.table_columns))
-    print(f"summary: {run_dir / 'summary.json'}")
-    return summary, runs
+    plan = RunPlan.create(config, seeds, preset, smoke, allow_code_change)
+    return run_plan(plan, build, run_dir, context, verbose, callbacks)[0]
 
 
 def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Path) -> None:
@@ -334,4 +275,4 @@ def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Pa
         )
 
 
-__all__ = ["raise_if_diverged", "run", "run_seeds", "run_seeds_results"]
+__all__ = ["raise_if_diverged", "run", "run_plan", "run_seeds"]

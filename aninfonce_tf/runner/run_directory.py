@@ -1,56 +1,51 @@
-"""The run directory: claimed for one config, resumed from, written atomically. Its
-files and the rules of resume: docs/runner.md#outputs and docs/runner.md#resume.
-
-Example:
-
->>> sorted(code_version())[:2]
-['aninfonce_tf', 'source_sha256']
-"""
+"""A run's directory (`RunDirectory`) and a `--seeds` run's (`SeedsDirectory`), each
+claimed once for a plan, their files written atomically. Their files and the rules of
+resume: docs/runner.md#outputs and docs/runner.md#resume."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
-import functools
 import hashlib
 import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import keras
 
-import aninfonce_tf
-from aninfonce_tf import backbones, distribute
-from aninfonce_tf.checkpoints import Backup, read_json, replace_atomically, write_json
-from aninfonce_tf.configs.base import EXECUTION_FIELDS, RunConfig
+from aninfonce_tf.checkpoints import read_json, replace_atomically, write_json
+from aninfonce_tf.configs.base import RunConfig
 from aninfonce_tf.disk_space import state_bytes
 from aninfonce_tf.errors import UsageError
-from aninfonce_tf.evaluation.targets import canonical_targets
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.models import ContrastiveModel
-from aninfonce_tf.runner.final_files import FILES, final_files_problem, write_files_record
+from aninfonce_tf.runner.identity import (
+    CODE,
+    check_seeds_code,
+    code_history,
+    config_changes,
+    recorded_code,
+    resume_defaults,
+)
 from aninfonce_tf.runner.lock import LOCK_NAME
+from aninfonce_tf.runner.plan import RunPlan
 
-# `config.json`'s entry of the code the run was trained by (`code_history`).
-CODE = "code"
-# The user's files that `--import` brought in (`cli.import_user_code`).
-USER_CODE: list[Path] = []
+# A saved variant's record of its final files: the size and sha256 of `model.keras` and
+# of every file of its `encoder/`, which a rerun checks before it counts it as finished.
+FILES = "files.json"
 # What a `--seeds` run writes beside its `seed_<k>/` directories: the summary, its
 # figure and the figures an experiment adds over the seeds (`Experiment.seeds_plots`).
 SEEDS_FILES = ("summary.json", "seeds.png", "r2_by_concentration.png")
-# The code entry of a run recorded before runs recorded their code.
-UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": None}
 # Entries of every `config.json` of a run: a file without them is not a run's.
 _CONFIG_ENTRIES = {"losses", "steps", "seed"}
 
 
 class AnotherConfig(ValueError):
     """The refusal of a run directory that holds a run of another config
-    (`claim_run_directory`); a `--seeds` summary leaves such a seed out.
+    (`RunDirectory.claim`); a `--seeds` summary leaves such a seed out.
 
     Example:
 
@@ -75,36 +70,207 @@ def run_directory(out: str | None, name: str) -> Path:
             return path
 
 
-def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
-    """Checks that `run_dir` is new or holds a run of the same config (`config_changes`)
-    and returns the results already saved there (resume).
+@dataclasses.dataclass(frozen=True)
+class RunDirectory:
+    """A run directory, claimed for one plan (`claim`), then each variant saved
+    (`save_variant`) and the results written (`write_results`).
 
-    Raises:
-        AnotherConfig: (a `ValueError`) when `run_dir` holds a run of another config
-            (a stale backup is never resumed silently).
-        ValueError: when it holds files that are not a run's (no `config.json`), or a
-            `config.json` or `results.json` that is not a run's or not JSON; each
-            names the file and the fix.
+    Args:
+        path: the directory.
+        finished: `{variant: result}` of the plan's variants finished there, every
+            final file as written (or diverged).
+        incomplete: `{variant: what is wrong}` of the others saved there.
+        code: the code that trains the run, oldest first (`identity.code_history`).
+        record: the `run` record of its `results.json` ({}: none).
+
+    Example:
+
+    >>> import tempfile
+    >>> from aninfonce_tf.configs.base import RunConfig
+    >>> directory = RunDirectory.claim(Path(tempfile.mkdtemp()), RunPlan.create(RunConfig()))
+    >>> directory.finished, directory.incomplete, len(directory.code)
+    ({}, {}, 1)
     """
+
+    path: Path
+    finished: Mapping[str, dict] = dataclasses.field(default_factory=dict)
+    incomplete: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    code: Sequence[dict] = ()
+    record: Mapping = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def claim(cls, path: Path, plan: RunPlan) -> RunDirectory:
+        """`path`, new or holding a run of `plan`'s config, with what it holds.
+
+        Raises:
+            AnotherConfig: (a `ValueError`) when `path` holds a run of another config.
+            ValueError: when it holds files that are not a run's, a `config.json` or
+                `results.json` that does not read, or a run of other code that would
+                train again (`identity.code_history`); each names the fix.
+        """
+        saved = _claimed_config(path, plan)
+        finished, incomplete, record = _saved_variants(path, plan.losses)
+        training = len(finished) < len(plan.losses)
+        code = code_history(path, saved, training, plan.allow_code_change)
+        return cls(path, finished, incomplete, code, record)
+
+    def write_config(self, config: RunConfig) -> None:
+        """`config.json`: `config` and `code`, written when the first variant starts
+        training and on a resume across a code change."""
+        path = self.path / "config.json"
+        saved = read_json(path) if path.exists() else dataclasses.asdict(config)
+        if saved.get(CODE) != list(self.code):
+            self.path.mkdir(parents=True, exist_ok=True)
+            write_json(path, {**saved, CODE: list(self.code)})
+
+    def save_variant(self, name: str, model: ContrastiveModel, input_spec, export: bool) -> None:
+        """`<name>/model.keras` and, with `export`, the encoder SavedModel and
+        Lambda_hat, each replaced atomically, then `<name>/files.json`, which a rerun
+        checks."""
+        variant_dir = self.path / name
+        # Room for twice the variables (h5py may crash on a full disk rather than raise).
+        replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
+        if export:
+            export_encoder(model, variant_dir / "encoder", input_spec)
+        _write_files_record(variant_dir)
+
+    def export_saved_variant(self, name: str, input_spec) -> None:
+        """Exports the encoder of the finished variant `name` if it was saved without
+        one (`--export false`), from its `model.keras`."""
+        variant_dir = self.path / name
+        if "stopped" in self.finished[name] or (variant_dir / "encoder").exists():
+            return
+        print(f"== {name}: exporting its encoder, which --export false left out")
+        model = keras.saving.load_model(variant_dir / "model.keras")
+        export_encoder(model, variant_dir / "encoder", input_spec)
+        _write_files_record(variant_dir)
+
+    def write_results(self, record: dict, results: dict) -> None:
+        """`results.json`: the `run` record and the results of the variants so far."""
+        write_json(self.path / "results.json", {"run": record, "variants": results})
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedsDirectory:
+    """The directory of a `--seeds` run, claimed for one plan (`claim`): a run
+    directory per seed (`seed_dir`) and `SEEDS_FILES`.
+
+    Args:
+        path: the directory.
+        plan: the `--seeds` plan.
+        earlier: `{seed: {variant: result}}` of other seeds an earlier run finished
+            with this config.
+
+    Example:
+
+    >>> import tempfile
+    >>> from aninfonce_tf.configs.base import RunConfig
+    >>> plan = RunPlan.create(RunConfig(), seeds=[0, 1])
+    >>> SeedsDirectory.claim(Path(tempfile.mkdtemp()), plan).seed_dir(1).name
+    'seed_1'
+    """
+
+    path: Path
+    plan: RunPlan
+    earlier: Mapping[int, dict]
+
+    @classmethod
+    def claim(cls, path: Path, plan: RunPlan) -> SeedsDirectory:
+        """`path`, holding nothing but a `--seeds` run's files, with its earlier seeds
+        (a seed of another config left out).
+
+        Raises:
+            ValueError: naming other files, a damaged earlier seed, or seeds trained by
+                different code (`code_of_seeds`).
+        """
+        refuse_others(
+            path,
+            "a --seeds run of aninfonce_tf",
+            lambda file: file.name in SEEDS_FILES or re.fullmatch(r"seed_\d+", file.name),
+            f"only seed_<k>/, {', '.join(SEEDS_FILES)}",
+        )
+        earlier = {}
+        for seed_path in sorted(path.glob("seed_*")):
+            match = re.fullmatch(r"seed_(\d+)", seed_path.name)
+            seed = int(match.group(1)) if match else None
+            if seed is None or seed in plan.seeds or not (seed_path / "results.json").exists():
+                continue
+            try:
+                _claimed_config(seed_path, plan.for_seed(seed))
+            except AnotherConfig:  # not this summary's
+                continue
+            results = _saved_variants(seed_path, plan.losses)[0]
+            if len(results) == len(plan.losses):
+                earlier[seed] = results
+        directory = cls(path, plan, earlier)
+        directory.code_of_seeds()
+        return directory
+
+    def seed_dir(self, seed: int) -> Path:
+        """The run directory of `seed`."""
+        return self.path / f"seed_{seed}"
+
+    def code_of_seeds(self) -> dict[int, list[dict]] | None:
+        """`{seed: the code that trained it}` when codes differ (`--allow-code-change`),
+        None when one code trained every seed.
+
+        Raises:
+            ValueError: when they differ without `--allow-code-change`, naming each.
+        """
+        codes = {
+            seed: recorded_code(_saved_config(self.seed_dir(seed)))
+            for seed in [*self.plan.seeds, *self.earlier]
+        }
+        return codes if check_seeds_code(codes, self.plan.allow_code_change) else None
+
+    def check_protocol(self) -> None:
+        """Checks that one final linear evaluation scored every seed.
+
+        Raises:
+            ValueError: naming each seed's protocol (`run.linear_evaluation`).
+        """
+        protocols = {}
+        for seed in sorted({*self.plan.seeds, *self.earlier}):
+            path = self.seed_dir(seed) / "results.json"
+            protocols[seed] = (read_json(path).get("run", {}) if path.exists() else {}).get(
+                "linear_evaluation"
+            )
+        if len({json.dumps(protocol, sort_keys=True) for protocol in protocols.values()}) > 1:
+            named = "; ".join(f"seed {seed}: {protocol}" for seed, protocol in protocols.items())
+            raise ValueError(
+                f"The seeds were scored by different final linear evaluations ({named}): "
+                "their summary would average them. Rerun the seeds with the same "
+                "--linear-eval-* flags, or into a new --out."
+            )
+
+
+def _claimed_config(run_dir: Path, plan: RunPlan) -> dict | None:
+    """`run_dir/config.json`, checked to hold a run of `plan`'s config (None: a new run,
+    `run_dir` holding no files of others); `RunDirectory.claim`'s refusals."""
     saved = _saved_config(run_dir)
     if saved is None:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
-    else:
-        changes = config_changes(saved, config)
-        if changes:
-            raise AnotherConfig(
-                f"{run_dir} holds a run of another config ({changes}); it would resume from "
-                "stale checkpoints. Pass a new --out, or delete that directory to start over."
-            )
-        # Said of a run that resumes only: a refused one prints its refusal alone.
-        filled = {k: v for k, v in _defaults(config).items() if k not in saved}
-        if filled:
-            named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
-            print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
-    results_path = run_dir / "results.json"
-    if not results_path.exists():
-        return {}
-    saved = read_json(results_path)
+        return None
+    changes = config_changes(saved, plan)
+    if changes:
+        raise AnotherConfig(
+            f"{run_dir} holds a run of another config ({changes}); it would resume from "
+            "stale checkpoints. Pass a new --out, or delete that directory to start over."
+        )
+    # Said of a run that resumes only: a refused one prints its refusal alone.
+    filled = {k: v for k, v in resume_defaults(plan.config).items() if k not in saved}
+    if filled:
+        named = ", ".join(f"{k} = {v!r}" for k, v in filled.items())
+        print(f"{run_dir}/config.json has no {named}: counted at the default", flush=True)
+    return saved
+
+
+def _saved_variants(run_dir: Path, names: Sequence[str]) -> tuple[dict, dict, dict]:
+    """`(finished, incomplete, run record)` of `run_dir/results.json`: the results of
+    the variants `names` finished with every final file as written (or diverged), and
+    `{variant: what is wrong}` of the others saved."""
+    path = run_dir / "results.json"
+    saved = read_json(path) if path.exists() else {"run": {}, "variants": {}}
     # A results.json written before the `run` / `variants` layout holds the variants
     # at its top level.
     variants = saved.get("variants", saved) if isinstance(saved, dict) else None
@@ -112,196 +278,17 @@ def claim_run_directory(run_dir: Path, config: RunConfig) -> dict:
         isinstance(result, dict) and "steps" in result for result in variants.values()
     ):
         raise ValueError(
-            f"{results_path} is not the results.json of an aninfonce_tf run: move it away, "
+            f"{path} is not the results.json of an aninfonce_tf run: move it away, "
             "or pass a new --out."
         )
-    return variants
-
-
-def config_changes(saved: dict, config: RunConfig) -> str:
-    """How `config` differs from the `saved` one in the fields a resume must keep
-    (`stop_at` in its one form, a field `saved` lacks at its default): `steps: 40 ->
-    80, ...`, empty where they agree."""
-    current = _comparable(json.loads(json.dumps(config.resume_key())))
-    exempt = (*EXECUTION_FIELDS, *config.resume_exempt, CODE)
-    filled = {k: v for k, v in _defaults(config).items() if k not in saved}
-    saved = _comparable({**filled, **{k: v for k, v in saved.items() if k not in exempt}})
-    differing = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
-    return ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in differing)
-
-
-def backup_identity(config: RunConfig) -> dict:
-    """What each backup checkpoint of a run of `config` records of it (`Backup`'s
-    `identity`): the fields a resume keeps (`RunConfig.resume_key`) and the code that
-    writes it (`code_version`)."""
-    return {"config": json.loads(json.dumps(config.resume_key())), CODE: code_version()}
-
-
-def check_backup_identity(
-    backup: Backup, config: RunConfig, code: Sequence[dict], variant: str
-) -> None:
-    """Checks that the checkpoint `backup` has restored (`Backup.restore`) was written
-    by this run: of `config`, by one of the codes that trained it (`code`,
-    `code_history`).
-
-    Raises:
-        UsageError: naming the checkpoint, what differs and the fix.
-    """
-    recorded = backup.restored_identity
-    if not isinstance(recorded, dict):
-        problem = "it records no run (a checkpoint from elsewhere, or from older code)"
-    elif changes := config_changes(recorded.get("config") or {}, config):
-        problem = f"it was written by a run of another config ({changes})"
-    elif recorded.get(CODE) not in [_without_date(entry) for entry in code]:
-        problem = (
-            f"it was written by {_code_name(recorded.get(CODE))}, which did not train this run"
-        )
-    else:
-        return
-    raise UsageError(
-        f"The backup of {variant} in {backup.directory} is not this run's: {problem}. Delete "
-        f"{backup.directory} to train {variant} from the start, or pass a new --out."
-    )
-
-
-def check_workers_agree(strategy, config: RunConfig) -> None:
-    """Checks, before any worker trains, that every worker of a multi-worker run has
-    the same config (every field) and code (`code_version`), by a digest each passes
-    through `distribute.gather_from_workers`.
-
-    Raises:
-        UsageError: on every worker, when the digests differ.
-    """
-    text = json.dumps(
-        {"config": dataclasses.asdict(config), CODE: code_version()}, sort_keys=True, default=str
-    )
-    digest = int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)  # within int64
-    digests = distribute.gather_from_workers(strategy, digest)
-    if len(set(digests)) > 1:
-        raise UsageError(
-            f"The workers of this run were given different flags or code (digests "
-            f"{[f'{value:015x}' for value in digests]}, one per replica): every worker must "
-            "run the same command with the same aninfonce_tf (TF_CONFIG aside). Rerun every "
-            "worker with the same flags."
-        )
-
-
-def _without_date(entry: dict) -> dict:
-    """A code entry (`code_history`) without the date it first ran: the code alone."""
-    return {k: v for k, v in entry.items() if k != "date"}
-
-
-def _defaults(config: RunConfig) -> dict:
-    """The default of each of `config`'s resume fields, as JSON gives it back: what a
-    field a saved config lacks counts as."""
-    resumed = config.resume_key()
-    defaults = {
-        f.name: f.default
-        for f in dataclasses.fields(config)
-        if f.name in resumed and f.default is not dataclasses.MISSING
-    }
-    return json.loads(json.dumps(defaults))
-
-
-def _comparable(values: dict) -> dict:
-    """A config's `values` with `stop_at` in its one form (`canonical_targets`; as it is
-    where it does not parse)."""
-    text = values.get("stop_at")
-    if isinstance(text, str):
-        with contextlib.suppress(ValueError):
-            return {**values, "stop_at": canonical_targets(text)}
-    return values
-
-
-def check_seeds_directory(run_dir: Path) -> None:
-    """Checks that `run_dir` holds nothing but a `--seeds` run's `seed_<k>/` and
-    `SEEDS_FILES`.
-
-    Raises:
-        ValueError: naming the other files.
-    """
-    refuse_others(
-        run_dir,
-        "a --seeds run of aninfonce_tf",
-        lambda path: path.name in SEEDS_FILES or re.fullmatch(r"seed_\d+", path.name),
-        f"only seed_<k>/, {', '.join(SEEDS_FILES)}",
-    )
-
-
-def finished_seeds(run_dir: Path, config: RunConfig, skip: Sequence[int]) -> dict[int, dict]:
-    """`{seed: results}` of the runs in `run_dir/seed_<k>/` but the seeds `skip` that
-    finished every variant of `config`; a seed of another config is left out, a
-    damaged one raises `claim_run_directory`'s `ValueError`."""
-    found = {}
-    for path in sorted(run_dir.glob("seed_*")):
-        match = re.fullmatch(r"seed_(\d+)", path.name)
-        seed = int(match.group(1)) if match else None
-        if seed is None or seed in skip or not (path / "results.json").exists():
-            continue
-        seed_config = dataclasses.replace(config, seed=seed)
-        try:
-            saved = claim_run_directory(path, seed_config)
-        except AnotherConfig:  # not this summary's
-            continue
-        results, _ = finished_variants(path, saved, seed_config.loss_names())
-        if len(results) == len(seed_config.loss_names()):
-            found[seed] = results
-    return found
-
-
-def seeds_code(run_dir: Path, seeds: Sequence[int]) -> dict[int, list[dict]]:
-    """`{seed: the code that trained run_dir/seed_<k>/}` (`code_history` without the
-    dates; this code for a seed not trained yet)."""
-    codes = {}
-    for seed in seeds:
-        saved = _saved_config(run_dir / f"seed_{seed}")
-        history = saved.get(CODE, [UNRECORDED_CODE]) if saved else [code_version()]
-        codes[seed] = [_without_date(entry) for entry in history if isinstance(entry, dict)]
-    return codes
-
-
-def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> bool:
-    """Whether the seeds of a `--seeds` summary were trained by different code
-    (`seeds_code`), which `allow_code_change` (`--allow-code-change`) allows.
-
-    Raises:
-        ValueError: when they were, without `allow_code_change`, naming each seed's code.
-    """
-    if len({json.dumps(code, sort_keys=True) for code in codes.values()}) < 2:
-        return False
-    if not allow_code_change:
-        named = "; ".join(
-            f"seed {seed}: {' -> '.join(map(_code_name, code or [None]))}"
-            for seed, code in sorted(codes.items())
-        )
-        raise ValueError(
-            f"The seeds were trained by different code ({named}): their summary would "
-            "average two versions of the code. Pass --allow-code-change to summarise them "
-            "with each seed's code recorded in summary.json, or a new --out."
-        )
-    return True
-
-
-def check_seeds_protocol(run_dir: Path, seeds: Sequence[int]) -> None:
-    """Checks that the seeds of a `--seeds` summary were scored by one final linear
-    evaluation (each seed's `run.linear_evaluation`).
-
-    Raises:
-        ValueError: naming each seed's protocol when they differ.
-    """
-    protocols = {}
-    for seed in seeds:
-        path = run_dir / f"seed_{seed}" / "results.json"
-        protocols[seed] = (read_json(path).get("run", {}) if path.exists() else {}).get(
-            "linear_evaluation"
-        )
-    if len({json.dumps(protocol, sort_keys=True) for protocol in protocols.values()}) > 1:
-        named = "; ".join(f"seed {seed}: {protocol}" for seed, protocol in protocols.items())
-        raise ValueError(
-            f"The seeds were scored by different final linear evaluations ({named}): their "
-            "summary would average them. Rerun the seeds with the same --linear-eval-* "
-            "flags, or into a new --out."
-        )
+    finished, incomplete = {}, {}
+    for name in [name for name in names if name in variants]:
+        problem = None if "stopped" in variants[name] else final_files_problem(run_dir / name)
+        if problem:
+            incomplete[name] = problem
+        else:
+            finished[name] = variants[name]
+    return finished, incomplete, saved.get("run", {})
 
 
 def _saved_config(run_dir: Path) -> dict | None:
@@ -355,86 +342,6 @@ def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why:
         )
 
 
-def code_version() -> dict[str, str]:
-    """This package's version and the sha256 of its source, of the `--import`ed files
-    (`USER_CODE`) and of the loaded backbone files: what a resume compares."""
-    version = {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
-    user_code = [*USER_CODE, *backbones.LOADED_FILES]  # `--import`, `--backbone FILE.py:F`
-    if user_code:
-        digest = hashlib.sha256()
-        for path in user_code:
-            text = path.read_bytes() if path.is_file() else b"(gone)"
-            digest.update(f"{path}\0".encode() + text + b"\0")
-        version["user_code_sha256"] = digest.hexdigest()
-    return version
-
-
-@functools.cache
-def _source_sha256() -> str:
-    """The sha256 of every `.py` file of this package, by path, read once per process."""
-    root = Path(aninfonce_tf.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        if not path.is_file():  # an editor's dangling lock link, say
-            continue
-        digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def code_history(run_dir: Path, training: bool, allow_code_change: bool = False) -> list[dict]:
-    """The code the run in `run_dir` is trained by, oldest first (`code_version`, each
-    with the date it first ran; docs/runner.md#the-code-a-run-was-trained-by).
-
-    Args:
-        run_dir: a claimed run directory (`claim_run_directory`).
-        training: whether the run trains a variant (resuming it, or a new one).
-        allow_code_change: resume a run trained by other code (`--allow-code-change`).
-
-    Raises:
-        ValueError: when training would resume a run trained by other code (or by an
-            aninfonce_tf that recorded none), without `allow_code_change`.
-    """
-    saved = _saved_config(run_dir)
-    history = saved.get(CODE, []) if saved else []
-    if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
-        history = []
-    version = code_version()
-    last = history[-1] if history else None
-    # Every entry counts: one the current code lacks (the `--import` of a plug-in) too.
-    if (last and _without_date(last) == version) or not training:
-        return history
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    current = {**version, "date": now}
-    if saved is None:  # a new run
-        return [current]
-    if not allow_code_change:
-        raise ValueError(
-            f"{run_dir} was trained by {_code_name(last)}, this is {_code_name(current)}: "
-            "resuming would mix two versions of the code in one result. Pass "
-            "--allow-code-change to resume it with this code, or a new --out."
-        )
-    print(
-        f"   {run_dir}: resuming across a code change ({_code_name(last)} -> "
-        f"{_code_name(current)}), as --allow-code-change allows; config.json and "
-        "results.json record it",
-        flush=True,
-    )
-    # A run from before code was recorded keeps a mark that its start is unknown.
-    return [*(history or [UNRECORDED_CODE]), current]
-
-
-def _code_name(entry: dict | None) -> str:
-    if not entry or not entry.get("source_sha256"):
-        return "an aninfonce_tf that recorded no version of its code"
-    user_code = entry.get("user_code_sha256")
-    with_user_code = f", --import and backbone files {user_code[:12]}" if user_code else ""
-    return (
-        f"aninfonce_tf {entry.get('aninfonce_tf')} (source {entry['source_sha256'][:12]}"
-        f"{with_user_code})"
-    )
-
-
 def points_until(path: Path, step: int) -> list[dict]:
     """The points of a history file up to `step` (none when there is no file).
 
@@ -450,80 +357,67 @@ def points_until(path: Path, step: int) -> list[dict]:
     return [point for point in points if point["step"] <= step]
 
 
-def save_variant(model: ContrastiveModel, variant_dir: Path, input_spec, export: bool) -> None:
-    """`model.keras` and, with `export`, the encoder SavedModel and Lambda_hat, each
-    replaced atomically, then `files.json`: the size and sha256 of each of their
-    files, which a rerun checks (`final_files_problem`)."""
-    # Room for twice the variables (h5py may crash on a full disk rather than raise).
-    replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
-    if export:
-        export_encoder(model, variant_dir / "encoder", input_spec)
-    write_files_record(variant_dir)
+def _write_files_record(variant_dir: Path) -> None:
+    """`files.json`: the size and sha256 of `model.keras` and of the export's files."""
+    paths = [variant_dir / "model.keras"]
+    paths += sorted(path for path in (variant_dir / "encoder").rglob("*") if path.is_file())
+    files = {path.relative_to(variant_dir).as_posix(): _file_record(path) for path in paths}
+    write_json(variant_dir / FILES, files)
 
 
-def export_saved_variant(variant_dir: Path, input_spec) -> None:
-    """Exports the encoder of a variant saved without one (`--export false`), from its
-    `model.keras`, and records the export's files in `files.json`."""
-    model = keras.saving.load_model(variant_dir / "model.keras")
-    export_encoder(model, variant_dir / "encoder", input_spec)
-    write_files_record(variant_dir)
+def final_files_problem(variant_dir: Path) -> str | None:
+    """What is wrong with the final files of a saved variant (those `files.json`
+    lists, at its sizes and sha256), or None.
+
+    Example:
+
+    >>> import tempfile
+    >>> final_files_problem(Path(tempfile.mkdtemp())).endswith("is missing")
+    True
+    """
+    record = variant_dir / FILES
+    if not record.exists():  # saved before files.json was: as then, its model must exist
+        model = variant_dir / "model.keras"
+        return None if model.exists() else f"model.keras in {variant_dir} is missing"
+    try:
+        files = read_json(record)
+    except ValueError:
+        files = None
+    if not isinstance(files, dict) or not all(
+        isinstance(written, dict) and {"bytes", "sha256"} <= set(written)
+        for written in files.values()
+    ):
+        return f"{FILES} in {variant_dir} does not read"
+    for name, written in files.items():
+        path = variant_dir / name
+        if not path.is_file():
+            return f"{name} in {variant_dir} is missing"
+        found = _file_record(path)
+        if found["bytes"] < written["bytes"]:
+            sizes = f"{found['bytes']} of its {written['bytes']} bytes"
+            return f"{name} in {variant_dir} is incomplete ({sizes})"
+        if found != written:
+            return f"{name} in {variant_dir} is not the file written (its size or sha256 differs)"
+    return None
 
 
-def finished_variants(run_dir: Path, saved: dict, names: Sequence[str]) -> tuple[dict, dict]:
-    """`(finished, incomplete)`: the results of the variants `names` finished with
-    every final file as written (or diverged), and `{variant: what is wrong}` of the
-    others saved."""
-    finished, incomplete = {}, {}
-    for name in names:
-        if name in saved:
-            problem = None if "stopped" in saved[name] else final_files_problem(run_dir / name)
-            if problem:
-                incomplete[name] = problem
-            else:
-                finished[name] = saved[name]
-    return finished, incomplete
-
-
-def write_config(run_dir: Path, config: RunConfig, code: list[dict]) -> None:
-    """`config.json`: the config and the code it is trained by (`code_history`),
-    written when the first variant starts training and on a resume across a code
-    change."""
-    path = run_dir / "config.json"
-    saved = read_json(path) if path.exists() else dataclasses.asdict(config)
-    if saved.get(CODE) != code:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(path, {**saved, CODE: code})
-
-
-def write_results(run_dir: Path, record: dict, results: dict) -> None:
-    """`results.json`: the `run` record and the results of the variants so far."""
-    write_json(run_dir / "results.json", {"run": record, "variants": results})
+def _file_record(path: Path) -> dict:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 __all__ = [
-    "CODE",
-    "AnotherConfig",
     "FILES",
-    "backup_identity",
-    "check_backup_identity",
-    "check_seeds_code",
-    "check_seeds_protocol",
-    "check_workers_agree",
-    "config_changes",
-    "check_seeds_directory",
-    "claim_run_directory",
-    "code_history",
-    "code_version",
-    "export_saved_variant",
+    "SEEDS_FILES",
+    "AnotherConfig",
+    "RunDirectory",
+    "SeedsDirectory",
     "final_files_problem",
-    "finished_seeds",
-    "finished_variants",
     "load_config",
     "points_until",
     "refuse_others",
     "run_directory",
-    "save_variant",
-    "seeds_code",
-    "write_config",
-    "write_results",
 ]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 import keras
 import tensorflow as tf
@@ -31,7 +30,9 @@ from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
 from aninfonce_tf.runner.context import RunContext
 from aninfonce_tf.runner.event_files import drop_events_after
-from aninfonce_tf.runner.run_directory import backup_identity, check_backup_identity, points_until
+from aninfonce_tf.runner.identity import backup_identity, check_backup_identity
+from aninfonce_tf.runner.plan import RunPlan
+from aninfonce_tf.runner.run_directory import RunDirectory, points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
@@ -108,33 +109,23 @@ def worker_lost_as_one_line(context: RunContext, during: str):
 
 
 def train_variant(
-    config: RunConfig,
+    plan: RunPlan,
     experiment: Experiment,
     variant: str,
-    run_dir: Path,
+    directory: RunDirectory,
     context: RunContext,
-    stop_at: dict[str, Target],
+    targets: Mapping[str, Target],
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
-    code: Sequence[dict] = (),
 ) -> tuple[ContrastiveModel, dict]:
     """Trains one loss variant (resuming its backup, if any) and returns the model
     and its result: final scores, steps, seconds, final loss, score and loss curves.
 
-    Keras' epochs last `config.epoch_steps()` steps; at the end of each, the backup
-    keeps a checkpoint (`checkpoints.Backup`), and every `eval_every` steps the
-    evaluators score the model. TensorBoard (`run_dir/tensorboard/<variant>`, on the
-    chief) gets the scores of each evaluation and, every `config.log_steps()` steps,
-    the training metrics and Lambda_hat; the console (with `verbose`) Keras' line per
-    epoch with the loss and the accuracy (`console.EpochLine`, unless `callbacks` hold a
-    progress bar of their own) and a line per evaluation with the experiment's
-    `table_columns`, each within 100 columns.
-
-    Each checkpoint records the run's config and code (`backup_identity`): a resume
-    refuses a backup that another run wrote, or whose evaluations before its step are
-    missing from `history.json`, rather than mix it into this run's result (`code`:
-    the codes that trained the run, `run_directory.code_history`)."""
-    strategy = context.strategy
+    Keras' epochs last `config.epoch_steps()` steps, each ending in a backup
+    checkpoint (`checkpoints.Backup`) that records the run (`backup_identity`); the
+    evaluators score the model every `eval_every` steps, and `fit` stops at `targets`
+    (`plan.stop_at` in their directions). What it writes: docs/runner.md#outputs."""
+    config, run_dir, strategy = plan.config, directory.path, context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
     variant_dir.mkdir(parents=True, exist_ok=True)
@@ -156,7 +147,7 @@ def train_variant(
     loss_path = variant_dir / "loss_curve.json"
     history, loss_curve, reached = [], [], None
     if start_step:
-        check_backup_identity(backup, config, code, variant)
+        check_backup_identity(backup, plan, directory.code, variant)
         history = points_until(history_path, start_step)
         missing = sorted(
             set(range(config.eval_every, start_step + 1, config.eval_every))
@@ -172,7 +163,7 @@ def train_variant(
         loss_curve = points_until(loss_path, start_step)
         print(f"   resuming {variant} at step {start_step}", flush=True)
         last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
-        if targets_reached(last, stop_at, experiment.evaluators):
+        if targets_reached(last, targets):
             # The run stopped there, at its targets: nothing is left to train.
             reached = {"step": start_step, "seconds": history[-1]["seconds"]}
     if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
@@ -186,7 +177,7 @@ def train_variant(
         experiment.evaluators,
         logs,
         every_epochs=config.eval_every // epoch_steps,
-        stop_at=stop_at,
+        stop_at=targets,
         history=history,
         history_path=str(history_path),
         verbose=int(verbose != 0),
@@ -246,7 +237,7 @@ def train_variant(
         "curve": curve,
         "loss_curve": training.history,
     }
-    if stop_at:
+    if targets:
         result["target_reached"] = evaluation.reached
     if non_finite.stopped_at is not None:
         result["stopped"] = f"non-finite loss by step {non_finite.stopped_at}"

@@ -77,7 +77,7 @@ def test_texts_giving_the_same_targets_have_one_form():
         " mcc = 0.950 , linear_r2 >= .9 ",
         "linear_r2>=9e-1,mcc=0.95",
     ):
-        assert canonical_targets(text) == form, text
+        assert canonical_targets(parse_targets(text)) == form, text
     # Other values, directions or scores; `=` is not `>=` until the evaluators say so.
     for text in (
         "mcc=0.951,linear_r2>=0.9",
@@ -85,9 +85,10 @@ def test_texts_giving_the_same_targets_have_one_form():
         "mcc>=0.95,linear_r2>=0.9",
         "mcc=0.95",
     ):
-        assert canonical_targets(text) != form, text
-    assert canonical_targets("mcc=-0") == canonical_targets("mcc=0") == "mcc=0.0"
-    assert canonical_targets("") == ""
+        assert canonical_targets(parse_targets(text)) != form, text
+    zero, negative_zero = (canonical_targets(parse_targets(t)) for t in ("mcc=0", "mcc=-0"))
+    assert negative_zero == zero == "mcc=0.0"
+    assert canonical_targets(parse_targets("")) == ""
 
 
 def test_a_score_given_two_targets_is_refused():

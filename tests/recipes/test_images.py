@@ -18,9 +18,11 @@ from aninfonce_tf.data import datasets
 from aninfonce_tf.data.augment import AUGMENTATION_PRESETS, SimCLRAugment
 from aninfonce_tf.encoders import resnet18_cifar, resnet50
 from aninfonce_tf.evaluation.probes import ImageProbeEvaluator
+from aninfonce_tf.evaluation.targets import parse_targets
 from aninfonce_tf.layers import projection_head
 from aninfonce_tf.optimizers import LARS, CoupledSGD
 from aninfonce_tf.runner.cli import parse_config
+from aninfonce_tf.runner.plan import RunPlan
 from tests.support import check_run, load_recipe, printed_table_columns
 
 
@@ -445,15 +447,20 @@ def test_the_imagenet_final_evaluation_is_simclrs_and_may_fit_on_its_10_percent_
         dataclasses.replace(cifar10.PRESETS["cifar10"], linear_eval_split="10pct").validate()
 
 
+def _claim(run_dir, config) -> runner.run_directory.RunDirectory:
+    """`RunDirectory.claim` of `config`, unvalidated (its data need not be prepared)."""
+    plan = RunPlan(config, tuple(config.loss_names()), parse_targets(config.stop_at))
+    return runner.run_directory.RunDirectory.claim(run_dir, plan)
+
+
 def test_a_rerun_may_change_the_final_linear_evaluation_but_not_training(tmp_path):
     preset = cifar10.PRESETS["cifar10"]
-    runner.run_directory.write_config(tmp_path, preset, [])
+    code = [runner.identity.code_version()]
+    runner.run_directory.RunDirectory(tmp_path, code=code).write_config(preset)
     rerun = dataclasses.replace(preset, linear_eval_epochs=0, linear_eval_split="10pct")
-    assert runner.run_directory.claim_run_directory(tmp_path, rerun) == {}
+    assert _claim(tmp_path, rerun).finished == {}
     with pytest.raises(ValueError, match="another config.*infonce_temperature"):
-        runner.run_directory.claim_run_directory(
-            tmp_path, dataclasses.replace(preset, infonce_temperature=0.1)
-        )
+        _claim(tmp_path, dataclasses.replace(preset, infonce_temperature=0.1))
 
 
 def test_an_unprepared_10_percent_subset_is_refused_before_the_run_saying_how_to_build_it(

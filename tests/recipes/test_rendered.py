@@ -19,6 +19,7 @@ from aninfonce_tf.data.renderer import (
     part_names,
 )
 from aninfonce_tf.runner import run_directory
+from aninfonce_tf.runner.plan import RunPlan
 from tests.support import check_run, load_recipe, printed_table_columns
 
 FIGURES = ["curves", "positive_pairs", "latent_r2", "r2_by_concentration", "lambda_hat"]
@@ -244,7 +245,7 @@ def test_the_seeds_figure_plots_each_parts_mean_against_its_concentration(tmp_pa
     assert path == tmp_path / "r2_by_concentration.png" and path.stat().st_size > 1000
     # A rerun with more seeds into the directory accepts the figure as the run's own.
     (tmp_path / "seed_0").mkdir()
-    run_directory.check_seeds_directory(tmp_path)
+    run_directory.SeedsDirectory.claim(tmp_path, RunPlan.create(config, seeds=[1]))
 
 
 def test_every_training_seed_of_a_preset_is_scored_on_the_same_blocks():

@@ -44,7 +44,7 @@ def test_ctrl_c_and_sigterm_end_in_one_line_saying_how_to_resume(
         raise AssertionError("SIGTERM reached the handler outside the recipe")
 
     previous = signal.signal(signal.SIGTERM, unexpected)
-    monkeypatch.setattr(loop, "run", run)
+    monkeypatch.setattr(loop, "run_plan", run)
     try:
         with pytest.raises(SystemExit) as stop:
             runner.main(synthetic, [*ARGV, "--out", str(tmp_path)])
@@ -59,7 +59,9 @@ def test_ctrl_c_and_sigterm_end_in_one_line_saying_how_to_resume(
 def test_a_seeds_run_after_one_of_more_seeds_summarises_every_seed(tmp_path):
     runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
     # A seed's run of another config is not this summary's.
-    run_directory.write_config(tmp_path / "seed_2", dataclasses.replace(CONFIG, steps=40), [])
+    run_directory.RunDirectory(tmp_path / "seed_2").write_config(
+        dataclasses.replace(CONFIG, steps=40)
+    )
     write_json(tmp_path / "seed_2" / "results.json", {"run": {}, "variants": {}})
     summary = runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
     assert summary["seeds"] == [0, 1]

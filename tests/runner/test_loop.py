@@ -20,7 +20,7 @@ from aninfonce_tf.configs import synthetic
 from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.evaluation import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import mean_correlation_coefficient
-from aninfonce_tf.runner import run_directory
+from aninfonce_tf.runner import identity, run_directory
 from tests import schema
 
 SMOKE = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
@@ -167,7 +167,7 @@ def test_a_resume_whose_backup_period_misses_the_backup_names_the_flag_to_pass(t
     trained = dataclasses.replace(SMOKE, losses="aninfonce", steps=2000, eval_every=2000)
     config = dataclasses.replace(trained, steps_per_execution=16)
     assert (trained.epoch_steps(), config.epoch_steps()) == (1000, 400)
-    run_directory.write_config(tmp_path, trained, [run_directory.code_version()])
+    run_directory.RunDirectory(tmp_path, code=[identity.code_version()]).write_config(trained)
     (tmp_path / "backup" / "aninfonce").mkdir(parents=True)
     with h5py.File(tmp_path / "backup" / "aninfonce" / "step-001000.weights.h5", "w") as file:
         file.attrs["logs"] = json.dumps({"loss": 1.0})

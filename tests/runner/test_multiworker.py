@@ -17,7 +17,7 @@ import pytest
 
 from aninfonce_tf import runner
 from aninfonce_tf.configs import synthetic
-from aninfonce_tf.runner import run_directory
+from aninfonce_tf.runner import identity, run_directory
 from tests.runner import multiworker_worker
 from tests.support import ROOT
 
@@ -71,7 +71,8 @@ def test_two_workers_train_as_one_global_batch(tmp_path):
     # A run killed after the chief's first checkpoint, before worker 1's: both workers
     # start again at step 0, the newest step both have (apart, they would hang).
     config = dataclasses.replace(multiworker_worker.smoke_config(), strategy="multiworker")
-    run_directory.write_config(tmp_path / "run", config, [run_directory.code_version()])
+    directory = run_directory.RunDirectory(tmp_path / "run", code=[identity.code_version()])
+    directory.write_config(config)
     backup = tmp_path / "run" / "backup" / "aninfonce"
     backup.mkdir(parents=True)
     with h5py.File(backup / "step-000010.weights.h5", "w") as checkpoint:

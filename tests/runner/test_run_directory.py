@@ -27,7 +27,9 @@ from aninfonce_tf.configs.base import UsageError
 from aninfonce_tf.export import export_encoder
 from aninfonce_tf.layers import DiagonalScaling
 from aninfonce_tf.models import ContrastiveModel
-from aninfonce_tf.runner import cli, loop, run_directory
+from aninfonce_tf.runner import cli, identity, loop, run_directory
+from aninfonce_tf.runner.plan import RunPlan
+from aninfonce_tf.runner.run_directory import RunDirectory
 from tests.support import ROOT, assert_same_result, check_run
 
 # One variant of 40 steps, a backup every 10, no export (unless a test asks for one).
@@ -48,6 +50,10 @@ def _interrupted_run(run_dir) -> None:
     """A run of `CONFIG` stopped at step 20, with its backups kept."""
     with pytest.raises(KeyboardInterrupt):
         runner.run(CONFIG, synthetic.build, run_dir, verbose=0, callbacks=[_InterruptAtStep20()])
+
+
+def _claim(run_dir, config) -> RunDirectory:
+    return RunDirectory.claim(run_dir, RunPlan.create(config))
 
 
 def _usage_error(capsys, argv) -> str:
@@ -221,8 +227,8 @@ def test_resuming_across_a_code_change_is_refused_unless_allowed_and_then_record
     _interrupted_run(tmp_path)
     trained_by = read_json(tmp_path / "config.json")["code"]
     assert [entry["aninfonce_tf"] for entry in trained_by] == [aninfonce_tf.__version__]
-    changed = {**run_directory.code_version(), "source_sha256": "0" * 64}
-    monkeypatch.setattr(run_directory, "code_version", lambda: changed)
+    changed = {**identity.code_version(), "source_sha256": "0" * 64}
+    monkeypatch.setattr(identity, "code_version", lambda: changed)
     argv = [*ARGV, "--out", str(tmp_path)]
     error = _usage_error(capsys, argv)
     assert f"{tmp_path} was trained by aninfonce_tf {aninfonce_tf.__version__} (source " in error
@@ -321,13 +327,13 @@ def test_a_history_file_that_does_not_read_is_named_with_its_fix(tmp_path):
 
 
 def test_a_users_imported_file_is_part_of_the_code_a_run_records(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_directory, "USER_CODE", [])
+    monkeypatch.setattr(identity, "USER_CODE", [])
     mine = tmp_path / "my_code.py"
     mine.write_text("X = 1\n")
     cli.import_user_code(str(mine))
-    first = run_directory.code_version()["user_code_sha256"]
+    first = identity.code_version()["user_code_sha256"]
     mine.write_text("X = 2\n")
-    assert run_directory.code_version()["user_code_sha256"] != first
+    assert identity.code_version()["user_code_sha256"] != first
 
 
 # A rerun is the same run when its config gives the same targets.
@@ -350,13 +356,14 @@ SAVED_STOP_AT = "mcc=0.95, linear_r2>=0.90"
 def test_a_stop_at_giving_the_same_targets_resumes_and_another_is_refused(
     tmp_path, stop_at, resumes
 ):
-    run_directory.write_config(tmp_path, dataclasses.replace(CONFIG, stop_at=SAVED_STOP_AT), [])
+    saved = dataclasses.replace(CONFIG, stop_at=SAVED_STOP_AT)
+    RunDirectory(tmp_path, code=[identity.code_version()]).write_config(saved)
     config = dataclasses.replace(CONFIG, stop_at=stop_at)
     if resumes:
-        assert run_directory.claim_run_directory(tmp_path, config) == {}
+        assert _claim(tmp_path, config).finished == {}
         return
     with pytest.raises(ValueError) as refused:
-        run_directory.claim_run_directory(tmp_path, config)
+        _claim(tmp_path, config)
     assert "another config (stop_at: 'linear_r2>=0.9,mcc=0.95' -> " in str(refused.value)
 
 
@@ -369,16 +376,16 @@ def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
 
 
 def test_a_field_added_after_a_run_counts_at_its_default_when_it_resumes(tmp_path, capsys):
-    run_directory.write_config(tmp_path, CONFIG, [])
+    RunDirectory(tmp_path, code=[identity.code_version()]).write_config(CONFIG)
     saved = read_json(tmp_path / "config.json")
     del saved["momentum"]  # as a config.json written before the field existed
     write_json(tmp_path / "config.json", saved)
     assert CONFIG.momentum == synthetic.SyntheticConfig.momentum
-    assert run_directory.claim_run_directory(tmp_path, CONFIG) == {}
+    assert _claim(tmp_path, CONFIG).finished == {}
     assert "config.json has no momentum = 0.9: counted at the default" in capsys.readouterr().out
     other = dataclasses.replace(CONFIG, momentum=0.5)
     with pytest.raises(ValueError, match=r"another config \(momentum: 0.9 -> 0.5"):
-        run_directory.claim_run_directory(tmp_path, other)
+        _claim(tmp_path, other)
 
 
 class _InterruptTheSecondVariant(keras.callbacks.Callback):
@@ -417,7 +424,7 @@ def test_a_resume_scored_on_other_blocks_than_its_finished_variants_is_refused(t
 
 def test_a_run_directory_gives_back_its_config(tmp_path):
     config = dataclasses.replace(CONFIG, alignment_pairs=64, seed=3)
-    run_directory.write_config(tmp_path, config, [])
+    RunDirectory(tmp_path).write_config(config)
     assert run_directory.load_config(tmp_path, synthetic.SyntheticConfig) == config
     # Entries the type lacks (the code record) are left out; a lacking field keeps its default.
     saved = read_json(tmp_path / "config.json")
@@ -445,5 +452,5 @@ def test_runs_without_out_in_one_second_get_their_own_directories_named_in_utc(
 def test_a_run_of_another_recipe_on_out_is_refused_without_a_line_before(tmp_path, capsys):
     write_json(tmp_path / "config.json", {"losses": "aninfonce", "steps": 1, "seed": 0})
     with pytest.raises(run_directory.AnotherConfig, match="holds a run of another config"):
-        run_directory.claim_run_directory(tmp_path, CONFIG)
+        _claim(tmp_path, CONFIG)
     assert capsys.readouterr().out == ""
