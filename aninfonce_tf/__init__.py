@@ -40,11 +40,7 @@ Evaluation during `fit`:
     StopOnNonFiniteLoss: stops at the first NaN or infinite loss, naming the step.
     TrainingLogger: the training metrics and Lambda_hat to TensorBoard every N steps.
 
-Submodules: `functional` (pure functions), `losses`, `layers`, `models`, `export`,
-`rotation`, `encoders`, `data` (pair sources, augmentations, datasets), `evaluation` (metrics,
-probes, callbacks), `optimizers`, `statistics` (scores over seeds), `runner` (the
-runner of the recipes), `configs` (one module per experiment) and `recipes` (every
-recipe by name, the command line `python -m aninfonce_tf RECIPE` and `aninfonce-tf`).
+Submodules, one by one: docs/api.md.
 
 Example:
 

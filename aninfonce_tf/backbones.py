@@ -1,13 +1,6 @@
-"""Backbones by name for images in [0, 1], as SimCLR's views are: the package's encoders,
-`keras.applications` models (with the input scaling each expects), KerasHub presets
-where `keras_hub` is installed, or a function of the user's (`my_file.py:build`).
-
-A backbone that rescales its own input (a `Rescaling` first layer, as MobileNetV3,
-EfficientNet and ConvNeXt have) expects pixel values in [0, 255]; fed [0, 1] views it
-sees an almost constant image. `expects_pixel_values` detects such a backbone and
-`for_unit_images` puts a `Rescaling(255)` in front of it; a `keras.applications` model
-without its own preprocessing gets `ApplicationPreprocessing`, its module's
-`preprocess_input` of the pixel values.
+"""Backbones by name for images in [0, 1]: the package's encoders, `keras.applications`
+models with their input scaling, KerasHub presets, or a user's `file.py:function`.
+Details: docs/backbones.md#backbones---backbone
 
 Example:
 
@@ -40,8 +33,8 @@ PIXEL_SCALE = 1 / 50
 
 
 def expects_pixel_values(encoder: keras.layers.Layer) -> bool:
-    """Whether `encoder`'s first layer after its input (inside nested models too) is a
-    `Rescaling` by at most `PIXEL_SCALE`: a model that expects pixel values in [0, 255].
+    """Whether `encoder`'s first layer (nested models too) is a `Rescaling` by at most
+    `PIXEL_SCALE`: it expects pixel values in [0, 255].
 
     Example:
 
@@ -62,8 +55,7 @@ def expects_pixel_values(encoder: keras.layers.Layer) -> bool:
 
 
 def for_unit_images(encoder: keras.Model, name: str | None = None) -> keras.Model:
-    """`encoder` behind a `Rescaling(255)`, so that [0, 1] views reach it as the pixel
-    values it expects; `encoder` itself when it does not (`expects_pixel_values`).
+    """`encoder` behind a `Rescaling(255)` if it `expects_pixel_values`, else itself.
 
     Example:
 
@@ -81,8 +73,8 @@ def for_unit_images(encoder: keras.Model, name: str | None = None) -> keras.Mode
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ApplicationPreprocessing(keras.layers.Layer):
-    """`keras.applications.<module>.preprocess_input` of `255 x`: [0, 1] images as the
-    model of that module expects them (e.g. `resnet`: BGR, ImageNet's mean subtracted).
+    """`keras.applications.<module>.preprocess_input` of `255 x`: [0, 1] images as that
+    module's models expect them.
 
     Args:
         module: a module of `keras.applications` with `preprocess_input`.
@@ -114,8 +106,7 @@ class ApplicationPreprocessing(keras.layers.Layer):
 
 
 def application_names() -> list[str]:
-    """The model constructors of `keras.applications` (`ResNet50`, `MobileNetV3Small`,
-    ...)."""
+    """The model constructors of `keras.applications`."""
     return sorted(
         name
         for name, value in vars(keras.applications).items()
@@ -133,8 +124,7 @@ def _application_module(constructor) -> str | None:
 
 def check_backbone(name: str, weights: str | None = None) -> None:
     """Raises ValueError, naming `--backbone` or `weights`, for a backbone `backbone`
-    cannot build, without building it: an unknown name, a missing file, KerasHub not
-    installed, weights that are not a local file.
+    cannot build, without building it.
 
     Example:
 
@@ -183,17 +173,14 @@ def backbone(
     weights: str | None = None,
     features: int = 256,
 ) -> keras.Model:
-    """A backbone for `[B, *input_shape]` images in [0, 1] that returns `[B, d]`
-    features.
+    """A backbone for `[B, *input_shape]` images in [0, 1] that returns `[B, d]` features.
 
     Args:
         name: `small_cnn`, `resnet18_cifar`, `resnet50` (this package's); a
-            `keras.applications` constructor (`MobileNetV3Small`, `ResNet50`, ...:
-            `include_top=False`, global average pooling); `hub:DIR`, the directory
-            of a KerasHub backbone preset on disk, behind its `ImageConverter` (needs
-            `keras_hub`; not tested here); or
-            `FILE.py:FUNCTION`, a function of yours called with `input_shape` that
-            returns a Keras model.
+            `keras.applications` constructor (`include_top=False`, average pooling);
+            `hub:DIR`, a KerasHub backbone preset on disk (needs `keras_hub`; not
+            tested here); or `FILE.py:FUNCTION`, a function of yours called with
+            `input_shape` that returns a Keras model.
         input_shape: `(height, width, channels)`.
         weights: a `keras.applications` model's weights: None (random) or a local
             file (nothing is downloaded).

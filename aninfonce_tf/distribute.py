@@ -22,22 +22,17 @@ _TF_CONFIG_FIX = (
 
 
 def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distribute.Strategy:
-    """Returns a `tf.distribute.Strategy` from its name.
+    """A `tf.distribute.Strategy` by name, created once per process (but "default").
 
     Args:
-        name: one of `STRATEGIES`. `"default"` is the no-op strategy; `"mirrored"`
-            uses every local GPU (or the CPU); `"multiworker"` reads
-            `TF_CONFIG`; `"tpu"` connects to `tpu_address`.
-        tpu_address: `"tpu"`'s TPU: `"local"`, a TPU VM's own (an empty name makes
-            `TPUClusterResolver` look a Cloud TPU up by name), a Cloud TPU name, or
-            `grpc://ADDRESS` of a TPU Node (deprecated by Google Cloud).
-
-    A strategy other than "default" is created once per process and reused.
+        name: one of `STRATEGIES`: `"default"` (no-op), `"mirrored"` (every local GPU,
+            or the CPU), `"multiworker"` (reads `TF_CONFIG`), `"tpu"`.
+        tpu_address: `"tpu"`'s TPU: `"local"` (a TPU VM's own), a Cloud TPU name, or
+            `grpc://ADDRESS` of a TPU Node.
 
     Raises:
-        ValueError: for an unknown `name`, a `TF_CONFIG` that names no cluster and task
-            of it (`check_tf_config`), or a TPU that cannot be reached or started, each
-            in one sentence saying what to change.
+        ValueError: for an unknown `name`, a `TF_CONFIG` `check_tf_config` refuses, or a
+            TPU that cannot be reached or started, saying what to change.
 
     Example:
 
@@ -79,9 +74,8 @@ def _create_strategy(name: str, tpu_address: str) -> tf.distribute.Strategy:
 
 
 def check_tf_config(text: str | None = None) -> None:
-    """Raises `ValueError` naming TF_CONFIG and the fix unless it is unset (one worker)
-    or names a cluster of `WORKER_TASKS` and a task of it: a task type and an index
-    below that type's count.
+    """Raises `ValueError` naming TF_CONFIG and the fix unless it is unset or names a
+    cluster of `WORKER_TASKS` and a task of it.
 
     Args:
         text: the TF_CONFIG to check (default: the environment's).
@@ -139,8 +133,7 @@ def check_tf_config(text: str | None = None) -> None:
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """True on the worker that writes results, plots, final checkpoints and exports:
-    the only worker of a single-host strategy, the `chief` task of a cluster, or
+    """True on the worker that writes results: a single host, a cluster's `chief`, or
     worker 0 of a cluster without one.
 
     Example:
@@ -162,13 +155,9 @@ def distribute_global_batches(
     make_dataset: Callable[[], tf.data.Dataset],
     global_batch_size: int,
 ):
-    """Splits every global batch of `make_dataset()` among all replicas of all workers.
-
-    Each worker builds the same dataset of global batches (the synthetic pairs are
-    seeded by step, so every worker draws the same ones) and keeps the rows of its
-    own replicas: the replicas together see each global batch exactly once, as a
-    single device would. tf.data's own sharding would instead hand each worker
-    different whole batches.
+    """Splits every global batch of `make_dataset()` among all replicas of all workers:
+    each worker builds the same global batches and keeps its replicas' rows, so together
+    they see each batch once. Details: docs/runner.md#several-devices-and-machines
 
     Args:
         strategy: a strategy with one or more replicas.
@@ -211,8 +200,7 @@ def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
 
 
 def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[int]:
-    """Every replica's `value`, each worker passing its own for its replicas, in the
-    order of the replicas (a collective op: every worker calls it at once).
+    """Every replica's `value` in replica order (a collective: every worker calls it).
 
     Example:
 
@@ -226,11 +214,9 @@ def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[in
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:
-    """False for several replicas, on any device: Keras compiles the function that
-    holds `strategy.run`, one XLA cluster that cannot reach the other replicas'
-    variables (keras-team/keras#18627; Keras' own "auto" is off under a strategy);
-    False for any TPUStrategy, one chip's too, which compiles each replica's step
-    itself. True for one replica elsewhere.
+    """False for several replicas (one XLA cluster cannot reach the other replicas'
+    variables, keras-team/keras#18627) and for any TPUStrategy (it compiles each
+    replica's step itself); True otherwise.
 
     Example:
 
@@ -249,17 +235,14 @@ def jit_off_reason(strategy: tf.distribute.Strategy) -> str:
 
 
 def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
-    """False for `MultiWorkerMirroredStrategy`, where Keras' loop over several steps per
-    call (`steps_per_execution > 1`) fails to feed a placeholder (keras-team/keras#19246);
-    True everywhere else (`ContrastiveModel` runs them unrolled under
-    `MirroredStrategy`)."""
+    """False for `MultiWorkerMirroredStrategy`, where `steps_per_execution > 1` fails
+    (keras-team/keras#19246); True elsewhere."""
     return not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
 def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
-    """`(jit_compile, steps_per_execution)` as `strategy` can run them: no XLA where it
-    cannot, one step per call under `MultiWorkerMirroredStrategy` (each with a
-    warning)."""
+    """`(jit_compile, steps_per_execution)` as `strategy` can run them, with a warning
+    for each dropped."""
     if jit_compile and not supports_jit(strategy):
         warnings.warn(
             f"jit_compile=True is not used: {jit_off_reason(strategy)}; the step runs "
@@ -286,9 +269,8 @@ def apply_unless_overflow(
     loss_scale_optimizer, optimizer, main_gradients, gradients, variables
 ) -> None:
     """Applies `optimizer` to `variables` unless the loss scale overflowed
-    `main_gradients`: one step, one rule, so Lambda_hat's optimizer skips the steps
-    that the encoder's `LossScaleOptimizer` skips (the same test on the same
-    gradients, in a cross-replica `cond` as Keras' own where the strategy needs one)."""
+    `main_gradients`, so Lambda_hat skips the steps the encoder's `LossScaleOptimizer`
+    skips."""
 
     def update(gradients):
         optimizer.apply(gradients, variables)
@@ -311,13 +293,12 @@ def apply_unless_overflow(
 
 
 def gather_across_replicas(z1, z2):
-    """Gathers both views from every replica, keeping gradients to each replica.
+    """Gathers both views from every replica, differentiably (each replica gets its
+    slice's gradient summed over replicas).
 
     Returns:
         `(z1_all, z2_all, row_offset)`: the global batches and the index of this
         replica's first row in them; `(None, None, 0)` with a single replica.
-        `ReplicaContext.all_gather` is differentiable: each replica receives the
-        gradient of its own slice summed over replicas.
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:

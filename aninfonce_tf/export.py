@@ -22,51 +22,21 @@ def export_encoder(
     input_spec: tf.TensorSpec | None = None,
     value_range: tuple[float, float] = (0.0, 1.0),
 ) -> Path:
-    """Exports a trained model as a TF SavedModel whose endpoints take a batch of
-    observations and return float32:
+    """Exports a trained model as a TF SavedModel with float32 endpoints `serve`
+    (features), `embed` (the unit embedding Lambda_hat belongs to), `embed_scaled` (times
+    sqrt(Lambda_hat)) and `embed_aligned` (with an `alignment`), plus `inputs.json` and
+    `concentration.json`. Details: docs/api.md#exported-encoders
 
-    - `serve`: the encoder's features (the backbone output, what downstream tasks
-      usually take);
-    - `embed`: the embedding that Lambda_hat belongs to and whose identifiability the
-      theory is about: the projector output, on the unit sphere when the model
-      normalises, before the scaling (`model.embed(x, scaled=False)`);
-    - `embed_scaled` (with a Lambda_hat): that embedding times sqrt(Lambda_hat), what
-      the loss compares (`model.embed(x)`);
-    - `embed_aligned` (with an `alignment`): that embedding times the fitted
-      slow-feature alignment, one latent per dimension (`model.embed_aligned(x)`).
-
-    The endpoints take observations as training saw them (`spec`'s dtype, and
-    float64 cast to it); for float images they also take uint8 images, divided by
-    255 as the augmentations read them in training. Float images are taken in
-    `value_range` ((0, 1), as the views; (0, 255) divides them by 255 first) and a
-    batch reaching further than `image_ops.FLOAT_SLACK` outside it is refused
-    (`InvalidArgumentError`), never embedded: [0, 255] images read as [0, 1] give
-    wrong features silently. `inputs.json` says which dtypes, shape and range each
-    endpoint takes. With a Lambda_hat, `concentration.json` beside
-    them holds it (`lambda_hat`) and
-    the endpoint whose dimensions it weighs (`space`: `"embed"`).
-
-    The export is written into a fresh directory beside `directory` and then swapped
-    in whole: an export over an earlier one keeps none of its files (a
-    `concentration.json` of a model that had a Lambda_hat), and a kill leaves the old
-    export, the new one or neither, never part of one
-    (`checkpoints.replace_directory_atomically`). A `directory` that holds anything but
-    an export is refused.
-
-    Load it without this package with `keras.layers.TFSMLayer(directory,
-    call_endpoint="serve")` (or `"embed"`), or in two lines, `encoder =
-    tf.saved_model.load(directory)` then `encoder.serve(x)`. Keep the loaded object:
-    its functions hold its variables only weakly (TensorFlow's design), so calling
-    `serve` on a loaded object that nothing keeps fails with "variables which have
-    been deleted".
+    Load it with `keras.layers.TFSMLayer(directory, call_endpoint="serve")`, or keep
+    `encoder = tf.saved_model.load(directory)` and call `encoder.serve(x)`.
 
     Args:
         model: a trained `ContrastiveModel`.
-        directory: the SavedModel directory to write.
+        directory: the SavedModel directory to write, replaced whole.
         input_spec: a batch of observations' spec (its batch size is left open);
             default: the input of a functional or Sequential encoder.
         value_range: the range of the float images the endpoints take: (0, 1) or
-            (0, 255).
+            (0, 255); a batch further outside is refused, never embedded.
 
     Returns:
         `directory`.
@@ -165,9 +135,8 @@ def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:
 
 
 def _observations_function(function, spec: tf.TensorSpec, specs, top: float) -> tf.function:
-    """`function` as a `tf.function` traced for each of `specs`: uint8 images become
-    floats in [0, 1], float images are divided by `top` and checked to lie in [0, 1]
-    (`checked_unit_range`), any other dtype is cast to `spec`'s."""
+    """`function` traced for each of `specs`: uint8 images to [0, 1], float images over
+    `top` and checked, other dtypes cast to `spec`'s."""
     images = spec.dtype.is_floating and spec.shape.rank == 4
 
     def call(x):

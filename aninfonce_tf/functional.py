@@ -1,9 +1,5 @@
-"""Pure functions of the InfoNCE family: similarities, candidate sets, the loss.
-
-No Keras state lives here; layers, losses and models call these functions. All
-arithmetic happens in float32 (or wider) whatever dtype the embeddings arrive in,
-so the loss stays stable when the model runs in mixed precision.
-"""
+"""Pure functions of the InfoNCE family: similarities, candidate sets, the loss, all
+in float32 or wider. Details: docs/method.md#the-loss-family"""
 
 from __future__ import annotations
 
@@ -32,7 +28,7 @@ def _as_float(x):
 
 
 def validate_pair(z1, z2, min_batch: int = 2) -> None:
-    """Raises if two batches of embeddings cannot form positive pairs.
+    """Raises ValueError unless `[B, d]` `z1` and `z2` can form positive pairs.
 
     Args:
         z1: first view embeddings, shape `[B, d]`.
@@ -41,7 +37,7 @@ def validate_pair(z1, z2, min_batch: int = 2) -> None:
 
     Raises:
         ValueError: on ranks other than 2, shapes that differ, or a batch below
-            `min_batch` (all checked on static shapes when they are known).
+            `min_batch` (on static shapes when known, else a graph assertion).
     """
     for name, z in (("z1", z1), ("z2", z2)):
         if len(z.shape) != 2:
@@ -99,10 +95,8 @@ def l2_normalize(x, epsilon: float = 1e-12):
 
 
 def pairwise_similarity(a, b, similarity: str = "euclidean", temperature: float = 1.0):
-    """Similarity of every row of `a` with every row of `b`.
-
-    `euclidean` is -1/2 ||a_i - b_j||^2 and `cosine` is the dot product of the
-    L2-normalised rows; both are divided by `temperature`.
+    """Similarity of every row of `a` with every row of `b` over `temperature`:
+    `euclidean` -1/2 ||a_i - b_j||^2, `cosine` the dot product of L2-normalised rows.
 
     Args:
         a: `[N, d]` embeddings.
@@ -138,15 +132,9 @@ def contrastive_logits(
     z2_all=None,
     row_offset=0,
 ):
-    """Logits of each anchor row against its candidates, and where its positive is.
-
-    With `candidates="nt_xent"` the rows are the 2B embeddings `[z1; z2]`, each
-    contrasted against the other 2B - 1 (its own entry is masked out). With
-    `"one_directional"` row i of `z1` is contrasted against all B rows of `z2`.
-
-    Across replicas, `z1_all`/`z2_all` are the gathered global batches and
-    `row_offset` the index of this replica's first row in them; the local rows
-    are then contrasted against the global candidates.
+    """Logits of each anchor row against its candidates (`nt_xent`: the 2B rows `[z1;
+    z2]` against the other 2B - 1; `one_directional`: `z1` against `z2`), arguments as
+    `info_nce`.
 
     Returns:
         `(logits, positive_index, self_mask)`: `[R, C]` float32 logits (masked
@@ -172,9 +160,7 @@ def _contrastive_logits(z1, z2, similarity, temperature, candidates, z1_all, z2_
 
 
 def _candidate_sets(z1, z2, candidates, z1_all, z2_all, row_offset):
-    """`(rows, columns, positive_index, self_index)` of a candidate set: the anchor
-    rows, the candidate columns, the column of each row's positive and the column
-    that is the row itself (None for one-directional, where no row is a column)."""
+    """`(rows, columns, positive_index, self_index)`; `self_index` None for one-directional."""
     z1, z2 = _as_float(z1), _as_float(z2)
     z1_all = z1 if z1_all is None else _as_float(z1_all)
     z2_all = z2 if z2_all is None else _as_float(z2_all)
@@ -203,9 +189,8 @@ def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_b
         logits: `[R, C]` logits.
         positive_index: `[R]` column of each row's positive.
         candidate_mask: `[R, C]`, 1 where a column is a candidate of the row.
-        hard_negative_beta: weights each negative by exp(beta * logit), where
-            logit = similarity / temperature, normalised to mean 1 over the row's
-            negatives and held constant (Robinson et al., 2021, as in their code).
+        hard_negative_beta: weights each negative by exp(beta * logit), normalised to
+            mean 1 over the row's negatives and held constant (Robinson et al., 2021);
             0 gives the plain loss.
 
     Returns:
@@ -238,13 +223,9 @@ def info_nce(
     block_size: int | None = None,
     return_stats: bool = False,
 ):
-    """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])`.
-
-    A sequence of temperatures gives a loss ensemble: the weighted sum of the loss
-    at each temperature (weights default to uniform and are normalised to sum 1).
-    AnInfoNCE is this loss with `similarity="euclidean"` on embeddings multiplied
-    by sqrt(Lambda_hat) (see `layers.DiagonalScaling`), since
-    -1/2 (u - v)^T Lambda (u - v) = -1/2 ||sqrt(Lambda) u - sqrt(Lambda) v||^2.
+    """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])` (Rusak et al., AISTATS
+    2025); AnInfoNCE is it on `DiagonalScaling`'s embeddings. Details:
+    docs/method.md#the-loss-family
 
     Args:
         z1: `[B, d]` first views.
@@ -253,24 +234,20 @@ def info_nce(
         temperature: positive float, or a sequence of them for an ensemble.
         candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
         hard_negative_beta: hard-negative reweighting strength; 0 is plain.
-        ensemble_weights: weights of the temperatures of an ensemble.
+        ensemble_weights: weights of an ensemble's temperatures (default uniform,
+            normalised to sum 1).
         z1_all: gathered global first views (distributed training).
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
-        block_size: compute the log-sum-exp over blocks of this many candidates
-            (`aninfonce_tf.logsumexp`): memory grows with rows x block instead of
-            rows x candidates, for the same value and gradients. None: dense.
-        return_stats: also return, at the first temperature, the fraction of
-            rows whose positive beats every negative (`accuracy`) and the mean
-            number of candidates per row (`candidates`).
+        block_size: the log-sum-exp over blocks of this many candidates (same value
+            and gradients, memory rows x block); None: dense.
+        return_stats: also return, at the first temperature, the fraction of rows
+            whose positive beats every negative (`accuracy`) and the mean number of
+            candidates per row (`candidates`).
 
     Returns:
         `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional; with
         `return_stats`, the pair `(losses, {"accuracy": ..., "candidates": ...})`.
-
-    References:
-        Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
-        AISTATS 2025.
 
     Example:
 
@@ -368,8 +345,7 @@ def info_nce_unchecked(
 def _info_nce_by_kernel(
     z1, z2, similarity, temperature, candidates, z1_all, z2_all, row_offset, block_size
 ):
-    """Per-row losses and stats through `logsumexp.logsumexp_over_candidates`, dense
-    or blockwise: the loss without hard negatives."""
+    """Per-row losses and stats without hard negatives, dense or blockwise."""
     rows, columns, positive_index, self_index = _candidate_sets(
         z1, z2, candidates, z1_all, z2_all, row_offset
     )
@@ -409,8 +385,7 @@ def check_temperature(temperature, name: str = "temperature") -> list[float]:
 
     Raises:
         ValueError: naming `name`, unless every temperature is finite and at least
-            `MIN_TEMPERATURE` (NaN gives a NaN loss, infinity a constant one, and a
-            vanishing one logits that overflow).
+            `MIN_TEMPERATURE`.
     """
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
     if not temperatures or not all(
@@ -424,8 +399,7 @@ def check_temperature(temperature, name: str = "temperature") -> list[float]:
 
 
 def positive_accuracy(logits, positive_index, candidate_mask):
-    """Fraction of rows whose positive logit exceeds every negative's; a tie is a miss,
-    so a collapsed encoder scores 0."""
+    """Fraction of rows whose positive logit beats every negative's (a tie is a miss)."""
     positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     negatives = ops.where(candidate_mask * (1.0 - positive_mask) > 0, logits, MASKED_LOGIT)
     hits = ops.greater(positive_logit, ops.max(negatives, axis=-1))

@@ -1,6 +1,5 @@
-"""Keras layers of the contrastive head: the trainable concentration Lambda_hat,
-projection onto the unit sphere, the fitted slow-feature alignment, and the projection
-head."""
+"""Keras layers of the contrastive head: Lambda_hat, the unit sphere, the slow-feature
+alignment and the projection head."""
 
 from __future__ import annotations
 
@@ -31,11 +30,9 @@ def _inverse(parametrization: str, value: np.ndarray) -> np.ndarray:
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class DiagonalScaling(keras.layers.Layer):
-    """Multiplies embeddings by sqrt(Lambda_hat), a trainable positive diagonal.
-
-    Followed by a Euclidean InfoNCE (`losses.AnInfoNCE`), this gives the AnInfoNCE
-    similarity -1/2 (u - v)^T Lambda_hat (u - v). Lambda_hat = f(theta), f softplus
-    or exp; float32 unless given another `dtype`.
+    """Multiplies embeddings by sqrt(Lambda_hat), a trainable positive diagonal
+    (Lambda_hat = softplus or exp of theta; float32 unless given another `dtype`).
+    Details: docs/method.md#the-loss-family
 
     Args:
         initial_concentration: positive float (isotropic start) or a sequence of
@@ -45,8 +42,8 @@ class DiagonalScaling(keras.layers.Layer):
         initial_noise: standard deviation of Gaussian noise added to theta at
             initialisation (the authors use 0.1 around theta = 0).
         seed: seed of that noise.
-        tied: one trainable value shared by every dimension (a learned isotropic
-            concentration, i.e. a learned temperature; `losses.IsotropicAnInfoNCE`).
+        tied: one trainable value shared by every dimension (a learned temperature,
+            `losses.IsotropicAnInfoNCE`).
 
     Example:
 
@@ -56,9 +53,6 @@ class DiagonalScaling(keras.layers.Layer):
     >>> tied = DiagonalScaling(4.0, tied=True)
     >>> [round(float(v), 3) for v in tied(np.ones((1, 3), "float32"))[0]]
     [2.0, 2.0, 2.0]
-
-    Reference:
-        Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice", 2025.
     """
 
     def __init__(
@@ -186,12 +180,9 @@ class SphereNormalization(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LinearAlignment(keras.layers.Layer):
-    """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment
-    that maps their axes onto the latents (`evaluation.slow_feature_alignment`).
-
-    Not trained: an `IdentifiabilityEvaluator` with `alignment_pairs` sets it
-    (`set_matrix`); saved with the model, exported as `embed_aligned`. The identity
-    until fitted.
+    """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment (the
+    identity until an `IdentifiabilityEvaluator` with `alignment_pairs` sets it); not
+    trained, saved with the model, exported as `embed_aligned`.
 
     Example:
 
@@ -223,11 +214,10 @@ class LinearAlignment(keras.layers.Layer):
         )
 
     def set_matrix(self, matrix) -> None:
-        """Sets the `[d, d]` matrix that embeddings are multiplied by (on the right).
+        """Sets the `[d, d]` matrix embeddings are multiplied by (on the right).
 
         Raises:
-            ValueError: when `matrix` is not square, not of the built layer's `d`, or
-                not finite.
+            ValueError: when `matrix` is not square, not of the layer's `d`, or not finite.
         """
         matrix = np.asarray(matrix, dtype="float64")
         dim = self.matrix.shape[0] if self.built else None
@@ -248,9 +238,8 @@ class LinearAlignment(keras.layers.Layer):
 
 
 def batch_normalization(synchronized: bool = False, **kwargs) -> keras.layers.BatchNormalization:
-    """Batch norm as in SimCLR's and torchvision's ResNets: moving averages with
-    momentum 0.9 (PyTorch's `momentum=0.1`) and epsilon 1e-5; statistics over every
-    replica when `synchronized`.
+    """Batch norm as SimCLR's and torchvision's ResNets (momentum 0.9, epsilon 1e-5),
+    statistics over every replica when `synchronized`.
 
     Example:
 
@@ -272,21 +261,18 @@ def projection_head(
     name: str = "projector",
     kernel_initializer: str | keras.initializers.Initializer = "glorot_uniform",
 ) -> keras.Sequential:
-    """SimCLR projection head: Dense-activation blocks, then a linear output layer.
-
-    With `batch_norm`, SimCLR's ImageNet head: each Dense layer without bias and
-    followed by batch norm (before the activation), the output's without offset.
+    """SimCLR's projection head: Dense-activation blocks, then a linear output layer.
 
     Args:
         hidden_units: widths of the hidden layers.
         output_dim: width of the output.
         activation: of the hidden layers.
-        batch_norm: batch norm after each Dense layer.
+        batch_norm: SimCLR's ImageNet head: Dense layers without bias, each followed
+            by batch norm (before the activation), the output's without offset.
         synchronized_batch_norm: its statistics over every replica.
         name: of the head.
-        kernel_initializer: of every Dense layer (Keras' Glorot uniform by default;
-            SimCLR's head draws from N(0, 0.01^2): `keras.initializers.RandomNormal(
-            stddev=0.01)`); an unseeded initializer object draws anew for each layer.
+        kernel_initializer: of every Dense layer (default Glorot uniform; SimCLR's:
+            `keras.initializers.RandomNormal(stddev=0.01)`).
 
     Example:
 

@@ -1,21 +1,6 @@
-"""The InfoNCE log-sum-exp over candidates, with a hand-written gradient.
-
-`logsumexp_over_candidates` returns each anchor row's log-sum-exp of its logits
-against the candidate columns (its own column masked out) and how far its positive's
-logit lies above its largest negative one, in one of two ways:
-
-- dense (`block_size=None`, the default of `functional.info_nce`): the `[rows,
-  candidates]` logits in one piece. The forward pass keeps the masked exponentials
-  it sums, and the backward pass is two matmuls over them, with no further pass
-  over the matrix, faster than automatic differentiation of the logits
-  (docs/speed.md has the measured times).
-- blockwise (`block_size=k`): streamed over blocks of k candidate columns, in
-  memory that grows with rows x k instead of rows x candidates. The forward pass
-  keeps a running max and sum; the backward pass recomputes each block's logits.
-
-Values and gradients equal those of the logits matrix (`functional.contrastive_logits`)
-up to float32 rounding.
-"""
+"""The InfoNCE log-sum-exp over candidates with a hand-written gradient, dense or over
+blocks of candidates; values and gradients equal the logits matrix's up to float32
+rounding. Details: docs/speed.md#large-global-batches-the-blockwise-loss"""
 
 from __future__ import annotations
 
@@ -34,16 +19,15 @@ def logsumexp_over_candidates(
     temperature: float,
     block_size: int | None = None,
 ):
-    """Per-row log-sum-exp of `sim(row, column) / temperature` over the candidates,
-    and each row's margin of its positive over its largest negative (for the accuracy).
+    """Per-row log-sum-exp of `sim(row, column) / temperature` over the candidates, and
+    each row's margin of its positive over its largest negative.
     Its caller, `functional.info_nce`, has checked the arguments.
 
     Args:
         rows: `[R, d]` float32 anchors.
         columns: `[C, d]` float32 candidates (already unit-normalised for cosine).
         self_index: `[R]` column that is the row itself (excluded), or None.
-        positive_index: `[R]` column of each row's positive (a candidate, not a
-            negative).
+        positive_index: `[R]` column of each row's positive.
         similarity: `"dot"` (cosine on unit vectors) or `"euclidean"`
             (-1/2 ||row - column||^2).
         temperature: divides the similarity.
@@ -51,8 +35,7 @@ def logsumexp_over_candidates(
 
     Returns:
         `(lse, margin)`, each `[R]`: the log-sum-exp, and the positive's logit minus
-        the largest negative logit (from the same logits, so a tie is 0: a row
-        counts as right when its margin is positive). Only `lse` has a gradient.
+        the largest negative logit (a tie is 0). Only `lse` has a gradient.
     """
     excluded = tf.fill([tf.shape(rows)[0]], -1) if self_index is None else self_index
     if block_size is None:
@@ -61,9 +44,8 @@ def logsumexp_over_candidates(
 
 
 def similarity_logits(rows, columns, similarity: str, temperature: float):
-    """`[R, C]` similarities / temperature: `"dot"` products, or `"euclidean"`
-    -1/2 ||row - column||^2 = row.column - 1/2 ||row||^2 - 1/2 ||column||^2, one
-    matmul instead of R*C*d differences (`functional.pairwise_similarity` uses it too)."""
+    """`[R, C]` similarities / temperature: `"dot"`, or `"euclidean"` as one matmul,
+    row.column - 1/2 ||row||^2 - 1/2 ||column||^2."""
     logits = tf.matmul(rows, columns, transpose_b=True)
     if similarity == "euclidean":
         logits -= 0.5 * tf.reduce_sum(tf.square(rows), axis=1, keepdims=True)
@@ -78,11 +60,8 @@ def _masks(index, excluded, positive_index):
 
 
 def _gradients(upstream, weights, row_sums, rows, columns, similarity: str, temperature: float):
-    """Gradients of `sum(upstream * lse)` for the rows and the columns.
-
-    `weights` are the `[R, C]` softmax weights of each row over the columns, up to
-    a factor per row that `upstream` already holds; `row_sums` are their row sums.
-    """
+    """Gradients of `sum(upstream * lse)` for the rows and columns, from `[R, C]` softmax
+    `weights` (up to a per-row factor `upstream` holds) and their `row_sums`."""
     scale = upstream / temperature
     rows_gradient = scale[:, None] * tf.matmul(weights, columns)
     # [scaled rows, scale]^T x weights in one matmul: the columns' gradient and, in

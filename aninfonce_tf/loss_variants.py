@@ -1,9 +1,5 @@
-"""The loss variants the recipes run by name: a registry of `ContrastiveLoss` classes
-and the run settings (`LossOptions`) each variant is built from.
-
-`register_loss(name)` adds a class, from this package or a user's file; `loss_variant`
-builds a variant's loss and the Lambda_hat layer its model holds.
-"""
+"""The loss variants the recipes run by name: `register_loss`, `LOSS_VARIANTS` and
+`loss_variant`, built from the run's loss flags (`LossOptions`)."""
 
 from __future__ import annotations
 
@@ -29,15 +25,12 @@ class LossOptions:
     """The run settings a loss variant is built from (the recipes' loss flags).
 
     Args:
-        normalized: embeddings lie on the unit sphere; InfoNCE then uses the
-            cosine similarity, otherwise the Euclidean one (box and R^n latents).
+        normalized: embeddings lie on the unit sphere (InfoNCE cosine, else Euclidean).
         infonce_temperature: temperature of plain and hard-negative InfoNCE.
         hard_negative_beta: beta of the hard-negative variants.
-        ensemble_temperatures: temperatures of the ensemble variants. For AnInfoNCE
-            they become global concentration multipliers centred on the learned
-            Lambda_hat (divided by their median).
-        initial_concentration: Lambda_hat's start (variants that learn one); None:
-            1 / `infonce_temperature`, so that AnInfoNCE starts as InfoNCE
+        ensemble_temperatures: temperatures of the ensemble variants (AnInfoNCE:
+            concentration multipliers, divided by their median).
+        initial_concentration: Lambda_hat's start; None: 1 / `infonce_temperature`
             (`starting_concentration`).
         parametrization: Lambda_hat's parametrisation.
         seed: seed of Lambda_hat's initial noise.
@@ -115,12 +108,10 @@ RUN_DIRECTORY_NAMES = ("backup", "tensorboard", "tensorboard_unreadable", "worke
 
 
 def check_loss_name(name) -> str:
-    """`name` if it can name a loss variant: a plain identifier, none of
-    `RUN_DIRECTORY_NAMES`.
+    """`name` if it can name a loss variant: a plain identifier, none of `RUN_DIRECTORY_NAMES`.
 
     Raises:
-        ValueError: for any other name (`..`, `/abs/path`, `a,b`, `backup`, `""`),
-            saying what a name may be.
+        ValueError: for any other name, saying what a name may be.
 
     Example:
 
@@ -141,15 +132,13 @@ def check_loss_name(name) -> str:
 
 
 def register_loss(name: str, **options):
-    """A class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
-    built from the run's loss flags and `options` (`cls.from_options(run_options,
-    **options)` when the class defines it). A name may be registered again only by the
-    same class with the same options.
+    """Class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
+    built by `cls.from_options(run_options, **options)` if defined; a name may be
+    registered again only with the same class and options.
 
     Raises:
         TypeError: for a class that is not a `ContrastiveLoss`.
-        ValueError: for a name that cannot name a variant (`check_loss_name`), at
-            once, or already held by another class.
+        ValueError: for a name `check_loss_name` refuses, or one held by another class.
 
     Example (a loss defined in a user's file):
 
@@ -193,8 +182,7 @@ def register_loss(name: str, **options):
 
 
 def check_variants(names, **options) -> None:
-    """Raises `ValueError` naming the first of the variants `names` that cannot be
-    built from `options` (fields of `LossOptions`), before any of them trains."""
+    """Raises `ValueError` naming the first of `names` that `options` cannot build."""
     for name in names:
         try:
             loss_variant(name, **options)
@@ -248,9 +236,8 @@ _BUILDERS = {AnInfoNCE: _an_info_nce_from_options, InfoNCE: _info_nce_from_optio
 def _loss_from_options(
     loss_class: type[ContrastiveLoss], options: LossOptions, **variant_options
 ) -> ContrastiveLoss:
-    """The loss of a registered variant from the run's loss flags: by the class's
-    `from_options`, else this package's builder of its nearest base, else
-    `loss_class(**variant_options)`."""
+    """A variant's loss: the class's `from_options`, else the builder of its nearest
+    package base, else `loss_class(**variant_options)`."""
     if hasattr(loss_class, "from_options"):
         return loss_class.from_options(options, **variant_options)
     for base in loss_class.__mro__:

@@ -1,10 +1,5 @@
-"""Keras `Loss` classes of the contrastive family and the protocol they share
-(`ContrastiveLoss`; a new loss: docs/api.md#your-own-loss).
-
-`loss(z1, z2)` returns the mean over the anchor rows, divided by the number of replicas
-under a `tf.distribute` strategy as every Keras loss; `ContrastiveModel` calls
-`per_row_losses` instead and gathers negatives across replicas.
-"""
+"""Keras `Loss` classes of the contrastive family and their protocol
+(`ContrastiveLoss`). Details: docs/api.md#your-own-loss"""
 
 from __future__ import annotations
 
@@ -20,14 +15,9 @@ CONCENTRATIONS = ("diagonal", "isotropic")
 
 
 class ContrastiveLoss(keras.losses.Loss):
-    """Base class of the contrastive losses: the protocol the model and runner use.
-
-    Subclasses implement `per_row_losses` and set `concentration` (None, `"diagonal"`
-    or `"isotropic"`: the trainable Lambda_hat the model must hold) and `stat_names`
-    (the statistics `per_row_losses` returns, logged by `fit`). To run in the
-    recipes, register it with `loss_variants.register_loss`, and give it a classmethod
-    `from_options(options, **variant_options)` when it takes arguments from the run's
-    loss flags (`loss_variants.LossOptions`).
+    """Base class of the contrastive losses: subclasses implement `per_row_losses` and
+    set `concentration` (None, `"diagonal"` or `"isotropic"`: the Lambda_hat the model
+    must hold) and `stat_names`. Details: docs/api.md#your-own-loss
 
     Example (a loss defined in a user's file):
 
@@ -77,24 +67,19 @@ class ContrastiveLoss(keras.losses.Loss):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class InfoNCE(ContrastiveLoss):
-    """InfoNCE / NT-Xent loss on two batches of embeddings.
-
-    Registered as `infonce` (at `infonce_temperature`), `infonce_hard_negatives` and
-    `infonce_ensemble` (over `ensemble_temperatures`).
+    """InfoNCE / NT-Xent loss on two batches of embeddings (Chen et al., 2020).
 
     Args:
         similarity: `"cosine"` (default, SimCLR) or `"euclidean"` (-1/2 ||u - v||^2).
         temperature: positive float, or a sequence of them for a loss ensemble
-            (default 0.1, SimCLR's; the recipes' InfoNCE uses 0.2,
-            `--infonce-temperature`).
+            (default 0.1, SimCLR's; the recipes use `--infonce-temperature`, 0.2).
         candidates: `"nt_xent"` (both views as anchors, each of the 2B rows against
             the other 2B - 1) or `"one_directional"` (z1 rows against z2).
-        hard_negative_beta: weights negatives by exp(beta * similarity / temperature),
-            as the reference code of Robinson et al. (2021) does; 0 is plain.
+        hard_negative_beta: weights negatives by exp(beta * similarity / temperature)
+            (Robinson et al., 2021); 0 is plain.
         ensemble_weights: weights of an ensemble's temperatures (default uniform).
-        block_size: compute the loss over blocks of this many candidates, in
-            memory that grows with the batch times the block instead of the batch
-            squared (same value and gradients; no hard negatives). None: dense.
+        block_size: the loss over blocks of this many candidates (memory batch x
+            block; no hard negatives). None: dense.
         name: name of the loss.
 
     Example:
@@ -104,10 +89,6 @@ class InfoNCE(ContrastiveLoss):
     >>> z = np.eye(4, dtype="float32")
     >>> round(float(loss(z, z)), 4)
     0.5944
-
-    Reference:
-        Chen et al., "A Simple Framework for Contrastive Learning of Visual
-        Representations", 2020; Rusak et al., AISTATS 2025.
     """
 
     stat_names = ("accuracy", "candidates")
@@ -171,20 +152,12 @@ class InfoNCE(ContrastiveLoss):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class AnInfoNCE(InfoNCE):
-    """Anisotropic InfoNCE: Euclidean InfoNCE on Lambda_hat-scaled embeddings.
-
-    Feed it embeddings passed through `layers.DiagonalScaling`: with u, v on the
-    unit sphere, `AnInfoNCE()(scaling(u), scaling(v))` uses the similarity
-    -1/2 (u - v)^T Lambda_hat (u - v) of Rusak et al. (2025). Registered as
-    `aninfonce`, `aninfonce_hard_negatives` and `aninfonce_ensemble`.
+    """Anisotropic InfoNCE (Rusak et al., AISTATS 2025): Euclidean InfoNCE on embeddings
+    passed through `layers.DiagonalScaling`. Details: docs/method.md#the-loss-family
 
     Args:
         temperature: divides the similarity; keep 1 when Lambda_hat is trained.
-        candidates: as for `InfoNCE`.
-        hard_negative_beta: as for `InfoNCE`.
-        ensemble_weights: as for `InfoNCE`; an ensemble over temperatures is an
-            ensemble over global concentration multipliers 1 / temperature.
-        block_size: as for `InfoNCE`.
+        candidates, hard_negative_beta, ensemble_weights, block_size: as for `InfoNCE`.
         name: name of the loss.
 
     Example:
@@ -196,10 +169,6 @@ class AnInfoNCE(InfoNCE):
     >>> v = np.array([[0.8, 0.6], [0.6, 0.8]], "float32")
     >>> round(float(AnInfoNCE()(scaling(u), scaling(v))), 4)
     0.8561
-
-    Reference:
-        Rusak et al., "InfoNCE: Identifying the Gap Between Theory and Practice",
-        AISTATS 2025.
     """
 
     concentration = "diagonal"
@@ -236,12 +205,8 @@ class AnInfoNCE(InfoNCE):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class IsotropicAnInfoNCE(AnInfoNCE):
-    """AnInfoNCE with one learned concentration for every dimension: a learned
-    temperature, the control that tells anisotropy from a lower temperature.
-
-    On the unit sphere this is cosine InfoNCE at temperature 1 / lambda, lambda trained
-    from AnInfoNCE's start. The model holds `DiagonalScaling(..., tied=True)`.
-    Registered as `aninfonce_isotropic`.
+    """AnInfoNCE with one learned concentration (a learned temperature): the control
+    for anisotropy. The model holds `DiagonalScaling(..., tied=True)`.
 
     Args:
         **kwargs: as for `AnInfoNCE`.

@@ -1,9 +1,5 @@
 """`ContrastiveModel`: encoder -> projector -> sphere -> Lambda_hat, trained by `fit`.
-
-The train step embeds both views in one forward pass, gathers the embeddings of
-every replica so that each anchor sees the whole global batch as negatives, and
-updates Lambda_hat with its own optimizer (the authors use 10x the encoder's rate).
-"""
+Details: docs/api.md#contrastivemodels-training-step"""
 
 from __future__ import annotations
 
@@ -34,9 +30,7 @@ DEFAULT_CONCENTRATION_LEARNING_RATE = 1e-2
 
 
 class _EpochsWithSteps(keras.callbacks.Callback):
-    """Counts the epochs one `fit` began and those that ran a step: Keras ends an
-    epoch without any step with empty logs. (Per epoch: a per-batch hook would
-    make Keras sync every step.)"""
+    """Counts the epochs one `fit` began and those that ran a step (logs with a loss)."""
 
     def __init__(self):
         super().__init__()
@@ -72,10 +66,8 @@ CONVOLUTIONS = (
 
 
 def automatic_jit(model: keras.Model, strategy) -> tuple[bool, str]:
-    """What `ContrastiveModel.compile(jit_compile="auto")` chooses, and why: no XLA
-    for several replicas (one XLA cluster cannot hold every replica's variables) or
-    for a convolutional encoder without a GPU (slower under XLA on a CPU:
-    `benchmarks/xla_choice.py`); XLA otherwise.
+    """What `compile(jit_compile="auto")` chooses, and why: XLA off for several replicas
+    or a convolutional encoder without a GPU, on otherwise.
 
     Example:
 
@@ -93,8 +85,7 @@ def automatic_jit(model: keras.Model, strategy) -> tuple[bool, str]:
 
 
 class _TwoOptimizers:
-    """How a `ContrastiveModel` trains Lambda_hat with its own optimizer: the variables
-    each optimizer updates, both optimizers built before `fit`, and one step's update."""
+    """Lambda_hat's own optimizer: the variables each updates, both built before `fit`."""
 
     def _default_concentration_optimizer(self) -> float | None:
         if self.scaling is None or not self.scaling.trainable:
@@ -103,10 +94,8 @@ class _TwoOptimizers:
         return DEFAULT_CONCENTRATION_LEARNING_RATE
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Under a strategy Keras builds the model from the first batch averaged over
-        # the replicas; MultiWorkerMirroredStrategy cannot reduce a dict batch and
-        # fails. The model and both optimizers are built before `fit` (`build`,
-        # `compile`), as without a strategy, where Keras skips this step too.
+        # Built before `fit` (`build`, `compile`): Keras' build from a batch averaged over
+        # the replicas fails for a dict batch under MultiWorkerMirroredStrategy.
         if self.built and all(
             optimizer is None or optimizer.built
             for optimizer in (getattr(self, "optimizer", None), self.concentration_optimizer)
@@ -159,13 +148,8 @@ class _TwoOptimizers:
 
 
 class _UnrolledStepsUnderMirrored:
-    """Several steps per compiled call (`steps_per_execution` k) under
-    `MirroredStrategy`: k replicated steps one after another in one `tf.function`,
-    where Keras' own loop over them (a `tf.while_loop` of `tf.cond`s around
-    `strategy.run`) fails to feed a placeholder (keras-team/keras#19246, Keras 3.15).
-    The same steps and updates as k calls of one step; the callbacks, and the host,
-    read the logs once per call. A dataset that ends inside a call trains the steps
-    it had and stops without their report (give `fit` its `steps_per_epoch`)."""
+    """`steps_per_execution` k under `MirroredStrategy`: k replicated steps unrolled in
+    one `tf.function` (Keras' own loop fails there, keras-team/keras#19246)."""
 
     def _make_function(self, step_function):
         strategy = self.distribute_strategy
@@ -188,8 +172,7 @@ class _UnrolledStepsUnderMirrored:
 
 
 class _ProgbarWithoutCounts(keras.callbacks.ProgbarLogger):
-    """Keras' progress bar without the loss's counts (`PROGRESS_HIDDEN`: the candidates
-    per anchor, a constant), which `History` and the other callbacks keep."""
+    """Keras' progress bar without the logs of `PROGRESS_HIDDEN`."""
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, _shown(logs))
@@ -214,18 +197,12 @@ def _shown(logs):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
-    """Contrastive learner over positive pairs, for InfoNCE, AnInfoNCE or any
-    `losses.ContrastiveLoss`.
+    """Contrastive learner over positive pairs, for any `losses.ContrastiveLoss`.
 
-    `model(x)` returns encoder features; `model.embed(x)` the embeddings the loss
-    sees. uint8 inputs are images in [0, 255]: the model divides them by 255 on its
-    device (`pairs.unit_views`), so that views can be sent at a quarter of float32's
-    bytes (`augment_pairs(..., view_dtype="uint8")`). Compile with a `ContrastiveLoss` such as `InfoNCE(...)` or `AnInfoNCE(...)`
-    (default: AnInfoNCE when there is a `scaling`, cosine InfoNCE otherwise) and fit
-    on a dataset of
-    `(view1, view2)` or of dicts with `view1`, `view2` and extra keys (latents,
-    augmentation parameters, labels, strings too) that training drops before its
-    compiled step (`training_views`).
+    `model(x)` returns encoder features, `model.embed(x)` the embeddings the loss sees;
+    uint8 inputs are images in [0, 255], divided by 255 on the device. Fit on
+    `(view1, view2)` or dicts with `view1`, `view2` and extra keys, which training drops.
+    Details: docs/api.md#contrastivemodels-training-step
 
     Args:
         encoder: any Keras model or layer, images/observations -> features.
@@ -311,11 +288,8 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return self.encoder(unit_views(inputs), training=training)
 
     def embed(self, inputs, training=False, scaled=True):
-        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat).
-
-        `scaled=False` stops before the scaling: the representation whose
-        identifiability the paper measures.
-        """
+        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat);
+        `scaled=False` stops before the scaling (the representation the paper measures)."""
         z = self(inputs, training=training)
         if self.projector is not None:
             z = self.projector(z, training=training)
@@ -327,9 +301,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return z
 
     def embed_aligned(self, inputs, training=False):
-        """The unscaled embeddings (`embed(inputs, scaled=False)`) times the fitted
-        slow-feature alignment: one latent per dimension when the embedding reads the
-        latents linearly.
+        """The unscaled embeddings times the fitted slow-feature alignment.
 
         Raises:
             ValueError: for a model without an `alignment`.
@@ -359,29 +331,19 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         """Configures training.
 
         Args:
-            optimizer: optimizer (or its name) of the encoder and projector. With
-                `use_ema=True` its moving average covers Lambda_hat too; `fit` ends
-                on the average and `EvaluationCallback` scores it.
-            loss: a `ContrastiveLoss` (`InfoNCE`, `AnInfoNCE`, a registered or
-                your own); default AnInfoNCE with a `scaling`, cosine InfoNCE
-                (temperature 0.1) without.
-            concentration_optimizer: optimizer of Lambda_hat, or a learning rate (a
-                finite number >= 0): Adam at that rate (the authors' choice; none of
-                `optimizer`'s weight decay, clipping or EMA). The default is Adam at
-                `DEFAULT_CONCENTRATION_LEARNING_RATE` (1e-2, said once when compiling):
-                under the encoder's small rate Lambda_hat would barely move and
-                AnInfoNCE would act as InfoNCE. None trains Lambda_hat with
-                `optimizer`. Under mixed_float16 it skips the steps that the encoder's
-                LossScaleOptimizer skips for overflow.
+            optimizer: optimizer (or its name) of the encoder and projector; with
+                `use_ema=True` its average covers Lambda_hat too.
+            loss: a `ContrastiveLoss`; default AnInfoNCE with a `scaling`, cosine
+                InfoNCE (temperature 0.1) without.
+            concentration_optimizer: Lambda_hat's optimizer, or a learning rate (Adam at
+                that rate); default Adam at `DEFAULT_CONCENTRATION_LEARNING_RATE` (said
+                once); None trains Lambda_hat with `optimizer`.
             jit_compile: XLA-compile the train step: True, False or "auto"
-                (`automatic_jit`: off for several replicas or a convolutional encoder,
-                on otherwise; the choice and its reason in `jit_compile_reason` and
-                the `aninfonce_tf` log). Several replicas never run under XLA.
-            steps_per_execution: steps run per `tf.function` call, the logs read
-                once per call (1 under `MultiWorkerMirroredStrategy`, where more
-                fails: keras-team/keras#19246; `MirroredStrategy` runs them unrolled).
-            **kwargs: passed to `keras.Model.compile`, except `metrics` and
-                `weighted_metrics`, which are refused: there are no targets for them.
+                (`automatic_jit`; its reason in `jit_compile_reason`).
+            steps_per_execution: steps per `tf.function` call (1 under
+                `MultiWorkerMirroredStrategy`).
+            **kwargs: passed to `keras.Model.compile`, but `metrics` and
+                `weighted_metrics`: there are no targets for them.
 
         Raises:
             ValueError: for `metrics` or `weighted_metrics`.
@@ -469,7 +431,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return loss, values
 
     def fit(self, x=None, *args, **kwargs):
-        """Keras' `fit` of the pairs `x` (checked by `fit_input`; the class's example).
+        """Keras' `fit` of the pairs `x` (checked by `fit_input`).
 
         Raises:
             ValueError: for a dataset known to be infinite without `steps_per_epoch`
@@ -552,8 +514,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
 
 
 def _build_embedding(encoder, projector, input_shape) -> tuple:
-    """Builds the encoder and projector for `input_shape` and returns the shape of the
-    embeddings, refused unless `[batch, features]`."""
+    """Builds the encoder and projector; the embeddings' shape, refused unless 2-D."""
     features = encoder.compute_output_spec(keras.KerasTensor(input_shape))
     if not encoder.built:
         encoder.build(input_shape)

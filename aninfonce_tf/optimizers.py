@@ -1,16 +1,6 @@
-"""Optimizers of the published image recipes that Keras lacks: LARS (SimCLR's ImageNet
-optimizer) and SGD with PyTorch's weight decay (the L2 term of SimSiam's CIFAR10 recipe).
-
-Both take `weight_decay` as an L2 term added to the gradient, through the momentum, as
-PyTorch and SimCLR do: at momentum 0.9 about 10x stronger than Keras' decoupled
-argument of the same value.
-
-Example:
-
->>> optimizer = LARS(4.8, weight_decay=1e-6)
->>> optimizer.get_config()["trust_coefficient"]
-0.001
-"""
+"""LARS and PyTorch's SGD, whose `weight_decay` is an L2 term added to the gradient
+(through the momentum: at 0.9 about 10x Keras' decoupled decay of the same value);
+the encoder's and Lambda_hat's optimizers of a run. Details: docs/api.md#optimizers"""
 
 from __future__ import annotations
 
@@ -29,9 +19,7 @@ LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 
 
 class _CoupledWeightDecay(keras.optimizers.Optimizer):
-    """Momentum with an L2 weight decay added to the gradient, skipped for the
-    variables that `exclude_vectors`, `exclude_names` and Keras'
-    `exclude_from_weight_decay` pick out."""
+    """Momentum with an L2 weight decay added to the gradient, but for excluded variables."""
 
     def __init__(
         self,
@@ -58,9 +46,8 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         self.exclude_names = tuple(exclude_names)
 
     def excluded(self, variable) -> bool:
-        """Whether `variable` goes without decay (and, in LARS, without adaptation): a
-        vector when `exclude_vectors`, a path holding one of `exclude_names`, or one
-        Keras' `exclude_from_weight_decay` names."""
+        """Whether `variable` goes without decay (and, in LARS, adaptation): a vector under
+        `exclude_vectors`, a path holding one of `exclude_names`, or Keras' exclusions."""
         return (
             (self.exclude_vectors and len(variable.shape) <= 1)
             or any(name in variable.path for name in self.exclude_names)
@@ -80,8 +67,7 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         """No decoupled decay: `update_step` adds the L2 term to the gradient."""
 
     def _step_inputs(self, gradient, variable, learning_rate):
-        """`(learning_rate, gradient with its L2 term, excluded, momentum buffer)`, in
-        the variable's dtype."""
+        """`(learning_rate, gradient with its L2 term, excluded, momentum buffer)`."""
         index = self._get_variable_index(variable)
         excluded = self._exclusions[index]
         gradient = ops.cast(gradient, variable.dtype)
@@ -103,17 +89,8 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LARS(_CoupledWeightDecay):
     """Layer-wise Adaptive Rate Scaling (You et al., 2017) as SimCLR's
-    `lars_optimizer.py` (classic momentum, no Nesterov) takes it: per variable w with
-    gradient g, learning rate lr, weight decay wd, trust coefficient eta, momentum m,
-
-        g <- g + wd * w                                    (coupled L2)
-        ratio = eta * ||w|| / ||g||  (1 where ||w|| or ||g|| is 0)
-        v <- m * v + lr * ratio * g
-        w <- w - v
-
-    with norms over the whole variable. Excluded variables (by default vectors: biases
-    and batch-norm parameters; also Keras' `exclude_from_weight_decay`) get neither the
-    decay nor the ratio: `v <- m * v + lr * g`.
+    `lars_optimizer.py`; vectors (biases, batch-norm) get neither decay nor adaptation.
+    Details: docs/api.md#optimizers
 
     Args:
         learning_rate: float or `LearningRateSchedule` (SimCLR: 0.3 x B / 256).
@@ -133,11 +110,6 @@ class LARS(_CoupledWeightDecay):
     >>> optimizer.build(layer.trainable_variables)
     >>> [optimizer.excluded(v) for v in layer.trainable_variables]  # kernel, bias
     [False, True]
-
-    Reference:
-        You, Gitman and Ginsburg, "Large Batch Training of Convolutional Networks",
-        2017; Chen et al., "A Simple Framework for Contrastive Learning of Visual
-        Representations", 2020.
     """
 
     def __init__(
@@ -189,23 +161,16 @@ class LARS(_CoupledWeightDecay):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class CoupledSGD(_CoupledWeightDecay):
-    """SGD with momentum as PyTorch's `torch.optim.SGD` (no dampening, no Nesterov):
-    its `weight_decay` is an L2 term added to the gradient before the momentum,
-
-        g <- g + weight_decay * w
-        b <- m * b + g
-        w <- w - lr * b
-
-    the `weight_decay` of recipes written in PyTorch (SimSiam's CIFAR10 5e-4).
+    """SGD with momentum as PyTorch's `torch.optim.SGD` (no dampening, no Nesterov), its
+    `weight_decay` an L2 term added before the momentum. Details: docs/api.md#optimizers
 
     Args:
         learning_rate: float or `LearningRateSchedule`.
         momentum: in [0, 1).
-        weight_decay: coefficient of the L2 term.
+        weight_decay: coefficient of the L2 term (SimSiam's CIFAR10: 5e-4).
         exclude_vectors: no decay on variables of rank <= 1 (PyTorch's default,
             False, decays every parameter).
-        exclude_names: no decay on variables whose path contains one of these
-            (as on those given to Keras' `exclude_from_weight_decay`).
+        exclude_names: no decay on variables whose path contains one of these.
         **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, `name`, ...).
 
     Example (a weight under zero gradient, PyTorch's decay):
@@ -245,17 +210,14 @@ class CoupledSGD(_CoupledWeightDecay):
 
 
 def uses_weight_average(optimizer) -> bool:
-    """Whether `optimizer` (or the one a `LossScaleOptimizer` wraps) keeps Keras'
-    exponential moving average of the weights (`use_ema=True`)."""
+    """Whether `optimizer` (or the one a `LossScaleOptimizer` wraps) has `use_ema=True`."""
     return bool(getattr(getattr(optimizer, "inner_optimizer", optimizer), "use_ema", False))
 
 
 @contextlib.contextmanager
 def averaged_weights(model: keras.Model):
     """Within the block the model holds its optimizer's moving average of the weights
-    (`use_ema=True`), afterwards its own weights again; without an average, nothing
-    changes. Uses `keras.callbacks.SwapEMAWeights`, whose swap keeps no third copy.
-    """
+    (`use_ema=True`; `keras.callbacks.SwapEMAWeights`), afterwards its own again."""
     if not uses_weight_average(model.optimizer):
         yield model
         return
@@ -269,9 +231,8 @@ def averaged_weights(model: keras.Model):
 
 
 def concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
-    """`ContrastiveModel.compile`'s `concentration_optimizer` as an optimizer: a learning
-    rate gives Adam at that rate, a name or an optimizer goes through
-    `keras.optimizers.get`, None stays None."""
+    """`compile`'s `concentration_optimizer` as an optimizer: a rate gives Adam at that
+    rate, a name or optimizer `keras.optimizers.get`'s, None stays None."""
     if isinstance(value, bool):
         raise TypeError(
             "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
@@ -289,8 +250,7 @@ def concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
 
 
 def check_settings(config) -> None:
-    """Raises `ValueError` for optimizer settings of a run config that contradict each
-    other (a weight decay the optimizer would ignore, ...)."""
+    """Raises `ValueError` for a run config's optimizer settings that contradict each other."""
     if config.weight_decay and config.optimizer == "adam":
         raise ValueError(
             f"`weight_decay` ({config.weight_decay}) would be ignored by `optimizer` adam; "
@@ -316,9 +276,8 @@ def check_settings(config) -> None:
 
 
 def encoder_optimizer(config) -> keras.optimizers.Optimizer:
-    """The encoder's (and projector's) optimizer and learning-rate schedule from a run
-    config (`configs.base.RunConfig`). Weight decay leaves a `LearnedRotation`'s angles
-    alone (it would pull towards the identity)."""
+    """The encoder's and projector's optimizer and schedule of a `RunConfig`; no weight
+    decay on a `LearnedRotation`'s angles (it would pull towards the identity)."""
     optimizer = _encoder_optimizer(config)
     optimizer.exclude_from_weight_decay(var_names=[ROTATION_ANGLES])
     return optimizer

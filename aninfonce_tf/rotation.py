@@ -1,17 +1,5 @@
-"""A learned rotation of an embedding, whose angles Adam moves as fast for two latents
-of close concentration as for two far apart.
-
-AnInfoNCE turns an embedding that reads the latents linearly onto their axes with a
-force proportional to the difference of their concentrations (docs/tuning.md, point 8),
-so neighbours of close Lambda separate last. `LearnedRotation` gives that turn its own
-variables, one angle per pair of axes. Adam normalises each variable's step by the
-size of its gradient, so the factor Lambda_hat_i - Lambda_hat_j, common to a pair's
-signal and its noise, no longer slows the pair; the pair's own signal-to-noise ratio
-still does once the angle left is small. A loss that does not change under rotations
-(InfoNCE, a learned isotropic concentration) gives the angles no gradient in exact
-arithmetic, so it cannot turn such a loss's embedding onto the latents; in float32 it
-gives them rounding, which Adam's normalised step turns into a random walk: the loss
-stays the same, the rotation does not (docs/speed.md, "Time to identifiability").
+"""A learned rotation of an embedding, whose angles Adam turns as fast for latents of
+close concentration as for far ones. Details: docs/tuning.md (point 10)
 
 Example:
 
@@ -44,17 +32,14 @@ SQUARINGS = 6
 TAYLOR_ORDER = 8
 # The [d, d] matrices a forward and backward pass of the rotation keep.
 KEPT_MATRICES = 20
-# The largest `gain`. exp(A) above stays orthogonal in float32 for generators of norm
-# up to about 100 (1e-4 off at 200, NaN by 1000); Adam's first step moves every angle
-# by its learning rate, so at this gain and a rate of 1e-2 the first step's generator
-# has norm sqrt(d (d - 1)), 63 at d = 64. The gains measured useful are 2 to 20
-# (docs/tuning.md, point 10).
+# The largest `gain`: exp(A) above stays orthogonal in float32 for generators of norm
+# up to about 100, and Adam's first step at a rate of 1e-2 gives norm sqrt(d (d - 1)).
 MAX_GAIN = 100.0
 
 
 def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
-    """`gain` as a float, or a `ValueError` naming `name` unless it is a finite number
-    above 0 and at most `MAX_GAIN` (or 0, no rotation, when `allow_zero`).
+    """`gain` as a float, or a `ValueError` naming `name` unless in (0, `MAX_GAIN`] (or 0,
+    no rotation, when `allow_zero`).
 
     Example:
 
@@ -128,23 +113,15 @@ def rotation_matrix(generator):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LearnedRotation(keras.layers.Layer):
-    """Multiplies features by a trainable rotation, the identity at the start.
-
-    The rotation is exp(A), A skew-symmetric with `gain * angles[k]` above the
-    diagonal: one variable per pair of axes, a 1-D vector, so Keras' Muon leaves it to
-    Adam. Under Adam, `gain` multiplies how far a step turns it (at `gain` 6 and
-    `paper-linear-fast`'s rate of 4e-3, about 0.024 rad a step for a pair's angle);
-    under SGD the turn grows with `gain` squared. Computed in float32 whatever the
-    dtype policy.
+    """Multiplies features by a trainable rotation exp(A), the identity at the start: A
+    skew-symmetric with `gain * angles[k]` above the diagonal, in float32.
 
     Args:
-        gain: angle per unit of each variable; a finite number above 0 and at most
-            `MAX_GAIN` (100).
+        gain: angle per unit of each variable (under Adam, how far a step turns it);
+            a finite number above 0 and at most `MAX_GAIN` (100).
 
     Raises:
         ValueError: for a `gain` that is not a finite number in (0, `MAX_GAIN`].
-
-    Reference: docs/tuning.md, point 10 (what it is for and what it was measured to do).
 
     Example:
 
@@ -177,7 +154,7 @@ class LearnedRotation(keras.layers.Layer):
         )
 
     def matrix(self):
-        """The `[d, d]` rotation that features are multiplied by (on the right)."""
+        """The `[d, d]` rotation features are multiplied by (on the right)."""
         angles = ops.cast(self.angles, "float32")
         angles = ops.concatenate([ops.zeros((1,), "float32"), angles])
         generator = self.gain * ops.take(angles, self.index) * self.sign

@@ -1,18 +1,6 @@
-"""Runs over config fields, each cell a `run_seeds` that resumes like any run: by
-default a star, each field (an axis) varied alone through the config's own point,
-which runs once (`star_cells`); or the full product of the axes' values, more seeds at
-its corners (`grid_cells`). Its tables: `sweep_tables`; its figure:
-`plots.plot_tradeoff`.
-
-Example:
-
->>> axes = {"crop_min_scale": [0.4, 0.6, 0.8], "jitter_strength": [0.0, 0.5, 1.0]}
->>> cells = star_cells(axes, {"crop_min_scale": 0.4, "jitter_strength": 0.5}, seeds=[0, 1])
->>> [cell_name(values) for values, _ in cells][:2]
-['crop_min_scale=0.4,jitter_strength=0.5', 'crop_min_scale=0.6,jitter_strength=0.5']
->>> len(cells)  # the shared point once, then two other values along each axis
-5
-"""
+"""Sweeps over config fields, each cell a resumable `run_seeds`: a star (each axis
+varied alone through the config's point, `star_cells`) or the product grid
+(`grid_cells`). Details: docs/method.md#a-sweeps-tables"""
 
 from __future__ import annotations
 
@@ -62,9 +50,8 @@ DESIGNS = ("star", "product")
 def grid_cells(
     grid: Mapping[str, Sequence], seeds: Sequence[int], corner_seeds: Sequence[int]
 ) -> list[Cell]:
-    """Every combination of the `grid`'s values (the first field varying slowest),
-    each with its seeds: `corner_seeds` where every field sits at its first or last
-    value, `seeds` elsewhere.
+    """Every combination of the `grid`'s values (the first field slowest) with `seeds`,
+    or `corner_seeds` where every field sits at its first or last value.
 
     Raises:
         ValueError: for an empty grid, a field without values, or no seeds.
@@ -90,8 +77,8 @@ def grid_cells(
 
 
 def star_cells(axes: Mapping[str, Sequence], center: Mapping, seeds: Sequence[int]) -> list[Cell]:
-    """The `center` first, then each axis's values other than the center's, that field
-    alone changed from the center; every cell with `seeds`.
+    """The `center`, then each axis's other values with that field alone changed; every
+    cell with `seeds`.
 
     Raises:
         ValueError: for no axes, an axis the center lacks, or no seeds.
@@ -126,8 +113,8 @@ def changed_values(values: Mapping, center: Mapping) -> dict:
 
 
 def check_limits(cells: Sequence[Cell], limits: Mapping[str, tuple[float, str]]) -> None:
-    """Raises ValueError, saying why, for a cell with a value below its field's lower
-    limit (`limits`: `{field: (lowest, why)}`).
+    """Raises ValueError, saying why, for a cell value below its field's lower limit
+    (`limits`: `{field: (lowest, why)}`).
 
     Example:
 
@@ -168,9 +155,8 @@ def _text(value) -> str:
 
 
 def read_seed_scores(cell_dir: Path, seeds: Sequence[int]) -> dict[int, dict]:
-    """Each seed's scalar scores per loss variant, `{seed: {variant: {score: value}}}`,
-    from `cell_dir/seed_<k>/results.json` (`report.variant_scores`, as `run_seeds`
-    summarises them); a seed without its results.json is left out.
+    """`{seed: {variant: {score: value}}}` from `cell_dir/seed_<k>/results.json`; a seed
+    without its results.json is left out.
 
     Example:
 
@@ -203,8 +189,7 @@ def plan_cells(
 
     Raises:
         ValueError: for a field `config` does not have.
-        UsageError: (a ValueError) for a cell whose config `validate` refuses, with a
-            value below `limits`, or that shares its directory with another.
+        UsageError: for a cell `validate` refuses, below `limits`, or sharing a directory.
 
     Example:
 
@@ -248,9 +233,8 @@ def run_cells(
     context: RunContext | None = None,
     **labels,
 ) -> list[dict]:
-    """`run_seeds` of `config` with each cell's values into `run_dir/<cell_name>/`,
-    then, on the chief alone, `run_dir/grid.json` and `report(records)`: a list of
-    `{"cell", "values", "changed", "summary", "seed_scores", "run"}`. Rerun, it resumes.
+    """`run_seeds` of each cell into `run_dir/<cell_name>/`, then on the chief
+    `run_dir/grid.json` and `report(records)`; rerun, it resumes.
 
     Args:
         config: the config every cell starts from.
@@ -262,10 +246,12 @@ def run_cells(
         context: the sweep's `RunContext` (default: made from `config`).
         **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
 
+    Returns:
+        Per cell `{"cell", "values", "changed", "summary", "seed_scores", "run"}`.
+
     Raises:
         ValueError: for a field `config` does not have.
-        UsageError: (a ValueError) before any run, as `plan_cells`, or for a `run_dir`
-            holding other files than a sweep's.
+        UsageError: as `plan_cells`, or for a `run_dir` holding other files than a sweep's.
     """
     planned = plan_cells(config, cells, limits)
     cell_names = {name for _, _, name, _ in planned}
@@ -314,18 +300,12 @@ def run_grid(
     corner_seeds: Sequence[int] = (0, 1, 2),
     **labels,
 ) -> list[dict]:
-    """`run_cells` of the product of the `grid`'s values (`grid_cells`); `labels`
-    as for `run_cells` (`limits` too).
-
-    Raises:
-        ValueError: for a grid `grid_cells` refuses, or as `run_cells`.
-    """
+    """`run_cells` of the product of the `grid`'s values (`grid_cells`)."""
     return run_cells(config, build, run_dir, grid_cells(grid, seeds, corner_seeds), **labels)
 
 
 def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequence[str]) -> None:
-    """The trade-off map's report: `tradeoff.md` (`sweep_tables.tradeoff_markdown` of
-    `scores`) and `tradeoff.png` (`plots.plot_tradeoff`) in `run_dir`."""
+    """Writes `tradeoff.md` and `tradeoff.png` of `scores` in `run_dir`."""
     table = tradeoff_markdown(records, scores, what)
     (run_dir / "tradeoff.md").write_text(table + "\n")
     plots.plot_tradeoff(records, run_dir / "tradeoff.png", title=what)
@@ -334,10 +314,10 @@ def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequen
 
 
 def grid_values(text: str) -> list[float]:
-    """`"0.4, 0.8"` -> `[0.4, 0.8]`: the values of a `--grid-<field>` axis ("" -> []).
+    """`"0.4, 0.8"` -> `[0.4, 0.8]`, a `--grid-<field>` axis ("" -> []).
 
     Raises:
-        argparse.ArgumentTypeError: unless each item is a plain number (`1_0` too).
+        argparse.ArgumentTypeError: unless each item is a plain number.
 
     Example:
 
@@ -360,10 +340,8 @@ def main(
     prog: str | None = None,
     write_report: Callable[[list[dict], Path, str, Sequence[str]], None] = write_tradeoff,
 ) -> list[dict]:
-    """The command line of a trade-off map (`python -m aninfonce_tf rendered_sweep`):
-    the recipe's flags, `--design`, `--grid-<field>` per axis of `SWEEP_AXES`,
-    `--corner-seeds` and `--allow-below-limits`; then `run_cells` into `--out` (seeds
-    0, 1, 2 unless `--seeds`) and the report.
+    """The command line of a sweep (`python -m aninfonce_tf rendered_sweep`): the recipe's
+    flags plus `--design`, `--grid-<field>`, `--corner-seeds`, `--allow-below-limits`.
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,
@@ -373,7 +351,7 @@ def main(
         epilog: the end of `--help` (examples).
         prog: the program's name in `--help` and errors (default: the script's).
         write_report: `(records, run_dir, what, SWEEP_SCORES)` -> the sweep's table
-            and figure (default: the trade-off map's, `write_tradeoff`).
+            and figure (default: `write_tradeoff`).
 
     Returns:
         The cells of `run_cells`.
@@ -469,8 +447,7 @@ def main(
 
 
 def write_dose_response(records: list[dict], run_dir: Path, what: str, scores: Sequence[str]):
-    """`sweep.main`'s report of a dose-response: `dose_response.md` and
-    `dose_response.png` in `run_dir`."""
+    """Writes `dose_response.md` and `dose_response.png` in `run_dir`."""
     table = sweep_tables.dose_response_markdown(records, scores, what)
     (run_dir / "dose_response.md").write_text(table + "\n")
     summaries = sweep_tables.cell_summaries(records, scores)
@@ -484,8 +461,7 @@ def write_dose_response(records: list[dict], run_dir: Path, what: str, scores: S
 def dose_response_main(
     config_module, argv=None, description: str = "", epilog: str = "", prog=None
 ) -> list:
-    """The command line of the dose-response: `sweep.main` with its report
-    (`write_dose_response`)."""
+    """The dose-response's command line: `main` with `write_dose_response`."""
     return main(config_module, argv, description, epilog, prog, write_report=write_dose_response)
 
 

@@ -84,3 +84,19 @@ def test_docs_api_names_every_module_of_the_package():
     configs = [p.stem for p in (package / "configs").glob("*.py") if p.stem != "__init__"]
     missing += [f"configs.{name}" for name in configs if f"`{name}`" not in api]
     assert not missing, f"docs/api.md does not name {missing}"
+
+
+def test_every_docs_link_in_the_code_resolves():
+    """A docs page (and heading) a docstring or comment links to exists."""
+    sources = [*ROOT.glob("aninfonce_tf/**/*.py"), *ROOT.glob("recipes/*.py")]
+    sources += [*ROOT.glob("benchmarks/*.py"), *ROOT.glob("tests/**/*.py")]
+    broken, checked = [], 0
+    for source in sources:
+        for page, anchor in re.findall(r"\bdocs/([\w-]+\.md)(?:#([\w-]+))?", source.read_text()):
+            target = ROOT / "docs" / page
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), re.M) if target.exists() else []
+            if not target.exists() or (anchor and anchor not in {_anchor(h) for h in headings}):
+                broken.append(f"{source.relative_to(ROOT)}: docs/{page}#{anchor}")
+            checked += 1
+    assert not broken, broken
+    assert checked >= 20

@@ -1,42 +1,7 @@
 """The real-image experiment shared by the photos, CIFAR10 and ImageNet recipes:
-SimCLR views that return their parameters, an encoder with a projection head and
-Lambda_hat on the projector output, and frozen-feature probes (class accuracy,
-kNN, augmentation readout: `evaluation.probes` defines each score) at the backbone
-and at the projector.
-
-The probes' images are drawn stratified by class in a seeded random order
-(`data.probe_sets`), from the first `PROBE_POOL` times as many examples of a split as
-they need (all of the photos, of CIFAR10 and of ImageNet's validation split): the
-class probes fit on `probe_size` training images and are scored on `probe_size` test
-images, the readout takes views of `readout_size` test images, drawn as the training
-views are (ImageNet's: crops of the image on its canvas, `datasets.on_canvas`), while
-the class probes see the centre square of each image. ImageNet's training views are
-drawn with the same parameters but from its JPEG files, decoding only each view's crop
-window (`SimCLRAugment`), so they are not quite the readout's: the crop box snapped to
-whole pixels, the window resized by `tf.image.resize` instead of from the canvas, a few
-levels of 255 apart for the same parameters (`results.json`'s `training_views` and
-`readout_views` name both). `results.json` holds each set's
-images per class (`probe_train_class_counts`, `probe_test_class_counts`,
-`readout_class_counts`). ImageNet's class probes on 10,000 images see 10 per class
-(the validation images exactly, the training images about). With
-`readout_check_steps`, a supervised network finds before training which readout
-targets one view determines (`configs.readout_check`): `augmentation_readout` averages
-those alone, `augmentation_readout_all_targets` every one, and `results.json` records
-the check (`readout_determinable`).
-
-These probes monitor training. The CIFAR10 and ImageNet presets end with the
-standard evaluation, SimCLR's linear classifier on frozen backbone features of every
-training image (`configs.linear_eval_settings`), at the final step only; `results.json`
-records its protocol (`linear_evaluation`). The training images are read in a new
-order each epoch (`configs.image_data`).
-
-Each recipe's config module holds its `PRESETS` and `SMOKE` over `ImageConfig`.
-The CIFAR10 and ImageNet presets give their length, warm-up, evaluation period and
-learning rate in the papers' terms (`epochs`, `warmup_epochs`, `eval_epochs`,
-`base_learning_rate` with its `learning_rate_scaling`), so that another
-`--batch-size` keeps the schedule: `ImageConfig.resolved` sets the steps and the
-learning rate from them.
-"""
+SimCLR views with their parameters, an encoder with a projection head and Lambda_hat,
+and frozen-feature probes at the backbone and projector. Details:
+docs/method.md#the-image-experiments-probe-sets-and-schedule"""
 
 from __future__ import annotations
 
@@ -99,19 +64,14 @@ ENCODERS = ("small_cnn", "resnet18_cifar", "resnet50")
 SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 # Training examples of the tfds datasets (the photos': patches_per_photo per photo).
 TRAIN_EXAMPLES = {"cifar10": 50_000, "imagenet2012": 1_281_167}
-# ImageNet's views are crops of the image at its full resolution, as SimCLR's, on a
-# canvas of this side per 224 pixels of view: ImageNet's photos (typically 500 x 375
-# or 500 x 333) fit in it whole; only larger ones are shrunk to fit.
+# The canvas side per 224 pixels of view: ImageNet's photos (~500 x 375) fit it whole.
 CANVAS_PER_224 = 512
 
 
 # The fields that `epochs`, `eval_epochs` and `base_learning_rate` set, left to them
 # (see `ImageConfig.resolved`).
 FROM_EPOCHS = dict(steps=0, eval_every=0, learning_rate=0.0)
-# The optimisation (SimSiam's) and probe sizes of the CIFAR10 preset. The class probes,
-# which monitor training, fit on 10,000 of CIFAR10's 50,000 training images (1,000 per
-# class) and are scored on its 10,000 test images; the final linear evaluation fits on
-# all 50,000 (`linear_eval_epochs`).
+# The CIFAR10 preset's optimisation (SimSiam's) and probe sizes (1,000 images per class).
 SGD_COSINE = dict(
     optimizer="sgd",
     momentum=0.9,
@@ -138,9 +98,7 @@ SMOKE = dict(
     readout_check_batch_size=32,
 )
 
-# The sizes of `--smoke-full`: 2 steps of the preset's own encoder, precision, batch
-# norm, optimizer, views and data pipeline (a prepared tfds set in --data-dir), 4 pairs
-# per replica on 2 replicas (1 on 8 GPUs), evaluated once at the end.
+# The sizes of `--smoke-full`: 2 steps of the preset's own parts, evaluated once.
 SMOKE_FULL = dict(
     steps=2,
     eval_every=2,
@@ -162,17 +120,11 @@ _RECORDS: dict[str, dict] = {}
 
 @dataclasses.dataclass
 class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
-    """Every hyperparameter of the real-image experiment (see `RunConfig` for the
-    shared ones, `LinearEvaluationConfig` for those of the final evaluation,
-    `ReadoutCheckConfig` for those of the readout check).
-
-    The schedule may be given in epochs: each of `epochs`, `warmup_epochs` and
-    `eval_epochs`, when positive, sets `steps`, `warmup_steps` and `eval_every` to
-    itself times `steps_per_epoch()` (training examples // `batch_size`), and
-    `base_learning_rate`, when positive, sets `learning_rate` from the batch size as
-    `learning_rate_scaling` says (`scaled_learning_rate`). `resolved()` sets them,
-    after the command line's overrides; a field so set must be 0 or that value, else
-    it raises ValueError naming both.
+    """Every hyperparameter of the real-image experiment (shared ones: `RunConfig`; the
+    final evaluation's: `LinearEvaluationConfig`; the readout check's:
+    `ReadoutCheckConfig`). Positive `epochs`, `warmup_epochs`, `eval_epochs` and
+    `base_learning_rate` set `steps`, `warmup_steps`, `eval_every` and `learning_rate` in
+    `resolved()`. Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
 
     Example:
 
@@ -244,7 +196,7 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         return max(self.probe_size, self.readout_size)
 
     def image_source(self) -> image_data.ImageSource:
-        """Where this config's examples come from (`image_data`'s functions read it)."""
+        """Where this config's examples come from."""
         return image_data.ImageSource(
             dataset=self.dataset,
             data_dir=self.data_dir,
@@ -265,8 +217,7 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         return max(1, examples // max(1, self.batch_size))
 
     def resolved(self) -> ImageConfig:
-        """This config with `steps`, `warmup_steps`, `eval_every` and `learning_rate`
-        set by the epoch fields and `base_learning_rate` that are positive.
+        """This config with the fields the positive epoch fields and `base_learning_rate` set.
 
         Raises:
             ValueError: for a field given a value other than 0 or the one its rule sets.
@@ -298,8 +249,7 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         return dataclasses.replace(self, **values)
 
     def validate(self) -> None:
-        """`RunConfig.validate` of the `resolved()` config, its learning-rate scaling
-        (`check_learning_rate_scaling`) and the image fields."""
+        """`RunConfig.validate` of `resolved()`, its learning-rate scaling and the image fields."""
         for name in ("epochs", "warmup_epochs", "eval_epochs", "base_learning_rate"):
             if getattr(self, name) < 0:
                 raise ValueError(
@@ -325,8 +275,7 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
 
     def check_inputs(self) -> None:
-        """A tfds dataset prepared in `data_dir` (unless `mock_data`), and no mock data
-        beside a `data_dir`."""
+        """A tfds dataset prepared in `data_dir` (unless `mock_data`, not beside a `data_dir`)."""
         if self.dataset in TRAIN_EXAMPLES:  # tfds' datasets
             if self.mock_data and self.data_dir:
                 raise ValueError(
@@ -345,13 +294,9 @@ def preset_readout_check(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """The preset's `readout_check` (call it within `image_data.data_source`):
-    `config`'s with the seed `CHECK_SEED`, trained on the training examples of that
-    config and scored on a view of each of the first `readout_size` of the `test_size`
-    test examples that `probe_sets.stratified_arrays` draws with the seed
-    `[CHECK_SEED, 1]` (the readout's images at seed `CHECK_SEED`). Run once per process
-    for configs that differ only in their seed; the check is seeded, so a new process
-    gets the same record."""
+    """The preset's `readout_check` at seed `CHECK_SEED` (call it within
+    `image_data.data_source`), run once per process for configs differing in their seed
+    only. Details: docs/method.md#readout-check"""
     check_config = dataclasses.replace(config, seed=CHECK_SEED)
     key = json.dumps(dataclasses.asdict(check_config), sort_keys=True, default=str)
     if key not in _RECORDS:
@@ -377,10 +322,9 @@ def readout_probes(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> tuple[type[ImageProbeEvaluator], dict, dict]:
-    """The image probes' evaluator class, its extra keyword arguments and its entries
-    of `results.json`'s `run` record: without the check, `ImageProbeEvaluator` and
-    none; with it, `DeterminableProbeEvaluator` keeping the targets that
-    `preset_readout_check` finds, and its record, `readout_determinable`."""
+    """The image probes' evaluator class, its extra keyword arguments and its `run`
+    record entries: `ImageProbeEvaluator`, or with the check `DeterminableProbeEvaluator`
+    and `readout_determinable`."""
     if not config.readout_check_steps:
         return ImageProbeEvaluator, {}, {}
     record = preset_readout_check(config, encoder, augment, canvas, decode)

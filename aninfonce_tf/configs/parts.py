@@ -15,36 +15,24 @@ class Experiment:
     """The parts of an experiment that a config module's `build(config)` returns.
 
     Args:
-        train_data: `start_step -> tf.data.Dataset` of global batches of pairs
-            (`(view1, view2)` or dicts with `view1`, `view2` and extra keys),
-            long enough for the run. Batch i does not depend on `start_step`, so
-            that a resumed run sees the batches of an uninterrupted one.
+        train_data: `start_step -> tf.data.Dataset` of global batches of pairs,
+            long enough for the run; batch i must not depend on `start_step` (resume).
         encoder: builds a fresh encoder (observations -> features).
-        evaluators: objects with `evaluate(model)` and `score_names(anisotropic)`
-            (see `aninfonce_tf.evaluation.callbacks`).
+        evaluators: `Evaluator`s (`evaluate(model)`, `score_names(anisotropic)`).
         projector: builds a fresh projection head, or None.
-        normalize: embeddings on the unit sphere (InfoNCE then uses the cosine
-            similarity); False trains the Euclidean variant.
-        curve_keys: scores plotted over training, beside the loss (default: every
-            scalar score).
-        table_columns: scores shown in the printed tables and in the line printed
-            at each evaluation (default: every scalar score; `results.json` and
-            TensorBoard always have them all).
-        primary_scores: the scores the experiment's conclusions rest on, read at
-            the final step: the endpoint, fixed in the config before any run and
-            recorded as `run["endpoint"]` of `results.json`.
-        metadata: entries of the `run` record of `results.json` (`run_record`).
-        plots: `(results, run_dir, title=...) -> [paths]`, the experiment's own
-            figures, `title` naming the preset and seed.
-        seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its own figures
-            over seeds (`summary`: `runner.run_seeds`' `summary.json`).
-        aligned: the model holds a `layers.LinearAlignment`, which its evaluators fit
-            (`IdentifiabilityEvaluator(..., alignment_pairs=...)`), saved with it and
-            exported as `embed_aligned`.
+        normalize: embeddings on the unit sphere (InfoNCE cosine); False: Euclidean.
+        curve_keys: scores plotted over training (default: every scalar score).
+        table_columns: scores of the printed tables and evaluation lines (default:
+            every scalar score).
+        primary_scores: the endpoint, read at the final step, fixed before any run
+            (`run["endpoint"]` of `results.json`).
+        metadata: entries of the `run` record of `results.json`.
+        plots: `(results, run_dir, title=...) -> [paths]`, the experiment's figures.
+        seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its figures over seeds.
+        aligned: the model holds a `layers.LinearAlignment` its evaluators fit.
         worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
-            of one input pipeline's own shard in per-replica batches. Multi-worker
-            runs read it, each worker only its shard, instead of every worker
-            building the global batches of `train_data` and keeping its rows.
+            of one worker's shard in per-replica batches, read by multi-worker runs
+            instead of `train_data`.
 
     Example (what a config module's `build` returns; `runner.run` trains it):
 

@@ -1,10 +1,5 @@
-"""The real-image experiment sized for a 2-core CPU: patches of the nine colour
-photos that ship inside scikit-learn and scikit-image (class = source photo),
-CIFAR10's SimCLR views at 32x32, a small CNN. The class probes fit on 100 training
-patches of each photo and are scored on 100 test patches of each; the readout reads
-2,000 views of test patches (222 or 223 of each photo), averaged over the targets that
-a supervised small CNN reads from one view after 1,000 steps at batch 256 (about a
-minute before training: `configs.readout_check`).
+"""The real-image experiment sized for a 2-core CPU: patches of nine packaged photos
+(class = photo), a small CNN. Sizes: docs/method.md#photos
 
 Example:
 

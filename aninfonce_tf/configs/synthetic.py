@@ -362,14 +362,9 @@ PRESETS = {
         concentration="content_style", high=200.0, initial_concentration=5.0, **PAPER
     ),
 }
-# `paper-linear` for less time to identifiability on a CPU: half the batch (a step costs
-# about half) and a learned rotation after the encoder's output layer, its angles at 6x
-# the learning rate (`LearnedRotation`): Adam turns each pair of axes at full speed,
-# where the loss's pull onto the latents' axes is weakest for latents of close Lambda
-# (docs/tuning.md, points 8 and 10). MCC is the plain MCC of the embedding. The data,
-# encoder's layers, optimiser and held-out evaluation stay `paper-linear`'s. Both
-# targets (MCC 0.95, R^2 0.99) in a median of 102 s against 168 s for `paper-linear`
-# over five seeds (docs/speed.md, "Time to identifiability").
+# `paper-linear` with half the batch and a learned rotation at 6x the learning rate, for
+# less time to identifiability on a CPU (docs/tuning.md, points 8 and 10; times:
+# docs/speed.md#time-to-identifiability).
 PRESETS["paper-linear-fast"] = dataclasses.replace(
     PRESETS["paper-linear"], batch_size=500, rotation_gain=6.0
 )

@@ -1,24 +1,6 @@
-"""SimCLR augmentations that also return what they did: for each image the crop box,
-the flip, the colour jitter factors and their order, grayscale, blur sigma and
-solarisation, so that a probe can later read these parameters back from the learned
-features.
-
-Every draw is stateless from an explicit seed (`view_parameters`: the same seed gives
-the same views, also under a parallel `Dataset.map`). The ops (`image_ops`) are this
-package's own rather than Keras' preprocessing layers: those draw from a stateful
-`SeedGenerator`, and several of the parameters (a per-image crop box, per-image blur
-sigma, the jitter factors and their order) have no Keras layer that returns them. All
-pixel work after the draws runs as one XLA computation
-(`image_ops.views_from_parameters`).
-
-Example:
-
->>> augment = SimCLRAugment.preset("simclr_cifar10")
->>> images = np.random.default_rng(0).integers(0, 256, (4, 40, 40, 3), dtype="uint8")
->>> views, params = augment(images, seed=[0, 1])
->>> tuple(views.shape), sorted(params)[:4]
-((4, 32, 32, 3), ['blur', 'blur_sigma', 'brightness', 'contrast'])
-"""
+"""SimCLR augmentations that also return what they did (crop box, flip, jitter
+factors and order, grayscale, blur sigma, solarisation), drawn statelessly from a seed.
+Details: docs/api.md#simclraugments-views"""
 
 from __future__ import annotations
 
@@ -41,53 +23,23 @@ from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, state
 
 @dataclasses.dataclass(frozen=True)
 class SimCLRAugment:
-    """The SimCLR view: random resized crop, flip, colour jitter, grayscale, blur,
-    solarisation, each per image with its own probability.
+    """The SimCLR view (random resized crop, flip, colour jitter, grayscale, blur,
+    solarisation, each with its own probability), returned with the parameters drawn.
 
-    Call it on `[B, H, W, C]` or `[H, W, C]` images with C = 3 (colour) or 1
-    (grayscale; the views keep one channel, and saturation, hue and grayscale
-    change nothing, though their parameters are drawn and returned), uint8 in
-    [0, 255] or floats in [0, 1] (floats further than `image_ops.FLOAT_SLACK` outside are
-    refused: images in [0, 255] or [-1, 1] would give views clipped to white or
-    black); with a `seed`: an int, a stateless seed of shape
-    `[2]` (the same seed, the same views; an int `s` is `[s, 0]`), or None for fresh
-    randomness (from TensorFlow's global seed, `tf.random.set_seed`); and optionally
-    `image_sizes` (`[B, 2]`: each image's height and width at the top left of a
-    padded batch, so that images of different shapes batch together and every crop
-    can reach their sides). It returns float32 views of `image_size` in [0, 1] and a
-    dict of float32
-    parameters, `[B]` each except the crop box `[B, 4]`: `y1, x1, y2, x2` as
-    fractions of the image's height and width, edge to edge; and `jitter_order`
-    `[B, 4]`: the jitter's operations (0 brightness, 1 contrast, 2 saturation,
-    3 hue) in the order applied, `0, 1, 2, 3` where the jitter is off.
+    Call it as `augment(images, seed=None, image_sizes=None)`:
 
-    The crop's area and aspect ratio (width / height, log-uniform) are drawn in
-    pixels, as torchvision's `RandomResizedCrop` does, also on non-square images;
-    the crop is resized with antialiasing.
+    - `images`: `[B, H, W, C]` or `[H, W, C]` with C 3 or 1 (the views keep it), uint8 or
+      floats in `value_range`; or JPEG files, one string or `[B]` strings (crop windows
+      decoded alone).
+    - `seed`: an int `s` (as `[s, 0]`), a stateless seed `[2]` (the same seed, the same
+      views), or None (from `tf.random.set_seed`).
+    - `image_sizes`: `[B, 2]` each image's height and width at the top left of a padded
+      batch (`datasets.on_canvas`); not with JPEG files.
 
-    JPEG files may be given instead of pixels: `images` a string (one file) or `[B]`
-    strings, without `image_sizes`. Then each view's crop box is drawn from the size
-    in the file's header, snapped to whole pixels (the returned `crop_box` is the
-    window decoded), and only that window is decoded (`tf.image.decode_and_crop_jpeg`,
-    as SimCLR's input pipeline), at the image's full resolution, and resized to
-    `image_size`; the views are colour (grayscale files give 3 equal channels). The
-    same seed draws the same parameters as for the decoded images (the crop box
-    within half a pixel of its unsnapped draw). Which to give: JPEG files where the
-    source holds them (tfds' ImageNet read with `decode=False`), at a fraction of the
-    decoding's cost; pixels for everything else (arrays, PNGs, tfds' decoded
-    datasets), images of different shapes padded to one with their `image_sizes`
-    (`datasets.on_canvas`).
-
-    The colour jitter follows torchvision's `ColorJitter` formulas (see
-    `image_ops.color_jitter`: brightness, contrast and saturation blend with black,
-    the image's mean luma and each pixel's luma; hue shifts the HSV hue), in a random
-    order as SimCLR's `color_jitter_rand` and torchvision. SimCLR's TF code agrees
-    on brightness (its default `simclrv2` form, multiplicative) and hue; its
-    contrast (`tf.image.adjust_contrast`) blends with each channel's mean, and its
-    saturation (`tf.image.adjust_saturation`) scales the HSV saturation. The blur
-    pads by reflection (as torchvision's `GaussianBlur`) where SimCLR's TF code
-    pads with zeros (`depthwise_conv2d` with `SAME` padding), which darkens its
-    views' borders.
+    It returns float32 views of `image_size` in [0, 1] and a dict of float32 parameters,
+    `[B]` each but `crop_box` `[B, 4]` (`y1, x1, y2, x2` as fractions, edge to edge) and
+    `jitter_order` `[B, 4]` (0 brightness, 1 contrast, 2 saturation, 3 hue, as applied).
+    Details: docs/api.md#simclraugments-views
 
     Args:
         image_size: side of the square output views.
@@ -98,19 +50,16 @@ class SimCLRAugment:
         brightness, contrast, saturation: jitter strengths s in [0, 1]: factors
             ~ U(1-s, 1+s).
         hue: hue shift ~ U(-hue, hue), in turns (at most 0.5).
-        random_jitter_order: apply the four jitter operations in a random order
-            per image (SimCLR, torchvision's `ColorJitter`); else brightness,
-            contrast, saturation, hue.
+        random_jitter_order: the four jitter operations in a random order per image;
+            else brightness, contrast, saturation, hue.
         grayscale_probability: of grayscale (after jitter).
         blur_probability: of Gaussian blur.
         blur_sigma: range of the blur's sigma, in pixels of the output.
         solarize_probability: of solarisation (x -> 1 - x where x >= 0.5).
-        value_range: the range of float images, (0, 1) or (0, 255) (as
-            `keras.utils.image_dataset_from_directory` gives them); uint8 images are
-            always read as [0, 255]. The views are in [0, 1] either way.
-        jit_compile: the pixel work as one XLA computation on the host
-            (`image_ops.views_from_parameters`); False where the host has no
-            XLA:CPU (TPU VMs), for the same views.
+        value_range: the range of float images, (0, 1) or (0, 255); uint8 images are
+            always read as [0, 255].
+        jit_compile: the pixel work as one XLA computation; False where the host has
+            no XLA:CPU (TPU VMs), for the same views.
 
     Example:
 
@@ -179,8 +128,7 @@ class SimCLRAugment:
 
     @classmethod
     def preset(cls, name: str) -> SimCLRAugment:
-        """A named setting of `AUGMENTATION_PRESETS`: `simclr_cifar10`, `simsiam_cifar10`,
-        `simclr_imagenet`, `mocov2_imagenet`."""
+        """The named setting of `AUGMENTATION_PRESETS` (e.g. `simclr_cifar10`)."""
         if name not in AUGMENTATION_PRESETS:
             raise ValueError(
                 f"Unknown augmentation preset {name!r}; expected one of {list(AUGMENTATION_PRESETS)}."
@@ -249,8 +197,7 @@ class SimCLRAugment:
         return views, params
 
     def _jpeg_views(self, encoded, seed, image_sizes):
-        """The views of JPEG files: each crop window decoded alone (`image_ops.jpeg_crops`),
-        the box drawn from the header's size and snapped to whole pixels."""
+        """The views of JPEG files, each crop window snapped to pixels and decoded alone."""
         if image_sizes is not None:
             raise ValueError(
                 "`image_sizes` is for images padded to one shape; JPEG files give their own "
@@ -278,8 +225,7 @@ class SimCLRAugment:
         return views, params
 
     def parameters(self, batch: int, seed) -> dict[str, tf.Tensor]:
-        """What `__call__` draws with `seed` for `batch` square images, without the
-        images (e.g. to follow latents into each view's frame)."""
+        """What `__call__` draws with `seed` for `batch` square images, without the images."""
         return draw_parameters(self, batch, tf.ones([batch, 2]), stateless_seed(seed))
 
     @staticmethod
@@ -307,8 +253,7 @@ VIEW_DTYPES = ("float32", "uint8")
 
 
 def quantized(views: tf.Tensor) -> tf.Tensor:
-    """Views in [0, 1] as uint8 `round(255 x views)`, which `pairs.unit_views` reads
-    back to within 1/510.
+    """Views in [0, 1] as uint8 `round(255 x views)` (read back to within 1/510).
 
     Example:
 
@@ -319,10 +264,8 @@ def quantized(views: tf.Tensor) -> tf.Tensor:
 
 
 def check_first_batch(dataset: tf.data.Dataset, augment: SimCLRAugment) -> None:
-    """Raises ValueError, before any training, when the first batch of a dataset of
-    float images lies outside `augment.value_range` (`image_ops.checked_unit_range`):
-    the commonest mistake, [0, 255] floats read as [0, 1]. Eagerly only; a dataset of
-    uint8 images, or one built inside a graph, is not read."""
+    """Raises ValueError before training when a float dataset's first batch lies outside
+    `augment.value_range` (e.g. [0, 255] read as [0, 1]); eagerly only, uint8 not read."""
     spec = dataset.element_spec
     image_spec = (
         spec.get("image")
@@ -371,18 +314,21 @@ def augment_pairs(
     stream: int = 0,
     view_dtype: str = "float32",
 ):
-    """Two views of each batch of `{"image", ...}`, of images, or of `(images, labels)`
-    (as tfds' `as_supervised=True` gives, read as `{"image", "label"}`): batch i is
-    augmented with seeds (seed, start + i) folded with 2 stream and 2 stream + 1. An
-    `"image_size"` entry (`[B, 2]`) gives each image's height and width in a
-    padded batch (see `SimCLRAugment`); the images may be JPEG files (`[B]` strings:
-    only each view's crop window is decoded). Yields `{view1, view2, params1,
-    params2}` and the batch's other keys (e.g. `label`).
+    """Two views of each batch of `{"image", ...}`, images, or `(images, labels)`:
+    batch i with seeds (seed, start + i) folded with 2 stream and 2 stream + 1.
 
-    `view_dtype` "uint8" gives the views as `round(255 x view)`, a quarter of
-    float32's bytes to send to the accelerator; `ContrastiveModel` divides uint8 views
-    by 255 on the device, so that it trains on the views to within 1/510 (their
-    rounding to 8 bits, the source images' own precision).
+    Args:
+        dataset: batches; an `"image_size"` entry (`[B, 2]`) gives each image's size in a
+            padded batch; images may be JPEG files (`[B]` strings).
+        augment: the views' `SimCLRAugment`.
+        seed: the pipeline's seed.
+        start: the index of the first batch (a resumed run's step).
+        stream: which of independent augmentation streams (one per worker).
+        view_dtype: "float32", or "uint8" (`quantized`: a quarter of the bytes;
+            `ContrastiveModel` divides them by 255 on the device).
+
+    Returns:
+        A dataset of `{view1, view2, params1, params2}` and the batch's other keys.
 
     Raises:
         TypeError: for a dataset of any other structure.
@@ -426,9 +372,7 @@ def augment_pairs(
             view1, view2 = quantized(view1), quantized(view2)
         return {**batch, "view1": view1, "view2": view2, "params1": params1, "params2": params2}
 
-    # Batches augmented at once, a fixed few: AUTOTUNE without autotuning
-    # (`without_autotune`) is one per core, on a 96-core TPU host ~96 batches of
-    # ImageNet canvases and views in flight (tens of GB).
+    # A fixed few batches in flight: AUTOTUNE under `without_autotune` is one per core.
     parallel_batches = 4
     return dataset.enumerate(start).map(pair, num_parallel_calls=parallel_batches)
 

@@ -1,15 +1,5 @@
-"""Image datasets as pair pipelines: tfds' CIFAR10 and ImageNet, and a small real
-dataset cut from the photos that ship inside scikit-learn and scikit-image.
-
-Each yields batches of `{view1, view2, params1, params2, label}` with static shapes,
-the views drawn by a `SimCLRAugment`, each epoch in its own seeded order.
-
-Example:
-
->>> images, labels = photo_patches(per_photo=4, size=40, split="train")
->>> images.shape, images.dtype.name, sorted(set(labels.tolist())) == list(range(9))
-((36, 40, 40, 3), 'uint8', True)
-"""
+"""Image datasets as pair pipelines: tfds' CIFAR10 and ImageNet, and the photos that
+ship with scikit-learn and scikit-image. Details: docs/api.md#data-pipelines"""
 
 from __future__ import annotations
 
@@ -68,10 +58,16 @@ def photo_patches(
     per_photo: int = 400, size: int = 48, split: str = "train", seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random square patches of the packaged photos, a patch's class its photo; train
-    and test patches from disjoint parts of each photo (docs/api.md#data-pipelines).
+    and test patches from disjoint parts of each photo.
 
     Returns:
         `(images [N, size, size, 3] uint8, labels [N] int64)`.
+
+    Example:
+
+    >>> images, labels = photo_patches(per_photo=4, size=40, split="train")
+    >>> images.shape, images.dtype.name, sorted(set(labels.tolist())) == list(range(9))
+    ((36, 40, 40, 3), 'uint8', True)
     """
     if split not in ("train", "test"):
         raise ValueError(f"`split` must be 'train' or 'test'; got {split!r}.")
@@ -98,11 +94,8 @@ def tfds_images(
     shard: tuple[int, int] | None = None,
     decode: bool = True,
 ) -> tf.data.Dataset:
-    """`{image, label}` examples of a prepared tfds dataset; never downloads.
-
-    With `shard=(index, count)` only that even part of the split is read. With
-    `decode=False` each image stays an encoded string, for `pair_batches(...,
-    decode=tfds_image_decoder(name))` (a larger split: `tfds_file_pieces`).
+    """`{image, label}` examples of a prepared tfds dataset; never downloads. `shard=(index,
+    count)` reads that even part; `decode=False` keeps each image an encoded string.
 
     Raises:
         ValueError: for an unknown name, or a dataset that is not prepared in
@@ -125,8 +118,8 @@ def tfds_images(
 def tfds_file_pieces(
     name: str, split: str, data_dir: str | None = None, shard: tuple[int, int] | None = None
 ) -> FilePieces:
-    """The files of a prepared tfds split as `FilePieces`, each record an encoded
-    `{image, label}`, for `pair_batches`. With `shard=(index, count)`, that even part.
+    """A prepared tfds split's files as `FilePieces` of encoded `{image, label}` records,
+    for `pair_batches`; `shard=(index, count)` reads that even part.
 
     Raises:
         ValueError: as `tfds_images`.
@@ -172,8 +165,7 @@ def _tfds_builder(name: str, data_dir: str | None):
 
 
 def quiet_tfds_builder(name: str, data_dir: str | None):
-    """`tfds.builder(name, data_dir=data_dir)`, whose `is_prepared()` logs no absl
-    warning (its callers say what is missing)."""
+    """`tfds.builder(name, data_dir=data_dir)` whose `is_prepared()` logs no absl warning."""
     import tensorflow_datasets as tfds
 
     with _absl_errors_only():
@@ -224,9 +216,8 @@ def _not_prepared(builder, name: str) -> ValueError:
 
 
 def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict], dict]:
-    """Decodes the image of an example of `tfds_images(name, ..., decode=False)` as
-    tfds would have: uint8 with 3 channels, of the dataset's static shape (CIFAR10's
-    `[32, 32, 3]`, ImageNet's `[None, None, 3]`).
+    """Decodes an example of `tfds_images(name, ..., decode=False)` as tfds would: uint8,
+    3 channels, the dataset's static shape.
 
     Example:
 
@@ -244,9 +235,8 @@ def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict
 
 
 def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
-    """Whether the tfds dataset `name` stores its images as JPEG files (ImageNet does;
-    CIFAR10 and SimCLR's 10 % subset of ImageNet store PNGs), which `pair_batches`
-    then hands to the views encoded, to decode only each view's crop window.
+    """Whether the tfds dataset `name` stores JPEG files (ImageNet; CIFAR10 and SimCLR's
+    10 % subset store PNGs), which `pair_batches` hands to the views encoded.
 
     Example:
 
@@ -258,9 +248,8 @@ def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
 
 
 def on_canvas(example: dict, canvas: int) -> dict:
-    """`example` with its image at the top left of a `canvas x canvas` one (zeros
-    elsewhere) and its height and width under `"image_size"`; a larger image is shrunk
-    until it fits (docs/api.md#data-pipelines).
+    """`example` with its image at the top left of a `canvas x canvas` one and its height
+    and width under `"image_size"`; a larger image is shrunk until it fits.
 
     Example:
 
@@ -301,38 +290,30 @@ def pair_batches(
     decode: Callable[[dict], dict] | None = None,
     view_dtype: str = "float32",
 ) -> tf.data.Dataset:
-    """Endless batches of `{view1, view2, params1, params2, label}` from `{image,
-    label}` examples, each epoch in its own order seeded by `seed` and the epoch
-    (`epochs.epoch_examples`).
-
-    Images that are JPEG files (`jpeg_encoded` says which tfds datasets hold them),
-    given without `decode` and `canvas`, reach `augment` encoded, which decodes only
-    each view's crop window; any other images are decoded whole (`decode`) and, for
-    images of different shapes, put on a `canvas`. `start` skips the first batches (a
-    resumed run sees the same batches); `stream` picks one of independent augmentation
-    streams. Details: docs/api.md#data-pipelines.
+    """Endless batches of `{view1, view2, params1, params2, label}` from `{image, label}`
+    examples, each epoch in its own seeded order. Details: docs/api.md#data-pipelines
 
     Args:
         examples: one pass over the images (of one size, or give `canvas`): arrays
             or a `tf.data.Dataset` of at most `MAX_HELD_EXAMPLES` examples, or
-            `FilePieces` (`tfds_file_pieces`).
+            `FilePieces` (`tfds_file_pieces`); JPEG files stay encoded without
+            `decode` and `canvas`.
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the order of each epoch and the augmentations.
         shuffle: the buffer of `FilePieces`' examples (None: `SHUFFLE_BATCHES` x
-            `batch_size`, SimCLR's); 0: no buffer, and examples held in memory are
-            read in their order every epoch, not permuted.
+            `batch_size`); 0: no buffer, and held examples read in order every epoch.
         canvas: put each image on a `canvas x canvas` one (`on_canvas`).
+        start: batches to skip (a resumed run's step), nothing decoded for them.
+        stream: which of independent augmentation streams (one per worker).
         decode: applied to each example after the shuffle and the skip (e.g.
             `tfds_image_decoder`).
-        view_dtype: "float32", or "uint8" to send the views at a quarter of the bytes
-            (`augment_pairs`; `ContrastiveModel` reads them back on the device).
+        view_dtype: "float32", or "uint8" (`augment_pairs`).
 
     Raises:
         ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
-            than `MAX_HELD_EXAMPLES` examples, naming `tfds_file_pieces`; for encoded
-            images other than JPEG files (e.g. PNGs) without `decode` (eagerly,
-            from the first example).
+            than `MAX_HELD_EXAMPLES` examples; for encoded images other than JPEG
+            files without `decode` (eagerly, from the first example).
     """
     if isinstance(examples, tf.data.Dataset):
         examples = held_in_memory(_holdable(examples))
@@ -357,8 +338,7 @@ def pair_batches(
 
 
 def _check_jpeg(examples: Mapping[str, np.ndarray] | FilePieces) -> None:
-    """A `ValueError` when the first example's image is an encoded file other than
-    JPEG, which only `decode` reads; its first record alone is read from files."""
+    """A `ValueError` when the first example's image is encoded but not JPEG."""
     if isinstance(examples, FilePieces):
         records = tf.data.TFRecordDataset(examples.paths[0]).skip(examples.skips[0])
         image = examples.parse(next(iter(records.take(1))))["image"]

@@ -1,15 +1,6 @@
-"""How much a pair source changes each rendered latent: its effective concentration
-Lambda_eff = 1 / E[(z1 - z2)^2], estimated from simulated pairs, with each latent in
-the frame of the view that shows it and each circular latent split into parts that a
-view can change apart; and the content and style blocks that follow from it.
-
-A latent's units are those where its range is 2 wide (the conditional's units of
-`RenderedPairs`), so a normal conditional of concentration Lambda gives
-Lambda_eff = Lambda. A circular latent's parts are the cos and sin of its angle,
-times sqrt(2) / pi: a small turn by d of those units then moves each part by d in
-the mean square. A flip maps a rotation theta to -theta: it changes the sin part and
-never the cos part. Grayscale erases both hues: an erased part takes its mean over the
-latent's range (0), the best any encoder can say of it.
+"""How much a pair source changes each rendered latent part, Lambda_eff = 1 / E[(z1 -
+z2)^2] from simulated pairs in each view's frame, and the content and style blocks it
+gives. Details: docs/results.md#what-a-pair-keeps-effective-concentrations
 
 Example:
 
@@ -22,10 +13,6 @@ Example:
 (0.99, 0.36)
 >>> effective_blocks(estimate["correlation"])["content"]
 ('x', 'y', 'scale')
-
-Lambda_eff depends on a part's units and type; the blocks do not: they follow each
-part's correlation between the two views of a pair (`effective_blocks`, the rule in
-docs/results.md, "Content and style, measured").
 """
 
 from __future__ import annotations
@@ -64,9 +51,8 @@ MIN_BLOCK_GAP = 1.25
 def latent_parts(
     latents: Mapping, erased=None, specs: Mapping[str, Latent] = LATENTS
 ) -> dict[str, np.ndarray]:
-    """`{part: [N]}` of the continuous `latents` (`{name: [N]}`) in units where each
-    latent's range (in `specs`) is 2 wide, and `renderer.DERIVED_PARTS`; the hues' parts
-    of rows where `erased` (`[N]` bool) are 0.
+    """`{part: [N]}` of the continuous `latents` in units where each range is 2 wide, and
+    `renderer.DERIVED_PARTS`; hue parts of `erased` rows are 0.
 
     Example:
 
@@ -85,14 +71,8 @@ def latent_parts(
 
 
 def view_latents(latents: Mapping, params: Mapping) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The continuous latents as a view of `SimCLRAugment` with `params` shows them,
-    and which views erase the hues (grayscale).
-
-    The crop box (`y1, x1, y2, x2` of the image) moves and stretches the object: its
-    centre lies at `(x - x1) / (x2 - x1)` of the view, its area-equivalent radius is
-    `scale / sqrt(box area)`; a flip maps `x` to `1 - x` and `rotation` to `-rotation`;
-    the hue jitter shifts both hues by the same fraction of the circle.
-    """
+    """The continuous latents as a view of `SimCLRAugment` with `params` shows them (crop,
+    flip, hue shift), and which views erase the hues (grayscale)."""
     top, left, bottom, right = np.asarray(params["crop_box"], "float64").T
     x = (np.asarray(latents["x"], "float64") - left) / (right - left)
     y = (np.asarray(latents["y"], "float64") - top) / (bottom - top)
@@ -112,16 +92,14 @@ def view_latents(latents: Mapping, params: Mapping) -> tuple[dict[str, np.ndarra
 
 def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
     """Each part's Lambda_eff under `source`'s pairs (a `RenderedPairs`), from `count`
-    simulated pairs; `"augment"` pairs in each view's frame (`view_latents`), the
-    others as the conditional draws them. No image is rendered.
+    simulated pairs; no image is rendered.
 
     Returns:
         `{"parts": {part: Lambda_eff}, "mean_squared_change": {part: E[(z1 - z2)^2]},
         "correlation": {part: rho}, "unshared": [part], "sample_size": count}`:
-        Lambda_eff (at most `MAX_EFFECTIVE_CONCENTRATION`) of `renderer.PARTS`; rho,
-        the Pearson correlation of a part between the two views (1 for a part no pair
-        changes), also of `renderer.DERIVED_PARTS`; the parts with rho below
-        `UNSHARED_CORRELATION`.
+        Lambda_eff (at most `MAX_EFFECTIVE_CONCENTRATION`) of `renderer.PARTS`; rho
+        between the two views (1 for a part no pair changes), also of
+        `renderer.DERIVED_PARTS`; the parts with rho below `UNSHARED_CORRELATION`.
     """
     if not isinstance(count, (int, np.integer)) or count < 2:
         raise ValueError(f"`count` must be an int of at least 2; got {count!r}.")
@@ -154,8 +132,8 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
 
 
 def _correlation(first: np.ndarray, second: np.ndarray) -> float:
-    """Pearson's rho of a part in the two views: 1 where no pair changes a part that
-    varies, NaN where a view never shows it varying (e.g. erased in every view)."""
+    """Pearson's rho of a part in the two views: 1 where no pair changes it, NaN where no
+    view shows it varying."""
     if min(np.var(first), np.var(second)) < 1e-18:
         return float("nan")
     if np.allclose(first, second, rtol=0, atol=1e-9):
@@ -164,25 +142,14 @@ def _correlation(first: np.ndarray, second: np.ndarray) -> float:
 
 
 def _shared(rho: float) -> bool:
-    """Whether a pair shares a part of correlation `rho`: |rho| at least
-    `UNSHARED_CORRELATION` (a part reversed between views is shared too); NaN is not."""
+    """Whether |rho| is at least `UNSHARED_CORRELATION` (NaN: no)."""
     return bool(abs(rho) >= UNSHARED_CORRELATION)
 
 
 def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
-    """Shared parts split into `"content"`, what a pair keeps most, and `"style"`, by
-    their correlation rho between a pair's two views (`effective_concentration`'s
-    `"correlation"`), a rule free of units.
-
-    Unshared parts (|rho| below `UNSHARED_CORRELATION`, or NaN: no view shows them
-    varying) are in neither block; a derived part (`renderer.DERIVED_FROM`) enters only
-    in place of an unshared part it stands for. A part no pair changes (rho 1) is
-    content. The others are placed on s = log(1 / (1 - rho))
-    (for a stationary pair, log of Lambda_eff times twice the part's variance) and
-    split where the two groups' variance between them is largest (Otsu's rule in one
-    dimension), the parts above content; no split (all content) unless the closest
-    parts across it lie at least `MIN_BLOCK_GAP` apart in 1 / (1 - rho), so that
-    near-equal parts are not cut apart.
+    """Shared parts split into `"content"` and `"style"` by their correlation rho between
+    a pair's views (Otsu's rule on log(1 / (1 - rho)), no split closer than
+    `MIN_BLOCK_GAP`). Details: docs/results.md#what-a-pair-keeps-effective-concentrations
 
     Example:
 
@@ -210,8 +177,8 @@ def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, .
 
 
 def _otsu_cut(sorted_scores: np.ndarray) -> int:
-    """The index k (1 <= k < n) that splits sorted scores into [:k] and [k:] with the
-    largest variance between the two groups; 0 for fewer than two scores."""
+    """The index k splitting sorted scores with the largest between-group variance (0
+    for fewer than two scores)."""
     n = len(sorted_scores)
     if n < 2:
         return 0

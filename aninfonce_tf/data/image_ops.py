@@ -1,8 +1,6 @@
-"""The pixel work of the SimCLR views: resized crop, colour jitter, grayscale and
-Gaussian blur as pure TensorFlow functions of a batch of images and per-image
-parameters, and `views_from_parameters`, which runs them all as one XLA computation;
-for JPEG files, the crop window read from the header and decoded alone (`jpeg_sizes`,
-`pixel_windows`, `jpeg_crops`), then the other ops (`views_from_crops`)."""
+"""The SimCLR views' pixel work as pure TensorFlow functions, one XLA computation in
+`views_from_parameters`; JPEG crop windows decoded alone (`jpeg_crops`).
+Details: docs/speed.md#how-the-pixel-ops-are-written"""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ def grayscale(images: tf.Tensor) -> tf.Tensor:
 
 
 def _luma(images: tf.Tensor) -> tf.Tensor:
-    """`[..., 1]` ITU-R 601 luma, as a sum of channel slices: a reduction over the
-    3-channel axis is several times slower without XLA."""
+    """`[..., 1]` ITU-R 601 luma as a sum of channel slices (faster than a reduction without XLA)."""
     return images[..., :1] * 0.299 + images[..., 1:2] * 0.587 + images[..., 2:] * 0.114
 
 
@@ -39,9 +36,8 @@ def color_jitter(
     order: tf.Tensor | None = None,
     jit_compile: bool = False,
 ) -> tf.Tensor:
-    """Applies per-image factors, clipping to [0, 1] after each operation:
-    brightness `x * b`; contrast `(x - mean luma) * c + mean luma`; saturation
-    `luma + s * (x - luma)`; hue: `h` added to the HSV hue (mod 1).
+    """Per-image brightness `x * b`, contrast `(x - mean luma) * c + mean luma`,
+    saturation `luma + s * (x - luma)` and hue shift (mod 1), clipped to [0, 1] after each.
 
     Args:
         images: `[B, H, W, 3]` floats in [0, 1].
@@ -49,10 +45,8 @@ def color_jitter(
             an image as it is.
         order: `[B, 4]` integers, the operations (numbered as in `JITTER_OPS`)
             in the order each image gets them; default: `JITTER_OPS`' order.
-        jit_compile: the ops are to be compiled by XLA, which fuses the hue shift
-            best as a batched HSV round trip; else the hue shift runs image by image
-            through TensorFlow's fused `adjust_hue` kernel, faster without XLA (the
-            same views to ~1e-6).
+        jit_compile: the ops are to be compiled by XLA (batched HSV hue shift); else
+            the hue shift runs image by image through `adjust_hue` (same views to ~1e-6).
 
     Returns:
         `[B, H, W, 3]` floats in [0, 1].
@@ -90,10 +84,8 @@ def color_jitter(
 
 
 def _blend(images: tf.Tensor, op: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
-    """Per image, brightness (`op` 0), contrast (1) or saturation (2): `factor * x +
-    (1 - factor) * target`, the target black, the mean luma or the pixel's luma,
-    clipped; `op`, `factor`: `[B]`. One pass for the batch, the target's weights per
-    image (no image recomputed and selected): factor 1 leaves an image as it is."""
+    """Per image, brightness (`op` 0), contrast (1) or saturation (2) as `factor * x +
+    (1 - factor) * target`, clipped; factor 1 leaves an image as it is."""
 
     def per_image(value):
         return value[:, None, None, None]
@@ -107,16 +99,13 @@ def _blend(images: tf.Tensor, op: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
 
 
 def _select(flags: tf.Tensor, changed: tf.Tensor, unchanged: tf.Tensor) -> tf.Tensor:
-    """`changed` for the images whose `[B]` flags are positive, else `unchanged`,
-    exactly, as `f * changed + (1 - f) * unchanged` with f 0 or 1: `tf.where` with
-    a per-image condition is several times slower without XLA."""
+    """`changed` where the `[B]` flags are positive, else `unchanged`, as a 0/1 product."""
     chosen = tf.cast(flags > 0, changed.dtype)[:, None, None, None]
     return chosen * changed + (1.0 - chosen) * unchanged
 
 
 def _shift_hue(images: tf.Tensor, shift: tf.Tensor, jit_compile: bool) -> tf.Tensor:
-    """`[B]` `shift` (turns) added to the HSV hue: batched for XLA, else image by
-    image with `adjust_hue`, skipping the images not shifted."""
+    """`[B]` `shift` (turns) added to the HSV hue: batched for XLA, else per image."""
     if jit_compile:
         hsv = tf.image.rgb_to_hsv(images)
         shifted = tf.math.floormod(hsv[..., :1] + shift[:, None, None, None], 1.0)
@@ -136,11 +125,7 @@ def _reflect(index: np.ndarray, length: int) -> np.ndarray:
 
 
 def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
-    """Per-image Gaussian blur with reflect padding, separable: one 1-D kernel along
-    each axis, written as a product with a banded `[B, n, n]` matrix per axis (the
-    padding folded into it). Two batched matrix products are fast with and without
-    XLA, where a depthwise convolution with one kernel per image is ~100x slower
-    under XLA on CPU.
+    """Per-image separable Gaussian blur with reflect padding, as banded matrix products.
 
     Args:
         images: `[B, H, W, C]` floats, with static `H` and `W` above `kernel_size // 2`.
@@ -175,14 +160,8 @@ def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.T
 def _resampling_taps(
     start: tf.Tensor, extent: tf.Tensor, length: tf.Tensor, canvas: int, size: int
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """For each image and output pixel along one axis: the source pixels and the
-    weights of an antialiased bilinear resampling (`tf.image.resize`'s triangle
-    kernel, widened by the scale when shrinking) of `[start, start + extent)`, in
-    pixels of an image `length` pixels long at the start of a `canvas` axis.
-
-    Returns:
-        `(indices [B, size, K] int32, weights [B, size, K])`.
-    """
+    """Source pixels and weights of an antialiased bilinear resampling of `[start, start +
+    extent)` along one axis, as `(indices [B, size, K] int32, weights [B, size, K])`."""
     scale = (extent / size)[:, None, None]
     radius = tf.maximum(scale, 1.0)
     taps = math.ceil(2 * max(1.0, canvas / size))  # the most pixels within a radius
@@ -197,9 +176,8 @@ def _resampling_taps(
 def resized_crop(
     images: tf.Tensor, boxes: ArrayLike, size: int, image_sizes: ArrayLike | None = None
 ) -> tf.Tensor:
-    """The crop `boxes` of `images`, each resized to `size x size` with an
-    antialiased bilinear kernel (as `tf.image.resize(..., antialias=True)`); batched,
-    one box per image, XLA-compilable.
+    """The crop `boxes` of `images`, each resized to `size x size` as
+    `tf.image.resize(..., antialias=True)` does; batched, XLA-compilable.
 
     Args:
         images: `[B, H, W, C]` floats.
@@ -242,11 +220,8 @@ def views_from_parameters(
     blur_kernel_size: int,
     jit_compile: bool = True,
 ) -> tf.Tensor:
-    """Every pixel op, per image: the resized crop, flip, colour jitter (in the drawn
-    order, or the fixed one), grayscale, blur and solarisation, fused by XLA into a
-    few passes with `jit_compile` (off where the host has no XLA:CPU, as TPU VMs'
-    TensorFlow builds may lack it). The draws stay outside: XLA takes seconds longer
-    to compile them than they take to run.
+    """Every pixel op per image (resized crop, flip, colour jitter, grayscale, blur,
+    solarisation), fused by XLA with `jit_compile`; the random draws stay outside.
 
     Args:
         images: `[B, H, W, 3]` uint8 (scaled to [0, 1] after the crop) or floats in
@@ -261,7 +236,7 @@ def views_from_parameters(
         random_order: jitter each image in its `jitter_order`, else in the order of
             `JITTER_OPS`.
         blur_kernel_size: taps of the blur's kernel; 0: no blur.
-        jit_compile: run them as one XLA computation.
+        jit_compile: run them as one XLA computation (off where the host has no XLA:CPU).
 
     Returns:
         `[B, image_size, image_size, 3]` float32 views in [0, 1].
@@ -279,9 +254,8 @@ def views_from_crops(
     blur_kernel_size: int,
     jit_compile: bool = True,
 ) -> tf.Tensor:
-    """`views_from_parameters` after its resized crop: the other pixel ops of
-    `[B, S, S, 3]` float `crops` in [0, 1], already cropped and resized (as
-    `jpeg_crops` gives them), as one XLA computation with `jit_compile`.
+    """`views_from_parameters` after its resized crop, on `[B, S, S, 3]` float `crops`
+    in [0, 1] (as `jpeg_crops` gives them).
 
     Example:
 
@@ -328,8 +302,7 @@ _PIXEL_OPS = tf.function(_pixel_ops)
 
 
 def jpeg_sizes(encoded: tf.Tensor) -> tf.Tensor:
-    """`[B, 2]` float32 heights and widths of `[B]` JPEG-encoded images, read from
-    their headers (nothing decoded).
+    """`[B, 2]` float32 heights and widths of `[B]` JPEG-encoded images, from their headers.
 
     Example:
 
@@ -346,14 +319,12 @@ def jpeg_sizes(encoded: tf.Tensor) -> tf.Tensor:
 
 
 def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Crop `boxes` (`[B, 4]`: `y1, x1, y2, x2` as fractions, edge to edge) of images
-    `sizes` (`[B, 2]` heights and widths) snapped to whole pixels: the start and the
-    extent each rounded to the nearest pixel (at least one), kept within the image.
+    """Crop `boxes` (`[B, 4]` fractions `y1, x1, y2, x2`) of images `sizes` (`[B, 2]`)
+    snapped to whole pixels (at least one), kept within the image.
 
     Returns:
         `(boxes [B, 4], windows [B, 4] int32)`: the snapped boxes as fractions, and
-        the same as `decode_and_crop_jpeg`'s windows `top, left, height, width` in
-        pixels (`boxes * [H, W, H, W]` rounds to them exactly).
+        `decode_and_crop_jpeg`'s windows `top, left, height, width` in pixels.
 
     Example:
 
@@ -371,20 +342,14 @@ def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Ten
 
 
 def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
-    """Each JPEG-encoded image's `windows` (`[B, 4]` int32 `top, left, height, width`
-    in pixels, as `pixel_windows` gives them), decoded alone (`decode_and_crop_jpeg`:
-    the rest of the image is never decoded) as RGB and resized to `size x size` with
-    `tf.image.resize`'s antialiased bilinear kernel.
-
-    The window's pixels are those of the full decode but in its first and last
-    columns, where libjpeg's upsampling of subsampled chroma lacks the neighbouring
-    column (measured on quality 75-95 files with 4:2:0 chroma: up to 15 levels of 255,
-    in ~0.1 % of a window's pixels; `tests/data/test_jpeg_views.py`).
+    """Each JPEG's pixel `windows` decoded alone (`decode_and_crop_jpeg`) as RGB and
+    resized to `size x size` (antialiased bilinear); equal to a crop of the full decode
+    but at the window's edge columns (docs/speed.md#how-the-pixel-ops-are-written).
 
     Args:
         encoded: `[B]` strings, JPEG files (grayscale ones come out as 3 equal
             channels).
-        windows: `[B, 4]` int32.
+        windows: `[B, 4]` int32 `top, left, height, width`, as `pixel_windows` gives them.
         size: side of the output.
 
     Returns:
@@ -409,8 +374,8 @@ def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
 
 
 def checked_unit_range(images: tf.Tensor, value_range=(0.0, 1.0)) -> tf.Tensor:
-    """Float `images` (divided by `value_range`'s top already), checked to lie in
-    [0, 1] up to `FLOAT_SLACK`.
+    """Float `images` (divided by `value_range`'s top already) checked to lie in [0, 1]
+    up to `FLOAT_SLACK`.
 
     Raises:
         ValueError: eagerly, for values outside that range; in a graph

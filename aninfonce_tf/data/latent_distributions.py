@@ -1,6 +1,5 @@
-"""The latent distributions of the synthetic data generating process: the marginal on
-each latent space and the positive conditionals z+ | z, drawn from stateless seeds
-(Box-Muller normals, vectorised rejection sampling)."""
+"""The synthetic latents' marginals and positive conditionals z+ | z, from stateless
+seeds. Details: docs/speed.md#sampling-pairs"""
 
 from __future__ import annotations
 
@@ -25,11 +24,7 @@ def _seeds(seed, count: int):
 
 
 def standard_normal(shape, seed) -> tf.Tensor:
-    """N(0, 1) draws by the Box-Muller transform of stateless uniforms.
-
-    About 1.5x the throughput of `tf.random.stateless_normal` on CPU, which is
-    what bounds the rejection sampler. Uniforms have 2^-24 resolution, so draws
-    stop at |x| < 5.8 (a mass of 7e-9 is cut off).
+    """N(0, 1) draws by the Box-Muller transform of stateless uniforms (|x| < 5.8).
 
     Args:
         shape: output shape (static or a 1-D tensor).
@@ -68,14 +63,8 @@ MAX_PROPOSALS_PER_ROW = 400
 
 
 def _rejection_sample(propose, accept, z, seed, sample_shape, proposals: int):
-    """Vectorised rejection sampling: the first accepted proposal of each row.
-
-    `propose(z_rows, seed)` returns `[R, proposals, ...]` candidates and `accept`
-    an `[R, proposals]` mask. Rows with no accepted proposal draw again, and only
-    those rows, so the result has the distribution of a one-at-a-time rejection
-    loop at about the cost of the accepted draws. After `MAX_PROPOSALS_PER_ROW`
-    proposals for a row it fails instead.
-    """
+    """Vectorised rejection sampling: the first accepted proposal of each row, redrawing
+    only rows without one; fails after `MAX_PROPOSALS_PER_ROW` proposals for a row."""
     max_rounds = math.ceil(MAX_PROPOSALS_PER_ROW / proposals)
     rows = tf.shape(z)[0]
 
@@ -192,17 +181,15 @@ def sample_positive(z, conditional: str, concentration, seed, space: str = "sphe
 
     Args:
         z: `[B, n]` latents.
-        conditional: one of `CONDITIONALS`. `"projected_normal"` is the authors'
-            sphere conditional; `"normal"` adds N(0, diag(1/Lambda)) (R^n, box:
-            reflected at the faces, sphere: projected); `"vmf"` is isotropic
-            von Mises-Fisher with kappa = mean(Lambda). Three break the theory's
-            assumptions: `"laplace"` (Laplace noise of the same variance),
-            `"heteroscedastic"` (noise scale 1 + `alpha` |z_1|, `alpha`=2) and
-            `"mixture"` (with probability `mixture_weight`=0.3 the noise is
-            `mixture_scale`=3 times wider).
+        conditional: one of `CONDITIONALS`: `"projected_normal"` (the authors'),
+            `"normal"`, `"vmf"` (kappa = mean(Lambda)), and three that break the
+            theory's assumptions, `"laplace"`, `"heteroscedastic"`, `"mixture"`.
+            Details: docs/method.md#the-synthetic-conditionals
         concentration: `[n]` ground-truth Lambda.
         seed: stateless seed, shape `[2]`.
         space: the latent space positives must stay in.
+        **options: `alpha` (heteroscedastic, default 2), `mixture_weight` (0.3) and
+            `mixture_scale` (3), `proposals` and `tolerance` of the rejection samplers.
 
     Returns:
         `[B, n]` positives.

@@ -1,6 +1,5 @@
-"""The probe sets of the image experiments: examples of a split drawn stratified by
-class into NumPy arrays, as centre squares for the class probes and with augmented
-views for the readout, and the images per class of each set.
+"""The image experiments' probe sets: a split's examples drawn stratified by class, as
+centre squares and augmented views. Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
 
 Example:
 
@@ -33,10 +32,8 @@ Prepare = Callable[[dict, tf.Tensor], dict]
 
 
 def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.ndarray:
-    """A seeded random order of the indices of `labels` in which every prefix holds
-    each class in proportion to its share of `labels` (to about one example): each
-    class's members in a random order, the j-th of a class of n placed at (j + 1/2) / n
-    of the way (ties between classes in a random order).
+    """A seeded order of `labels`' indices in which every prefix holds each class in
+    proportion (to about one example).
 
     Raises:
         ValueError: for `labels` that are not one-dimensional.
@@ -61,10 +58,9 @@ def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.nda
 def stratified_arrays(
     dataset: tf.data.Dataset, count: int, seed: int | Sequence[int], prepare: Prepare
 ) -> tuple[dict, np.ndarray, np.ndarray]:
-    """`count` examples of the first `PROBE_POOL * count` of `dataset` in the order
-    of `stratified_order` (each prefix holds the classes in proportion), each made
-    into a structure of tensors by `prepare(example, index)` (`index`: its place in
-    the pool): two passes, the first over the labels alone.
+    """`count` examples of the first `PROBE_POOL * count` of `dataset` in
+    `stratified_order`, each kept as `prepare(example, index)` (`index`: its place in
+    the pool); two passes, the first over the labels alone.
 
     Args:
         dataset: `{"image", "label", ...}` examples.
@@ -106,10 +102,8 @@ def stratified_arrays(
 
 
 def centre_square(image: tf.Tensor, size: int, proportion: float = 1.0) -> tf.Tensor:
-    """The centre square of a uint8 image, its side `proportion` of the image's
-    shorter side (SimCLR's test crop: 0.875), resized to `size` (antialiased), as
-    uint8: a quarter of float32's memory (ImageNet's 2 x 10,000 probe squares at 224
-    px take 3 GB, not 12); the probes' features read it as the augmentations do, / 255.
+    """The centre square of a uint8 image, its side `proportion` of the shorter side
+    (SimCLR's test crop: 0.875), resized to `size` (antialiased), kept as uint8.
 
     Example:
 
@@ -138,15 +132,9 @@ def centre_squares(size: int) -> Prepare:
 def centre_squares_and_views(
     augment: SimCLRAugment, seed: tf.Tensor, canvas: int | None = None
 ) -> Prepare:
-    """The `prepare` of the probes' test images: the centre square of each (of
-    `augment`'s image size, as `centre_squares`) and a view of it with its parameters
-    (`view`, `params`), drawn as the training views are: from the image placed on a
-    `canvas` where one is given (`datasets.on_canvas`), with `seed` folded with the
-    example's index in the pool.
-
-    The views are float16: half of float32's memory (ImageNet's 10,000 views: 3 GB,
-    not 6).
-    """
+    """The `prepare` of the probes' test images: each one's centre square and a float16
+    view with its parameters (`view`, `params`), drawn as the training views are (on a
+    `canvas` if given, `seed` folded with the example's index)."""
     square = centre_squares(augment.image_size)
 
     def square_and_view(example: dict, index: tf.Tensor) -> dict:

@@ -1,14 +1,5 @@
-"""Positive pairs of images rendered in the `tf.data` graph from known latents
-(`renderer`), three ways: SimCLR views of one render, or two renders of latents drawn
-from a conditional; drawn fresh every step with nothing pre-rendered.
-
-Example:
-
->>> pairs = RenderedPairs(mode="latent", size=32)
->>> batch = next(iter(pairs.dataset(batch_size=8, seed=0)))
->>> sorted(batch), tuple(batch["z1"].shape)
-(['view1', 'view2', 'z1', 'z2'], (8, 7))
-"""
+"""Positive pairs of images rendered in the `tf.data` graph from known latents, drawn
+fresh every step. Details: docs/api.md#rendered-pairs"""
 
 from __future__ import annotations
 
@@ -55,8 +46,8 @@ DEFAULT_CONCENTRATION = {
 
 
 def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
-    """`[len(CONTINUOUS)]` float64 from a number, a sequence in `CONTINUOUS` order or a
-    `{latent: value}` mapping (latents it leaves out take `default`)."""
+    """`[len(CONTINUOUS)]` float64 from a number, a sequence or a `{latent: value}`
+    mapping (missing latents take `default`)."""
     if isinstance(values, Mapping):
         unknown = sorted(set(values) - set(CONTINUOUS))
         if unknown:
@@ -75,43 +66,31 @@ def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
 
 @dataclasses.dataclass
 class RenderedPairs:
-    """Positive pairs of rendered images, made one of three ways (`mode`):
-
-    - `"augment"`: latents z rendered once, two views by `augment` (SimCLR's
-      practice). The views change x, y and scale (crop), x and rotation (flip) and
-      both hues (colour jitter, grayscale); `shape` is kept, but the flip mirrors
-      the chiral L into a shape the renderer never draws, and crops of other aspect
-      ratios and the brightness, contrast and saturation jitter leave its range too.
-    - `"latent"`: z and z+ drawn from the package's `conditional` around z with a
-      concentration per continuous latent (`shape` kept), each rendered (the
-      theory's setting).
-    - `"spike-slab"`: as `"latent"`, but each continuous latent changes only with
-      its `change_probability` (else z+ keeps it exactly): a spike at "unchanged"
-      beside the slab, a conditional other than the normal one AnInfoNCE assumes.
-      (It does not model SimCLR's views: with jitter on 80 % of views, a pair's two
-      hues are both unshifted in only 4 % of pairs.)
-
-    The conditional acts in units where each continuous latent's range is 2 wide
-    ([-1, 1]): interval latents reflect at their ends, circular ones wrap, so the
-    marginal of z+ stays uniform.
+    """Positive pairs of rendered images, by `mode`: `"augment"` (two SimCLR views of one
+    render), `"latent"` (z and z+ from a conditional, each rendered) or `"spike-slab"`
+    (each latent changes only with its `change_probability`). Details:
+    docs/api.md#rendered-pairs
 
     Args:
         mode: one of `PAIR_MODES`.
         size: side of the rendered images.
         augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`);
             their side is `view_size`.
-        concentration: per continuous latent (`{name: value}`, or values in
-            `CONTINUOUS` order): Lambda of the conditional.
+        concentration: Lambda of the conditional per continuous latent (`{name:
+            value}`, or values in `CONTINUOUS` order), in units where each range is 2 wide.
         conditional: one of `PAIR_CONDITIONALS`.
         change_probability: `"spike-slab"`'s probability that a latent changes, one
             number or `{name: value}` (latents left out always change).
-        object_scale: the range `(low, high)` of the objects' `scale`, the radius of
-            the disk of their area as a fraction of the side (their centre's range
-            narrows to keep larger ones inside: `renderer.object_latents`); the
-            latents' ranges are `latents`.
+        object_scale: the range `(low, high)` of the objects' `scale` (the radius of
+            the disk of their area as a fraction of the side); `latents` holds the
+            resulting ranges.
 
     Example:
 
+    >>> pairs = RenderedPairs(mode="latent", size=32)
+    >>> batch = next(iter(pairs.dataset(batch_size=8, seed=0)))
+    >>> sorted(batch), tuple(batch["z1"].shape)
+    (['view1', 'view2', 'z1', 'z2'], (8, 7))
     >>> pairs = RenderedPairs(mode="spike-slab", size=32, change_probability=0.0)
     >>> batch = pairs.sample_pairs(4, seed=[0, 0])
     >>> bool(tf.reduce_all(batch["z1"] == batch["z2"]))
@@ -156,19 +135,16 @@ class RenderedPairs:
         return self.augmentation.image_size if self.mode == "augment" else self.size
 
     def effective_concentration(self, count: int = 8192, seed: int = 0) -> dict:
-        """Each latent part's Lambda_eff under these pairs, from `count` simulated
-        pairs (`effective_concentration.effective_concentration`)."""
+        """Each latent part's Lambda_eff under these pairs, from `count` simulated pairs."""
         return effective_concentration(self, count, seed)
 
     def blocks(self, count: int = 8192) -> dict[str, tuple[str, ...]]:
-        """Shared latent parts split into `"content"` (what a pair keeps most) and
-        `"style"` by their correlation between the views of `count` simulated pairs
-        (`effective_concentration.effective_blocks`); `shape` is kept by every pair."""
+        """Shared latent parts split into `"content"` and `"style"` by their correlation
+        between the views of `count` simulated pairs; every pair keeps `shape`."""
         return effective_blocks(self.effective_concentration(count)["correlation"])
 
     def positive_latents(self, latents: Mapping[str, tf.Tensor], seed) -> dict[str, tf.Tensor]:
-        """z+ around `latents` by the conditional (`"latent"`) or its spike and slab
-        (`"spike-slab"`); `shape` is kept."""
+        """z+ around `latents` by the conditional or its spike and slab; `shape` is kept."""
         specs = self.latents
         lows = tf.constant([specs[n].low for n in CONTINUOUS], tf.float32)
         widths = tf.constant([specs[n].width for n in CONTINUOUS], tf.float32)
@@ -198,9 +174,8 @@ class RenderedPairs:
         return positive
 
     def sample_pairs(self, batch_size: int, seed) -> dict[str, tf.Tensor]:
-        """One batch: `{view1, view2, z1, z2}` (`z`: `latent_matrix` of each view's
-        latents; in `"augment"` mode both are z's) and, in `"augment"` mode, the
-        views' parameters `params1`, `params2`."""
+        """One batch `{view1, view2, z1, z2}` (`"augment"`: both z's the same, and the views'
+        `params1`, `params2`)."""
         latent_seed, pair_seed = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), 2))
         latents = sample_latents(batch_size, latent_seed, self.latents)
         if self.mode == "augment":
@@ -230,21 +205,19 @@ class RenderedPairs:
     def dataset(
         self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
     ) -> tf.data.Dataset:
-        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i),
-        with static shapes (`synthetic.indexed_batches`: `start` skips the first
-        batches without drawing them)."""
+        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i);
+        `start` skips the first batches without drawing them."""
         return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:
-        """`(images, latents)`: `count` un-augmented renders of fresh latents at
-        `view_size`, as NumPy arrays (`latents`: `{name: [count]}`)."""
+        """`(images, latents)`: `count` un-augmented renders at `view_size` (`latents`:
+        `{name: [count]}`)."""
         latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         images = _render_compiled(latents, self.view_size)
         return images.numpy(), {name: value.numpy() for name, value in latents.items()}
 
     def readout_set(self, count: int, seed: int = 10_001) -> tuple[np.ndarray, dict]:
-        """`(views, params)`: one augmented view of each of `count` fresh renders, for
-        the augmentation readout (`"augment"` mode's augmentation)."""
+        """`(views, params)`: one augmented view of each of `count` fresh renders."""
         latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         views, params = self.augmentation(
             _render_compiled(latents, self.size), tf.constant([seed, 2], tf.int64)

@@ -1,10 +1,6 @@
-"""The synthetic data generating process of Rusak et al. (2025), as `tf.data`.
-
-Latents z are drawn from a marginal on a latent space, positives z+ from a
-conditional around z with ground-truth concentration Lambda (both in
-`latent_distributions`), and a frozen invertible MLP g renders both as observations.
-Every draw uses stateless RNG ops with explicit seeds, so a dataset is the same under
-any parallelism.
+"""The synthetic data-generating process of Rusak et al. (2025) as `tf.data`: latents
+from a marginal, positives from a conditional with ground-truth Lambda, both rendered
+by a frozen invertible MLP g; every draw statelessly seeded.
 
 Example:
 
@@ -44,11 +40,8 @@ def indexed_batches(
     steps: int | None = None,
     start: int = 0,
 ) -> tf.data.Dataset:
-    """Endless (or `steps`-long) dataset of pair batches: batch i is
-    `sample_pairs(batch_size, [seed, i])` for i from `start`, `PARALLEL_BATCHES` drawn
-    at once, without tf.data's autotuning.
-
-    `start` skips the first batches without drawing them (docs/api.md#data-pipelines).
+    """Endless (or `steps`-long) dataset whose batch i is `sample_pairs(batch_size, [seed,
+    i])` for i from `start` (earlier batches never drawn), `PARALLEL_BATCHES` at once.
 
     Example:
 
@@ -119,8 +112,7 @@ def concentration_preset(
 def concentration_from_spec(
     spec: str, dim: int, high: float | None = None, low: float | None = None
 ) -> np.ndarray:
-    """Lambda from a preset name (see `concentration_preset`) or `dim`
-    comma-separated values.
+    """Lambda from a `concentration_preset` name or `dim` comma-separated values.
 
     Example:
 
@@ -142,10 +134,7 @@ def concentration_from_spec(
 
 
 def concentration_blocks(concentration) -> dict[str, np.ndarray]:
-    """Splits latent indices into `"high"` and `"low"` concentration blocks.
-
-    A latent is low when its Lambda is below the median (every latent is high under
-    an isotropic Lambda).
+    """Latent indices split into `"high"` and `"low"` (Lambda below the median) blocks.
 
     Example:
 

@@ -1,9 +1,5 @@
-"""A VAE whose frozen decoder renders latents as digit images: the generator of the
-image experiment with known latents (the paper's MNIST experiment).
-
-Trained on MNIST through tfds when it is prepared, otherwise on scikit-learn's
-8x8 digits (shipped with scikit-learn) upsampled to 28x28 (`train_vae`); the
-experiment caches the trained decoder (`configs.mnist_vae.trained_decoder`).
+"""A VAE whose frozen decoder renders latents as digit images (the paper's MNIST
+experiment), trained on tfds' MNIST or scikit-learn's digits upsampled to 28x28.
 
 Example:
 
@@ -28,9 +24,8 @@ def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndar
     """`[N, 28, 28, 1]` float32 images in [0, 1].
 
     Args:
-        source: `"digits"` (scikit-learn's 1,797 8x8 digits, bilinearly upsampled)
-            or `"mnist"` (the 60,000 training images of tfds' `mnist`, which must
-            be prepared in `data_dir`; this never downloads).
+        source: `"digits"` (scikit-learn's 1,797 8x8 digits, upsampled) or `"mnist"`
+            (tfds' 60,000 training images, prepared in `data_dir`; never downloaded).
         data_dir: tfds data directory for `"mnist"` (default: tfds' own).
 
     Raises:
@@ -61,8 +56,7 @@ def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndar
 
 
 def vae_decoder(latent_dim: int, name: str = "decoder") -> keras.Model:
-    """Latents -> 28x28x1 images in [0, 1]: Dense to 7x7x32, two stride-2
-    transposed convolutions."""
+    """Latents -> 28x28x1 images in [0, 1] (Dense, two transposed convolutions)."""
     return keras.Sequential(
         [
             keras.Input((latent_dim,)),
@@ -183,8 +177,7 @@ def train_vae(
         `(vae, images)`: the trained VAE and the images it was trained on.
 
     Raises:
-        ValueError: for fewer than 1 `steps` (Keras would train until the data ends,
-            which it never does).
+        ValueError: for fewer than 1 `steps`.
 
     Example:
 

@@ -1,8 +1,6 @@
-"""The Keras callbacks of `fit`: `EvaluationCallback`, which runs evaluators, logs their
-scores to TensorBoard and stops at score targets (docs/method.md#evaluation-during-training),
-and the training's own, `StopOnNonFiniteLoss` and `TrainingLogger`
-(docs/method.md#the-trainings-own-callbacks); all count steps from `fit`'s batches.
-"""
+"""The Keras callbacks of `fit`: `EvaluationCallback` (evaluators during `fit`, their
+scores in TensorBoard, stops at score targets), `StopOnNonFiniteLoss` and `TrainingLogger`.
+Details: docs/method.md#evaluation-during-training"""
 
 from __future__ import annotations
 
@@ -39,11 +37,14 @@ def evaluate_all(
     progress: Callable[[int, str], None] | None = None,
     directory: str | None = None,
 ) -> dict:
-    """The scores of every evaluator, merged into one dict. `progress`, if given, is
-    called as `progress(i, "")` before the i-th evaluator (from 0) runs, and as
-    `progress(i, stage)` at each stage of its evaluation that it reports (an evaluator
-    whose `evaluate` takes `progress`, `protocol.takes_argument`); `directory`, if
-    given, goes to the evaluators whose `evaluate` takes it.
+    """Every evaluator's scores merged into one dict.
+
+    Args:
+        evaluators: the evaluators, run in order.
+        model: the model they score.
+        progress: called as `progress(i, "")` before the i-th evaluator runs and
+            `progress(i, stage)` at each stage it reports.
+        directory: given to the evaluators whose `evaluate` takes it.
 
     Raises:
         ValueError: when two evaluators return the same score name.
@@ -62,8 +63,7 @@ def evaluate_all(
 
 
 def merge_scores(scores: dict, more: dict, prefix: str = "") -> dict:
-    """`scores` with the entries of `more`, their dicts merged key by key (two
-    evaluators may both score `backbone/...`).
+    """`scores` with the entries of `more`, their dicts merged key by key.
 
     Raises:
         ValueError: for a score name both hold.
@@ -85,8 +85,7 @@ def merge_scores(scores: dict, more: dict, prefix: str = "") -> dict:
 
 
 def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
-    """The scores every evaluator names as its summary (`summary_scores`), None when
-    one names none.
+    """The scores the evaluators name as their summary; None when one names none.
 
     Example:
 
@@ -116,35 +115,23 @@ class StepCounter(keras.callbacks.Callback):
 
 class EvaluationCallback(StepCounter):
     """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs,
-    writes their summary scores to TensorBoard as `scores/<name>` against the training
-    step, and stops when every `stop_at` target is reached (`reached`: that step and the
-    seconds since training began). `final_only` evaluators run once, when `fit` ends, on
-    the chief. Details (step counting, merging, resume, EMA weights):
-    docs/method.md#evaluation-during-training.
+    writes summary scores to TensorBoard (`scores/<name>`) and stops when every `stop_at`
+    target is reached (`reached`). Details: docs/method.md#evaluation-during-training
 
     Args:
         evaluators: one evaluator or a list of them.
-        log_dir: TensorBoard directory; None logs nothing to disk. Its event file
-            is created at the first evaluation.
+        log_dir: TensorBoard directory; None logs nothing to disk.
         every_epochs: evaluation period in epochs.
-        stop_at: `{score name: target}`, names as in the logs (`mcc`,
-            `linear_r2`, `block_r2/low`, ...), as `parse_targets` returns them; a
-            plain number is a target in the score's natural direction.
-        history: evaluations restored from an interrupted run; their seconds
-            carry on into this one's.
+        stop_at: `{score name: target}` as `parse_targets` returns them; a plain
+            number is a target in the score's natural direction.
+        history: evaluations restored from an interrupted run.
         history_path: JSON file the history is written to.
-        verbose: 1 prints a line per evaluation (the step and the scores in
-            `columns`), within 100 columns.
-        columns: the scores that line shows (default: the evaluators' summary
-            scores).
-        scores_in_logs: add the scores to the logs (with `/` as `_`: what
-            `History`, `EarlyStopping` and Keras' progress bar see).
-        log_all_scores: write every scalar score to TensorBoard, not only the
-            summary scores.
-        chief: whether this process runs the final-only evaluators; other workers of a
-            multi-worker run skip them (the chief alone writes the results).
-        work_dir: the directory the final-only evaluators' `evaluate` gets as
-            `directory`, for their large files (None: their own choice).
+        verbose: 1 prints a line per evaluation, within 100 columns.
+        columns: the scores that line shows (default: the summary scores).
+        scores_in_logs: add the scores to the logs (`/` as `_`).
+        log_all_scores: write every scalar score to TensorBoard, not only the summary.
+        chief: whether this process runs the final-only evaluators (once, at the end).
+        work_dir: the `directory` the final-only evaluators get for their large files.
 
     Example:
 
@@ -271,8 +258,7 @@ class EvaluationCallback(StepCounter):
         return scores
 
     def _columns(self, scalars: dict) -> tuple[str, ...]:
-        """The evaluation line's scores: `columns`, or the summary scores in the order
-        the evaluators return them (every one where an evaluator declares none)."""
+        """The evaluation line's scores: `columns`, else the summary scores as returned."""
         if self.columns or self._shown is None:
             return self.columns
         return tuple(name for name in scalars if name in self._shown)

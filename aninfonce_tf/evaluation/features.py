@@ -1,5 +1,4 @@
-"""Features of a model over many inputs, computed in batches, and the ridge readout
-fitted on them.
+"""Features of a model over many inputs, in batches, and the ridge readout on them.
 
 Example:
 
@@ -28,8 +27,7 @@ LEVELS = ("backbone", "projector")
 
 
 def batched_features(function: Callable, inputs, batch_size: int) -> np.ndarray:
-    """`function` applied to `inputs` in batches of `batch_size` rows, the outputs
-    concatenated as one float32 NumPy array."""
+    """`function` of `inputs` in batches of `batch_size` rows, as one float32 array."""
     return np.concatenate(
         [
             np.asarray(function(inputs[start : start + batch_size]), "float32")
@@ -39,9 +37,7 @@ def batched_features(function: Callable, inputs, batch_size: int) -> np.ndarray:
 
 
 def several_replicas(model) -> tf.distribute.Strategy | None:
-    """The strategy of `model` (a Keras model's `distribute_strategy`) when it has
-    several replicas on one host, whose devices `on_devices` splits batches over;
-    else None."""
+    """`model`'s strategy when it has several replicas on one host, else None."""
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is None or strategy.num_replicas_in_sync == 1:
         return None
@@ -51,12 +47,9 @@ def several_replicas(model) -> tf.distribute.Strategy | None:
 def on_devices(
     model, forward: Callable[[tf.Tensor], tf.Tensor], batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """`forward` of a batch of at most `batch_size` rows as one compiled function on the
-    devices of `model`'s strategy, as float32 NumPy: split evenly over the replicas
-    (`several_replicas`: `strategy.run`; the rows padded with zeros to `replicas` x
-    ceil(`batch_size` / `replicas`), a static shape, and the padding dropped), else on
-    the default device (XLA with `jit_compile`: never around several replicas). Each
-    row's output must depend on its own row only (inference mode).
+    """`forward` of at most `batch_size` rows as one compiled function on `model`'s
+    devices, as float32 NumPy: split evenly over several replicas (zero-padded to a static
+    shape), else on the default device. Each output row must depend on its row only.
 
     Example:
 
@@ -90,9 +83,8 @@ def on_devices(
 
 
 def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
-    """Per-column R^2 on `test_rows` of a ridge regression fitted on `fit_rows`
-    (features standardised on them), each column with its own penalty from
-    `RIDGE_ALPHAS`, chosen by leave-one-out cross-validation on `fit_rows` (`RidgeCV`).
+    """Per-column R^2 on `test_rows` of a ridge regression fitted on `fit_rows` (features
+    standardised there), each column's penalty from `RIDGE_ALPHAS` by leave-one-out.
 
     Args:
         features: `[N, d]`.
@@ -120,8 +112,7 @@ def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
 
 
 def unit_float32(images) -> np.ndarray:
-    """Images as float32 in [0, 1]: uint8 ones divided by 255 (as `SimCLRAugment`
-    reads them), float ones (float16 to halve a stored set's memory) cast.
+    """Images as float32 in [0, 1]: uint8 divided by 255, floats cast.
 
     Example:
 
@@ -135,19 +126,15 @@ def unit_float32(images) -> np.ndarray:
 
 
 def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
-    """Features of `images` at one of `LEVELS`: the backbone output ("backbone") or
-    the projector output before Lambda_hat (any other level), in batches, each batch
-    made float32 as `unit_float32` says (so that uint8 or float16 images are stored at
-    a quarter or half of float32's memory): on the host, eagerly, for a model on one
-    device; split over the replicas of a model with several (`on_devices`), the
-    batches sent to the devices as stored, padded to at most `len(images)` rows (a
-    set smaller than a batch is not padded to a whole batch).
+    """Features of `images` at one of `LEVELS`, in batches made float32 one at a time
+    (so images may be stored as uint8 or float16); over the replicas of a model with
+    several (`on_devices`).
 
     Args:
-        model: a `ContrastiveModel` (its call gives the backbone's features,
-            `embed(..., scaled=False)` the projector's).
+        model: a `ContrastiveModel`.
         images: `[N, ...]` inputs.
-        level: "backbone", or any other for the projector.
+        level: "backbone" (the model's call), or any other for the projector
+            (`embed(..., scaled=False)`).
         batch_size: inputs per forward pass.
 
     Returns:

@@ -1,15 +1,5 @@
-"""Identifiability metrics on arrays (how well learned features recover true latents)
-and `IdentifiabilityEvaluator`, the `Evaluator` that scores a model's embeddings with
-them. Every score is held out: docs/method.md#held-out-scores.
-
-Example:
-
->>> rng = np.random.default_rng(0)
->>> z = rng.normal(size=(2000, 3))
->>> scores = identifiability_scores(z, -z[:, ::-1] * 2.0)
->>> round(scores["linear_r2"], 3), round(scores["mcc"], 3)
-(1.0, 1.0)
-"""
+"""Held-out identifiability scores of features against true latents, and
+`IdentifiabilityEvaluator`. Details: docs/method.md#held-out-scores"""
 
 from __future__ import annotations
 
@@ -102,12 +92,9 @@ def match_dimensions(latents, features, method: str = "pearson") -> tuple[np.nda
 
 
 def mean_correlation_coefficient(latents, features, method: str = "pearson") -> float:
-    """MCC: mean |correlation| of latents and features after optimal matching (Hungarian),
-    one feature dimension per latent; with fewer dimensions than latents, a latent left
-    without one counts 0.
-
-    1 means recovery up to permutation, sign flips and (Spearman) monotone maps.
-    """
+    """MCC: mean |correlation| of latents and features after Hungarian matching, one
+    feature dimension per latent (a latent left without one counts 0); 1 means recovery
+    up to permutation, sign flips and (Spearman) monotone maps."""
     return float(np.sum(match_dimensions(latents, features, method)[2]) / np.shape(latents)[1])
 
 
@@ -119,7 +106,7 @@ def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int
         latents: `[N, n]` true latents (or latent parts).
         width: the features' dimensions d (default n); the latents are padded with
             zeros to max(n, d), rotated, and the first d dimensions kept.
-        draws: rotations averaged over.
+        draws: rotations averaged over (at least 2).
         seed: of the rotations.
 
     Returns:
@@ -156,8 +143,8 @@ def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int
 
 
 def subspace_r2(latents, features, blocks: dict[str, np.ndarray], seed: int = 0) -> dict:
-    """Per block, the mean held-out linear R^2 of its latents read from *its matched
-    feature dimensions only*: lower when the features mix it with other blocks.
+    """Per block, the mean held-out linear R^2 of its latents from its matched feature
+    dimensions only: lower when the features mix it with other blocks.
 
     Example:
 
@@ -194,15 +181,15 @@ def block_r2(per_latent_r2, blocks: dict[str, np.ndarray]) -> dict[str, float]:
 def concentration_agreement(
     learned, true, latents, features, normalize: bool = False
 ) -> dict[str, float]:
-    """Compares learned Lambda_hat with the true Lambda, dimensions matched by MCC.
+    """Learned Lambda_hat against the true Lambda, dimensions matched by MCC.
 
     Args:
         learned: `[d]` Lambda_hat, one per feature dimension.
         true: `[n]` ground-truth Lambda, one per latent.
         latents: `[N, n]` true latents, to match feature dimensions to latents.
         features: `[N, d]` features (before the scaling).
-        normalize: divide both by their mean first (for the Euclidean loss,
-            where Lambda_hat is identified only up to a common factor).
+        normalize: divide both by their mean first (Euclidean loss: Lambda_hat is
+            identified only up to a common factor).
 
     Returns:
         `lambda_spearman` (rank correlation), `lambda_relative_error` (mean
@@ -235,10 +222,17 @@ def identifiability_scores(
     """Every score of the paper's tables for one set of features.
 
     Returns:
-        A dict with `linear_r2` (mean over latents), `min_linear_r2` (the worst
-        latent's), `linear_r2_per_latent`, `mcc` (Pearson), `mcc_spearman`,
-        `block_r2` and `subspace_r2` (`subspace_r2`) when `blocks` are given, and
-        `nonlinear_r2` when `nonlinear`.
+        `linear_r2` (mean over latents), `min_linear_r2`, `linear_r2_per_latent`, `mcc`
+        (Pearson), `mcc_spearman`, with `blocks` `block_r2` and `subspace_r2`, and
+        with `nonlinear` `nonlinear_r2`.
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3))
+    >>> scores = identifiability_scores(z, -z[:, ::-1] * 2.0)
+    >>> round(scores["linear_r2"], 3), round(scores["mcc"], 3)
+    (1.0, 1.0)
     """
     per_latent = linear_r2(latents, features, seed=seed)
     scores = {
@@ -262,8 +256,8 @@ PRIMARY_SCORES = ("mcc", "linear_r2", "block_r2/high", "block_r2/low")
 
 
 class IdentifiabilityEvaluator:
-    """Scores a `ContrastiveModel`'s unscaled embeddings (its "projector" level,
-    `features.level_features`) against true latents; an `Evaluator`.
+    """Scores a `ContrastiveModel`'s unscaled embeddings (its "projector" level)
+    against true latents; an `Evaluator`.
 
     Args:
         observations: `[N, ...]` held-out inputs.
@@ -273,9 +267,10 @@ class IdentifiabilityEvaluator:
         normalize_concentration: compare Lambda_hat up to a common factor
             (Euclidean latent spaces).
         nonlinear: also fit the kernel-ridge R^2 (slower).
+        batch_size: observations per embedding call.
         alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
-            positive pairs; each evaluation then fits the slow-feature alignment on
-            them, sets it as the model's `alignment` and adds `aligned_mcc`.
+            positive pairs; each evaluation fits the slow-feature alignment on them,
+            sets it as the model's `alignment` and adds `aligned_mcc`.
 
     Example:
 
@@ -332,15 +327,12 @@ class IdentifiabilityEvaluator:
         nonlinear: bool = False,
         alignment_pairs: tuple | None = None,
     ) -> IdentifiabilityEvaluator:
-        """Scores against the latents of `setup`: per block of high and low concentration,
-        and Lambda_hat against its Lambda (up to a common factor off the sphere).
+        """The evaluator of `setup`'s latents: its high and low blocks and its Lambda (up to
+        a common factor off the sphere).
 
         Args:
-            setup: the data-generating process the latents come from.
-            observations: `[N, ...]` held-out inputs.
-            latents: `[N, n]` their latents.
-            nonlinear: also fit the kernel-ridge R^2 (slower).
-            alignment_pairs: inputs of positive pairs to fit the alignment on (above).
+            setup: the `SyntheticSetup` the latents come from.
+            observations, latents, nonlinear, alignment_pairs: as `IdentifiabilityEvaluator`.
         """
         return cls(
             observations,
@@ -370,16 +362,14 @@ class IdentifiabilityEvaluator:
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """The scores TensorBoard shows by default: linear R^2, (aligned) MCC, block R^2
-        and Lambda_hat's rank correlation."""
+        """The scores TensorBoard shows by default."""
         names = self.score_names(anisotropic=True)
         return frozenset({"linear_r2", "mcc", "aligned_mcc", "lambda_spearman"} & names) | {
             name for name in names if name.startswith(("block_r2/", "subspace_r2/"))
         }
 
     def rotation_floor(self, width: int) -> tuple[float, float]:
-        """`rotation_floor` of the held-out latents at `width` feature dimensions
-        (computed once per width)."""
+        """`rotation_floor` of the held-out latents at `width` dimensions (cached)."""
         if width not in self._floors:
             self._floors[width] = rotation_floor(self.latents, width)
         return self._floors[width]
@@ -406,8 +396,8 @@ class IdentifiabilityEvaluator:
         return first, second
 
     def evaluate(self, model) -> dict[str, Any]:
-        """Scores as a dict (`identifiability_scores`, `concentration_agreement`), with
-        `mcc_floor` and `mcc_floor_sd`, the `rotation_floor` at the features' width."""
+        """`identifiability_scores` and `concentration_agreement`, with `mcc_floor` and
+        `mcc_floor_sd` (the `rotation_floor` at the features' width)."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
         scores["mcc_floor"], scores["mcc_floor_sd"] = self.rotation_floor(features.shape[1])

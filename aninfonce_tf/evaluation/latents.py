@@ -1,16 +1,5 @@
-"""How much of every true latent of rendered images the features keep: per-latent
-R^2, linear and nonlinear, and class accuracy, on a held-out third of the renders; a
-circular latent on (cos, sin). Method: docs/method.md#latents-of-rendered-images.
-
-Example:
-
->>> rng = np.random.default_rng(0)
->>> latents = {"x": rng.uniform(size=800), "rotation": rng.uniform(0, 2 * np.pi, 800)}
->>> features = np.stack([latents["x"], np.cos(latents["rotation"])], 1)
->>> scores = latent_scores(features, latents, nonlinear=False)
->>> round(scores["linear_r2"]["x"], 3), round(scores["linear_r2"]["rotation"], 1)
-(1.0, 0.5)
-"""
+"""Per-latent held-out R^2 and class accuracy of rendered images' features.
+Details: docs/method.md#latents-of-rendered-images"""
 
 from __future__ import annotations
 
@@ -56,8 +45,8 @@ KERNEL_GAMMAS = (0.01, 0.1, 1.0, 10.0)
 
 
 def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> dict:
-    """The regression targets of the continuous latents: `{name: [N, 1]}` values, or
-    `[N, 2]` (cos, sin) of the angle of a circular one. Class latents are left out.
+    """`{name: [N, 1]}` regression targets of the continuous latents, `[N, 2]` (cos, sin)
+    for a circular one; class latents are left out.
 
     Example:
 
@@ -91,8 +80,8 @@ def kernel_ridge_r2(
     alphas: Sequence[float] = KERNEL_ALPHAS,
     gammas: Sequence[float] = KERNEL_GAMMAS,
 ) -> np.ndarray:
-    """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, with the penalty
-    `alphas` and width `gammas` / features of the best validation R^2 per column."""
+    """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, `alphas` and `gammas`
+    chosen per column by validation R^2."""
     features = np.asarray(features, "float64")
     features = StandardScaler().fit(features[fit_rows]).transform(features)
     best = np.full(targets.shape[1], -np.inf)
@@ -119,26 +108,32 @@ def latent_scores(
     max_kernel_fit: int = 1000,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Every latent's score from one set of features.
+    """Every latent's score from one set of features, on a held-out third of the rows.
 
     Args:
         features: `[N, d]`.
         latents: `{name: [N]}` true latents (names of `specs`).
-        blocks: `{block: latent or part names}`, e.g. content and style, for block
-            means.
+        blocks: `{block: latent or part names}`, e.g. content and style, for block means.
         nonlinear: also fit the kernel ridge.
         seed: of the three-way split.
         specs: each latent's range (`renderer.LATENTS`).
         max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
-        progress: called with the name of each stage as it begins: "linear probes",
-            "kernel ridge", "class probes".
+        progress: called with each stage's name as it begins.
 
     Returns:
         `linear_r2` `{latent: R^2}`, `linear_r2_mean`, `part_linear_r2` `{part: R^2}`,
-        `<class latent>_accuracy`, `block_linear_r2` `{block: mean R^2}` with `blocks`,
-        the same with `nonlinear_` when `nonlinear`; `mcc`, `mcc_floor`,
-        `mcc_floor_sd` and, with `blocks`, `subspace_r2` (over the parts:
-        docs/method.md#latents-of-rendered-images).
+        `<class latent>_accuracy`, `block_linear_r2` with `blocks`, the same with
+        `nonlinear_` when `nonlinear`; `mcc`, `mcc_floor`, `mcc_floor_sd` and, with
+        `blocks`, `subspace_r2`.
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> latents = {"x": rng.uniform(size=800), "rotation": rng.uniform(0, 2 * np.pi, 800)}
+    >>> features = np.stack([latents["x"], np.cos(latents["rotation"])], 1)
+    >>> scores = latent_scores(features, latents, nonlinear=False)
+    >>> round(scores["linear_r2"]["x"], 3), round(scores["linear_r2"]["rotation"], 1)
+    (1.0, 0.5)
     """
     features = np.asarray(features, "float64")
     unknown = sorted(set(latents) - set(specs))
@@ -211,8 +206,8 @@ def _derived_names(continuous) -> tuple[str, ...]:
 
 
 def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
-    """`latent_scores`' orientation scores (`mcc`, `mcc_floor`, `mcc_floor_sd`,
-    `subspace_r2`) of `features` against the part columns `targets`."""
+    """`latent_scores`' `mcc`, `mcc_floor`, `mcc_floor_sd` and `subspace_r2` of `features`
+    against the part columns `targets`."""
     mean, sd = rotation_floor(targets, features.shape[1])
     scores = {"mcc": mean_correlation_coefficient(targets, features), "mcc_floor": mean}
     scores["mcc_floor_sd"] = sd
@@ -299,11 +294,9 @@ class LatentEvaluator:
         self.blas_threads = blas_threads
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """Scalar scores, as `<level>/linear_r2/<latent>`, `<level>/linear_r2_mean`,
-        `<level>/part_linear_r2/<part>`,
-        `<level>/block_linear_r2/<block>`, `<level>/<class latent>_accuracy` (and
-        `nonlinear_` ones, `<level>/augmentation_readout`; `lambda_hat_low_dimensions` where
-        `anisotropic`)."""
+        """Scalar scores `<level>/linear_r2/<latent>`, `linear_r2_mean`, `part_linear_r2/<part>`,
+        `block_linear_r2/<block>`, `<class latent>_accuracy`, their `nonlinear_` forms, the
+        readout, and `lambda_hat_low_dimensions` where `anisotropic`."""
         continuous = [n for n, s in self.specs.items() if not s.classes and n in self.latents]
         classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
         kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)
@@ -330,15 +323,13 @@ class LatentEvaluator:
 
     @property
     def summary_scores(self) -> frozenset[str]:
-        """The scores TensorBoard shows by default, at each level (block R^2 or MCC,
-        class accuracy, readout)."""
+        """The scores TensorBoard shows by default, at each level."""
         blocks = "block_linear_r2/.+" if set(self.blocks) <= {"content", "style"} else "mcc"
         summary = re.compile(rf"[^/]+/({blocks}|[^/]+_accuracy|augmentation_readout)")
         return frozenset(filter(summary.fullmatch, self.score_names(anisotropic=True)))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """`{level: latent_scores (and the readout)}` for each of `LEVELS`, and
-        `lambda_hat` of a model with one; `progress(stage)` as each stage begins."""
+        """`{level: latent_scores (and the readout)}` per `LEVELS`, and a model's `lambda_hat`."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

@@ -1,9 +1,6 @@
-"""SimCLR's linear evaluation (Chen et al., 2020): a linear classifier on the frozen
-backbone features of every training image, scored on the test split at the final step
-only, as `backbone/linear_eval_accuracy`. The features go to a file on disk and are
-streamed back in batches.
-
-Method (the protocol, its one deviation, the files' sizes): docs/method.md#linear-evaluation.
+"""SimCLR's linear evaluation (Chen et al., 2020, appendix B): a linear classifier on
+frozen backbone features streamed from disk, at the final step only.
+Details: docs/method.md#linear-evaluation
 
 Example:
 
@@ -48,9 +45,8 @@ SCORE = "backbone/linear_eval_accuracy"
 def backbone_pass(
     model, batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """`model`'s float32 backbone features (inference mode) of a batch of at most
-    `batch_size` images (uint8 read as / 255), one compiled function on the model's
-    devices."""
+    """One compiled function: `model`'s float32 backbone features (inference) of at most
+    `batch_size` images."""
 
     def forward(images: tf.Tensor) -> tf.Tensor:
         unit = tf.cast(images, tf.float32)
@@ -62,8 +58,7 @@ def backbone_pass(
 
 
 def feature_bytes(model, examples: tf.data.Dataset) -> int:
-    """The bytes of the float32 backbone features of `examples` (0 when their number is
-    unknown)."""
+    """The bytes of `examples`' float32 backbone features (0 when their count is unknown)."""
     rows = int(examples.cardinality())
     if rows <= 0:
         return 0
@@ -74,11 +69,11 @@ def feature_bytes(model, examples: tf.data.Dataset) -> int:
 def features_on_disk(
     model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The backbone features of every `{image, label}` example, written batch by batch
-    to the float32 file `path`.
+    """Every `{image, label}` example's backbone features, written batch by batch to the
+    float32 file `path`.
 
     Returns:
-        `(features [N, d]`, a read-only memory map of `path`, `labels [N])`.
+        `(features [N, d]` (a read-only memory map of `path`), `labels [N])`.
 
     Raises:
         ValueError: for examples without one.
@@ -98,8 +93,7 @@ def features_on_disk(
 
 
 def shuffled_batches(features, labels, batch_size: int, seed: int = 0) -> tf.data.Dataset:
-    """`(features, labels)` batches of the rows of `features` (a memory map, say) in
-    a new seeded order each pass.
+    """`(features, labels)` batches in a new seeded order each pass.
 
     Example:
 
@@ -127,8 +121,7 @@ def shuffled_batches(features, labels, batch_size: int, seed: int = 0) -> tf.dat
 
 @contextlib.contextmanager
 def feature_directory(directory: str | Path | None) -> Iterator[Path]:
-    """`directory` emptied (of what a killed attempt left), created, and removed at the
-    end; without one, a temporary directory."""
+    """`directory` emptied, created and removed at the end; else a temporary one."""
     if directory is None:
         with tempfile.TemporaryDirectory() as temporary:
             yield Path(temporary)
@@ -144,7 +137,7 @@ def feature_directory(directory: str | Path | None) -> Iterator[Path]:
 
 class LinearEvaluator:
     """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone at the final step
-    only (docs/method.md#linear-evaluation). An `Evaluator`.
+    only; an `Evaluator`. Details: docs/method.md#linear-evaluation
 
     Args:
         train: finite `tf.data.Dataset` of `{image, label}` examples to train on,
@@ -168,10 +161,6 @@ class LinearEvaluator:
     ...                             learning_rate=0.1)
     >>> evaluator.final_only, sorted(evaluator.score_names(anisotropic=True))
     (True, ['backbone/linear_eval_accuracy'])
-
-    Reference:
-        Chen et al., "A Simple Framework for Contrastive Learning of Visual
-        Representations", ICML 2020, appendix B (linear evaluation).
     """
 
     # Its score is computed once, at the final evaluation (`EvaluationCallback`).
@@ -213,8 +202,7 @@ class LinearEvaluator:
         directory: str | Path | None = None,
     ) -> dict[str, Any]:
         """`{"backbone": {"linear_eval_accuracy"}, "linear_eval": {"train_examples",
-        "test_examples"}}`; `progress(stage)` as each stage begins; the feature files go
-        to `directory` (`feature_directory`).
+        "test_examples"}}`, feature files in `directory`; `progress(stage)` per stage.
 
         Raises:
             OutOfSpace: when the disk of `directory` lacks room for the feature files.

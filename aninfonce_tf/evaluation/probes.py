@@ -1,18 +1,5 @@
-"""Frozen-feature probes for images: class accuracy (linear probe, kNN at k = 20 and
-200) and the augmentation readout, a linear probe per augmentation parameter from the
-features of one augmented view.
-
-Method (each score, which targets one view determines): docs/method.md#image-probes.
-
-Example:
-
->>> rng = np.random.default_rng(0)
->>> gray = rng.integers(0, 2, 400).astype("float32")
->>> features = np.stack([gray + 0.1 * rng.normal(size=400), rng.normal(size=400)], 1)
->>> scores = augmentation_readout(features, {"grayscale": gray})
->>> round(scores["readout"]["grayscale"], 2), round(scores["augmentation_readout"], 2)
-(1.0, 1.0)
-"""
+"""Frozen-feature image probes: class accuracy (linear probe, kNN) and the augmentation
+readout. Details: docs/method.md#image-probes"""
 
 from __future__ import annotations
 
@@ -90,8 +77,7 @@ def logistic_probe(
 
 
 def balanced_accuracy(probe, features, labels) -> float:
-    """`balanced_accuracy_score` of `probe`'s predictions, as a scorer without
-    scikit-learn's input checks."""
+    """`balanced_accuracy_score` of `probe`'s predictions, without scikit-learn's checks."""
     predicted = probe.predict(features)
     return float(
         np.mean([np.mean(predicted[labels == label] == label) for label in np.unique(labels)])
@@ -112,9 +98,8 @@ def knn_accuracy(
     k: int = 200,
     temperature: float = KNN_TEMPERATURE,
 ) -> float:
-    """Test accuracy of the weighted kNN vote of InstDisc and solo-learn: the `k`
-    train features of highest cosine similarity s to a test feature vote for their
-    labels with weights exp(s / `temperature`); the label with most weight wins."""
+    """Test accuracy of InstDisc's weighted kNN vote: the `k` most cosine-similar train
+    features vote with weights exp(s / `temperature`)."""
     vote = KNeighborsClassifier(
         n_neighbors=min(k, len(train_labels)),
         metric="cosine",
@@ -125,9 +110,8 @@ def knn_accuracy(
 
 
 def readout_targets(params: dict) -> dict[str, np.ndarray]:
-    """One `[N]` readout target per name (docs/method.md#image-probes; NaN where
-    undefined) from `SimCLRAugment`'s parameters: the crop box becomes area, aspect and
-    centre; `jitter_order` each op's step; `[N]` parameters stay as they are.
+    """One `[N]` readout target per name from `SimCLRAugment`'s parameters (NaN where
+    undefined). Details: docs/method.md#image-probes
 
     Raises:
         ValueError: for a parameter of another shape.
@@ -176,6 +160,15 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
         {target one view determines: balanced accuracy}, "readout_r2": {continuous
         one: R^2}, "readout_source_frame": {flip, crop_center_x_source: balanced
         accuracy}, "readout_source_frame_r2": {crop_center_x_source: R^2}}`.
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> gray = rng.integers(0, 2, 400).astype("float32")
+    >>> features = np.stack([gray + 0.1 * rng.normal(size=400), rng.normal(size=400)], 1)
+    >>> scores = augmentation_readout(features, {"grayscale": gray})
+    >>> round(scores["readout"]["grayscale"], 2), round(scores["augmentation_readout"], 2)
+    (1.0, 1.0)
     """
     features = np.asarray(features, "float64")
     rows = np.random.default_rng(seed).permutation(len(features))
@@ -273,8 +266,7 @@ class ImageProbeEvaluator:
         self.blas_threads = blas_threads
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """`<level>/<score>` for each of `SCORES`, and Lambda_hat's shape where it is
-        `anisotropic`."""
+        """`<level>/<score>` for each of `SCORES`, and Lambda_hat's shape if `anisotropic`."""
         names = {f"{level}/{name}" for level in LEVELS for name in self.SCORES}
         return names | ({"lambda_hat_low_dimensions"} if anisotropic else set())
 
@@ -285,12 +277,12 @@ class ImageProbeEvaluator:
 
     @property
     def classes(self) -> int:
-        """The number of classes the class probes tell apart (chance: 1 / `classes`)."""
+        """The number of classes the class probes tell apart."""
         return len(np.union1d(self.train_labels, self.test_labels))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """`{level: {score: value}}` for each of `LEVELS`, and `lambda_hat` of a model
-        with one; `progress(stage)` as each stage begins (`"backbone: kNN"`, ...)."""
+        """`{level: {score: value}}` per `LEVELS`, a model's `lambda_hat`; `progress(stage)`
+        as each stage begins."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

@@ -1,6 +1,5 @@
-"""The figures of one run: scores over training, per-latent R^2, learned against
-true Lambda, Lambda_hat per dimension, images. R^2 and accuracies on fixed 0-1 axes
-with their chance levels (`style`), legends off the data."""
+"""The figures of one run, R^2 and accuracies on fixed 0-1 axes with their chance
+levels (`style`)."""
 
 from __future__ import annotations
 
@@ -16,9 +15,8 @@ from aninfonce_tf.plots.style import LEARNED, score_label, variant_label
 
 
 def plot_concentration(learned, true, path: str | Path, title: str = "") -> Path:
-    """Learned Lambda_hat (matched to latents) against the true Lambda, one dot per
-    latent, on log axes with the line y = x of a perfect recovery (a NaN, infinite or
-    non-positive Lambda_hat, of a diverged run, is left out)."""
+    """Learned Lambda_hat (matched to latents) against the true Lambda on log axes, with
+    y = x; non-finite or non-positive values left out."""
     learned, true = np.asarray(learned, "float64"), np.asarray(true, "float64")
     kept = np.isfinite(learned) & (learned > 0)
     figure, axis = plt.subplots(figsize=(4.8, 4.4), layout="constrained")
@@ -44,8 +42,7 @@ def plot_concentration(learned, true, path: str | Path, title: str = "") -> Path
 
 
 def _grouped_bars(axis, values: Mapping[str, np.ndarray], groups: Sequence[str]) -> None:
-    """A group of bars per entry of `groups`, a bar per variant of `values`
-    (`{variant: [len(groups)] values}`), clipped to the fixed 0-1 axis."""
+    """A group of bars per entry of `groups`, a bar per variant, clipped to 0-1."""
     width = 0.8 / max(len(values), 1)
     for index, (name, heights) in enumerate(values.items()):
         heights = np.clip(np.asarray(heights, "float64"), 0.0, 1.0)
@@ -60,8 +57,7 @@ def _grouped_bars(axis, values: Mapping[str, np.ndarray], groups: Sequence[str])
 def plot_per_latent_r2(
     per_latent: dict[str, list[float]], true_concentration, path: str | Path, title: str = ""
 ) -> Path:
-    """Grouped bars: held-out linear R^2 of each latent (0 to 1; below 0 drawn at 0),
-    one group per latent (by its true concentration), one bar per loss variant."""
+    """Grouped bars of each latent's held-out linear R^2, a bar per loss variant."""
     true_concentration = np.asarray(true_concentration)
     order = np.argsort(true_concentration)
     width = max(5.5, 0.5 * len(order) * len(per_latent) + 1.5)
@@ -85,11 +81,9 @@ def plot_curves(
     title: str = "",
     classes: int | None = None,
 ) -> Path:
-    """Over the training steps, a panel for the training loss (from `loss_curves`,
-    points `{"step", "loss"}`) and one per score key (`outer/inner` for nested
-    scores; points of `curves`), a line per loss variant, on the score's fixed range
-    with its chance level (`classes`: of the class probes). A variant without points
-    (diverged before its first evaluation) and non-finite values are left out."""
+    """A panel for the training loss (`loss_curves`) and one per score key (`curves`), a
+    line per variant, on the score's fixed range with its chance level; non-finite
+    values left out."""
     panels = [("loss", loss_curves)] if any((loss_curves or {}).values()) else []
     panels += [(key, curves) for key in keys]
     columns = min(len(panels), 3)
@@ -135,10 +129,8 @@ def _lookup(scores: dict, key: str):
 def plot_identifiability(
     results: dict, run_dir: str | Path, true_concentration, title: str = ""
 ) -> list[Path]:
-    """Per-latent R^2 of every loss and, for each loss with a Lambda_hat, learned vs
-    true concentration: `per_latent_r2.png`, `lambda_<loss>.png`, each titled with
-    what it shows and `title` (e.g. the preset and seed). A loss that diverged before
-    its first evaluation has no scores and is left out."""
+    """`per_latent_r2.png` and, per loss with a Lambda_hat, `lambda_<loss>.png`; a loss
+    without scores is left out."""
     run_dir = Path(run_dir)
     per_latent = {
         name: r["linear_r2_per_latent"]
@@ -199,17 +191,14 @@ def plot_latent_r2_levels(
     accuracy: dict[str, dict[str, float]] | None = None,
     title: str = "",
 ) -> Path:
-    """One panel per level of the features (e.g. backbone and projector), grouped
-    bars on a 0-1 axis: a group per latent, a bar per loss variant, its held-out R^2
-    (below 0 drawn at 0); and a last group of the class latent's accuracy, with its
-    chance level.
+    """A panel per level of grouped bars: a group per latent, a bar per variant (R^2
+    below 0 drawn at 0), and the class latent's accuracy with its chance level.
 
     Args:
         scores: `{level: {variant: {latent: R^2}}}`.
         latents: the latents, in the order of the groups.
         path: the PNG to write.
-        concentration: the true Lambda of each latent (same order), shown under its
-            name; None when the pairs have none (augmentations).
+        concentration: each latent's true Lambda (same order); None for augmentations.
         accuracy: `{level: {variant: accuracy}}` of the shape latent.
         title: what the run is (preset, seed).
     """
@@ -255,9 +244,8 @@ def plot_lambda_hat_dimensions(
     true_concentration=None,
     title: str = "",
 ) -> Path:
-    """Each variant's learned Lambda_hat per output dimension, sorted from the
-    largest, on a log axis, with the true Lambda of the latents as dashed lines
-    (when the pairs have one). A NaN, infinite or non-positive value is left out."""
+    """Each variant's Lambda_hat per dimension, sorted, on a log axis, with the true
+    Lambda as dashed lines; non-finite or non-positive values left out."""
     figure, axis = plt.subplots(figsize=(5.6, 3.9), layout="constrained")
     for name, values in lambda_hats.items():
         values = np.sort(np.asarray(values, "float64"))[::-1]
@@ -295,8 +283,7 @@ def plot_lambda_hat_dimensions(
 def plot_lambda_hats(
     results: dict, run_dir: str | Path, true_concentration=None, title: str = ""
 ) -> list[Path]:
-    """`lambda_hat.png` (`plot_lambda_hat_dimensions`) of the variants of `results`
-    that learn a Lambda_hat; none when no variant does."""
+    """`lambda_hat.png` of the variants that learn a Lambda_hat (none if no variant does)."""
     learned = {name: r["lambda_hat"] for name, r in results.items() if "lambda_hat" in r}
     if not learned:
         return []
