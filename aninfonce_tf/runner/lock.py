@@ -13,6 +13,9 @@ POSIX only (there is no `fcntl` elsewhere: runs are then not locked), and reliab
 local filesystems only: over NFS `flock` is emulated with byte-range locks, or is local
 to each machine.
 
+Not the `filelock` package: it locks a separate lock file, which deleting releases, and
+its refusal cannot name the holder.
+
 Example:
 
 >>> import tempfile

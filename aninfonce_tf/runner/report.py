@@ -75,7 +75,7 @@ def run_record(
     """The `run` entry of `results.json`: what ran, where and when. The preset, the
     seed, the date (UTC), the versions of this package, TensorFlow, Keras, NumPy and
     Python, the code the run was trained by (`code`: the version and source sha256
-    of this package, oldest first, `run_directory.code_history`), the whole config,
+    of this package, oldest first, `identity.code_history`), the whole config,
     the endpoint (the final step and the experiment's primary scores) and the
     experiment's `metadata` (e.g. the true Lambda, `true_concentration`)."""
     return {
