@@ -1,4 +1,4 @@
-"""The package's import contract, read from its source with `ast`: the library tier
+"""The package's layout contract, read from its source with `ast`: the library tier
 (losses, layers, models, encoders, optimizers, export, distribute, `data/`,
 `evaluation/`, ...) never imports the harness tier (`HARNESS`), and no modules import
 each other in a cycle. Every import counts, `TYPE_CHECKING` ones and those inside
@@ -171,3 +171,16 @@ def test_the_contract_finds_an_upward_import_and_a_cycle(tmp_path):
         "aninfonce_tf.layers <-> aninfonce_tf.models",
     ]
     assert type_checking_imports(package) == ["aninfonce_tf.layers: from . import models"]
+
+
+# One concept per module; a module past this many lines holds more than one.
+SOFT_CAP_LINES = 600
+
+
+def test_every_module_stays_under_the_soft_cap():
+    long = {
+        name: lines
+        for name, path in package_modules(PACKAGE).items()
+        if (lines := len(path.read_text().splitlines())) > SOFT_CAP_LINES
+    }
+    assert not long, f"modules over {SOFT_CAP_LINES} lines (split by concept): {long}"
