@@ -415,7 +415,7 @@ def uniformity(u, t: float = 2.0):
     """log E exp(-t ||u_i - u_j||^2) over distinct pairs of unit vectors (Wang & Isola, 2020)."""
     u = _as_float(u)
     n = ops.shape(u)[0]
-    sq_dist = -2.0 * pairwise_similarity(u, u, "euclidean")
+    sq_dist = -2.0 * _similarity(u, u, "euclidean", 1.0)
     off_diagonal = 1.0 - ops.eye(n, dtype=u.dtype)
     masked = ops.where(off_diagonal > 0, -t * sq_dist, MASKED_LOGIT)
     count = ops.cast(n * (n - 1), u.dtype)

@@ -1,6 +1,7 @@
 """What the tests share: the repository's root and the loader of a recipe script;
 the harness every Keras object of the package goes through (config round trip, saving
-inside a model, mixed precision); an evaluator that declares no score direction; and
+inside a model, mixed precision) and the count of the checks a made loss repeats
+(`count_pair_checks`); an evaluator that declares no score direction; and
 the checks every recipe's `--smoke` test makes of the run's outputs (`results.json`
 against its schema, and the TensorBoard logs); and the comparison of a resumed run's
 result with an uninterrupted one's."""
@@ -15,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from aninfonce_tf import functional
 from aninfonce_tf.checkpoints import read_json
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.loss_variants import LOSS_VARIANTS
@@ -98,6 +100,35 @@ def assert_float32_under_mixed_precision(make_layer, inputs):
         keras.config.set_dtype_policy("float32")
     assert keras.backend.standardize_dtype(outputs.dtype) == "float32"
     return outputs
+
+
+# What a made loss checks no more when called: its options (each of these fails the test).
+OPTION_CHECKS = (
+    "check_info_nce_options",
+    "check_similarity",
+    "check_candidates",
+    "check_temperature",
+    "check_block_size",
+)
+
+
+def count_pair_checks(monkeypatch) -> list:
+    """From here on, `functional`'s option checks (`OPTION_CHECKS`) fail the test and each
+    call of `functional.validate_pair` adds its arguments to the list returned."""
+
+    def checked_again(*args, **kwargs):
+        raise AssertionError("an option checked again after the loss was made")
+
+    for name in OPTION_CHECKS:
+        monkeypatch.setattr(functional, name, checked_again)
+    calls, validate_pair = [], functional.validate_pair
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return validate_pair(*args, **kwargs)
+
+    monkeypatch.setattr(functional, "validate_pair", counted)
+    return calls
 
 
 # The checks of a run's outputs.

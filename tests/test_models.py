@@ -24,6 +24,7 @@ from aninfonce_tf import (
 )
 from aninfonce_tf.evaluation.callbacks import EvaluationCallback
 from aninfonce_tf.models import UNIFORMITY_ROWS
+from tests import support
 
 
 def _encoder(input_dim=6, output_dim=4, seed=0):
@@ -247,6 +248,15 @@ def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step():
         model.fit(rows, verbose=0)
     history = model.fit((x1[:8], x2[:8]), batch_size=4, verbose=0)  # 8 rows: no lone row
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_a_training_step_checks_its_pair_once_and_the_loss_options_not_again(monkeypatch):
+    model = _model()
+    model.compile(concentration_optimizer=1e-2, jit_compile=False, run_eagerly=True)
+    pair_checks = support.count_pair_checks(monkeypatch)
+    x1, x2 = _pairs(8)
+    model.fit((x1, x2), batch_size=4, verbose=0)
+    assert len(pair_checks) == 2  # two steps: the loss checks each step's pair, once
 
 
 class _Interrupt(keras.callbacks.Callback):
