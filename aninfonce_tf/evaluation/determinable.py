@@ -1,8 +1,6 @@
 """Which augmentation-readout targets one view determines, as a supervised network
 finds them, and the readout averaged over those alone.
-
-A target is kept when the lower end of the 95 % interval of its supervised balanced
-accuracy exceeds `CHANCE + MARGIN` = 0.55. Method: docs/method.md#readout-check.
+Method: docs/method.md#readout-check
 
 Example (a grayscale flag that the views show, and a flag they do not):
 
@@ -144,11 +142,8 @@ def determinability(
 
     Args:
         encoder: builds a fresh backbone (views -> `[B, d]` features).
-        train_batches: `(views, params)` batches (`SimCLRAugment`'s), read twice from
-            the start: the first `THRESHOLD_VIEWS` views set the medians, then `steps`
-            batches train.
-        test_views, test_params: `[N, H, W, C]` fresh views of the test images (uint8,
-            or floats in [0, 1]) and their parameters.
+        train_batches: `(views, params)` batches, read twice: for the medians, then to train.
+        test_views, test_params: `[N, H, W, C]` fresh test views and their parameters.
         steps: training steps (batches).
         seed: of the network's initialisation (`keras.utils.set_random_seed`).
         learning_rate: Adam's, constant.
@@ -161,8 +156,8 @@ def determinability(
         [names]}`; an unscored target's accuracy and bound are None.
 
     Raises:
-        ValueError: for `steps` below 1, test views and parameters of different
-            lengths, or training batches on which no target varies (or none).
+        ValueError: for `steps` below 1, test views and parameters of other lengths,
+            or training batches on which no target varies.
     """
     if not (isinstance(steps, int) and steps >= 1):
         raise ValueError(f"`steps` must be an int of at least 1; got {steps!r}.")
@@ -230,16 +225,14 @@ def _entry(name: str, truth, predicted, reason: str = "") -> dict:
 
 
 def determinable_readout(scores: Mapping[str, Any], record: Mapping[str, Any]) -> dict:
-    """A finished run's augmentation readout by the rule, without training again: its
-    per-target scores averaged over the targets a determinability record keeps.
+    """A finished run's per-target readout scores averaged over the targets a
+    determinability record keeps, without training again.
 
     Args:
-        scores: one variant's scores holding `<level>/readout/<target>`: nested as
-            `results.json`'s `variants[name]`, flat (`runner.report.variant_scores`),
-            or `summary.json`'s `variants[name]` (whose entries' `mean` is read).
-        record: `run.readout_determinable` of a run's `results.json`, or any
-            `determinability` record (its `kept`); a run without one:
-            docs/method.md#readout-check.
+        scores: one variant's scores with `<level>/readout/<target>`, nested, flat, or
+            `summary.json`'s (whose entries' `mean` is read).
+        record: `run.readout_determinable` of `results.json`, or any `determinability`
+            record (its `kept`).
 
     Returns:
         `{"<level>/augmentation_readout": mean over the kept targets scored,
