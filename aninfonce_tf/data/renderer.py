@@ -22,10 +22,8 @@ import tensorflow as tf
 
 @dataclasses.dataclass(frozen=True)
 class Latent:
-    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`
-    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`; a
-    `hue` is a colour's hue in the image, which colour jitter shifts and grayscale
-    erases.
+    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`,
+    or, when `classes`, an integer class in `[0, classes)`; `hue`: a colour's hue.
 
     Example:
 
@@ -99,9 +97,8 @@ LATENT_NAMES = tuple(LATENTS)
 
 
 def object_latents(object_scale: tuple[float, float] = (0.09, 0.14)) -> dict[str, Latent]:
-    """`LATENTS` with the objects' `scale` in `object_scale` (`low`, `high`), and their
-    centre `x`, `y` in [0.3, 0.7] narrowed as far as keeps every object `INSIDE` the
-    image.
+    """`LATENTS` with `scale` in `object_scale`, the centre's range narrowed to keep
+    every object `INSIDE` the image.
 
     Example:
 
@@ -199,9 +196,8 @@ def latent_coordinates(
     units: bool = True,
     radius: float = 1.0,
 ) -> dict[str, np.ndarray]:
-    """`{part: [N] float64}` of the continuous latents in `latents`: an interval latent
-    in `latent_units` (as it is without `units`), a circular one as `radius` times the
-    cos and sin of its angle. Class latents are left out.
+    """`{part: [N] float64}` of the continuous latents: an interval one in `latent_units`
+    (as it is without `units`), a circular one as `radius` times its cos and sin.
 
     Example:
 
@@ -296,17 +292,11 @@ def _signed_distance(u, v, vertices):
 
 def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
     """Images of the objects that `latents` describe.
-
-    Pixel centres sit at `(i + 0.5) / size`; `x` runs along columns and `y` down rows,
-    as fractions of the side; `rotation` turns the object counter-clockwise on screen
-    (at 0 every shape points up, its saturated front half above its centroid); `scale`
-    is the radius of the disk of the object's area, as a fraction of the side. Wrap in
-    `tf.function(jit_compile=True)` for speed (the pair sources do).
+    Details: docs/api.md#rendered-pairs
 
     Args:
         latents: `{name: [N] tensor}` with every name of `LATENTS` (others are ignored).
-        size: side of the square images in pixels (from 19 on, the object and its
-            anti-aliased edge lie inside the image at every latent).
+        size: side of the square images in pixels (19 or more).
 
     Returns:
         `[N, size, size, 3]` float32 in [0, 1].
