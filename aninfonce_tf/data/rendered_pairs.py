@@ -66,24 +66,19 @@ def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
 
 @dataclasses.dataclass
 class RenderedPairs:
-    """Positive pairs of rendered images, by `mode`: `"augment"` (two SimCLR views of one
-    render), `"latent"` (z and z+ from a conditional, each rendered) or `"spike-slab"`
-    (each latent changes only with its `change_probability`). Details:
-    docs/api.md#rendered-pairs
+    """Positive pairs of rendered images, by `mode` (`"augment"`, `"latent"` or
+    `"spike-slab"`). Details: docs/api.md#rendered-pairs
 
     Args:
         mode: one of `PAIR_MODES`.
         size: side of the rendered images.
-        augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`);
-            their side is `view_size`.
-        concentration: Lambda of the conditional per continuous latent (`{name:
-            value}`, or values in `CONTINUOUS` order), in units where each range is 2 wide.
+        augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`).
+        concentration: Lambda per continuous latent (`{name: value}` or in `CONTINUOUS`
+            order), in units where each range is 2 wide.
         conditional: one of `PAIR_CONDITIONALS`.
-        change_probability: `"spike-slab"`'s probability that a latent changes, one
-            number or `{name: value}` (latents left out always change).
-        object_scale: the range `(low, high)` of the objects' `scale` (the radius of
-            the disk of their area as a fraction of the side); `latents` holds the
-            resulting ranges.
+        change_probability: `"spike-slab"`'s probability that a latent changes (one
+            number or `{name: value}`).
+        object_scale: the range `(low, high)` of the objects' `scale`.
 
     Example:
 
