@@ -152,8 +152,7 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
         features: `[N, d]` features of the views.
         params: the views' parameters, as the augmentation returned them.
         seed: of the split into the fitting and the scoring half.
-        channels: of the views; with 1 (grayscale), the `COLOUR_ONLY` targets are
-            left out.
+        channels: of the views; with 1, the `COLOUR_ONLY` targets are left out.
 
     Returns:
         `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
@@ -206,18 +205,15 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
 
 
 class ImageProbeEvaluator:
-    """Class accuracy (linear probe, kNN) and augmentation readout of a
-    `ContrastiveModel` at each of `features.LEVELS`. An `Evaluator`.
+    """Class accuracy (linear probe, kNN) and augmentation readout at each of `LEVELS`.
 
     Args:
         train_images, train_labels: what the class probes fit on.
         test_images, test_labels: what they are scored on.
-        views: `[N, ...]` augmented views for the readout. Images and views: uint8
-            (read as / 255) or float in [0, 1].
+        views: `[N, ...]` augmented views for the readout (images: uint8 or [0, 1]).
         view_params: their parameters, as the augmentation returned them.
         batch_size: images per forward pass.
-        blas_threads: threads of the probes' linear algebra (None: every core; why
-            1: docs/method.md#the-probes-threads).
+        blas_threads: threads of the probes' linear algebra (None: every core).
 
     Example:
 

@@ -81,9 +81,8 @@ LOST_WORKER_ERRORS = (
 
 @contextlib.contextmanager
 def worker_lost_as_one_line(context: RunContext, during: str):
-    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run
-    (TensorFlow's own spans dozens of lines); `during`: what the run was doing, as
-    "while aninfonce trained". Other runs' errors pass as they are.
+    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run;
+    `during`: what the run was doing. Other errors pass as they are.
 
     Example:
 
@@ -118,13 +117,8 @@ def train_variant(
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
-    """Trains one loss variant (resuming its backup, if any) and returns the model
-    and its result: final scores, steps, seconds, final loss, score and loss curves.
-
-    Keras' epochs last `config.epoch_steps()` steps, each ending in a backup
-    checkpoint (`checkpoints.Backup`) that records the run (`backup_identity`); the
-    evaluators score the model every `eval_every` steps, and `fit` stops at `targets`
-    (`plan.stop_at` in their directions). What it writes: docs/runner.md#outputs."""
+    """Trains one loss variant (resuming its backup, if any), a backup checkpoint ending
+    each epoch, and returns the model and its result. Details: docs/runner.md#resume"""
     config, run_dir, strategy = plan.config, directory.path, context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
