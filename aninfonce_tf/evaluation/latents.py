@@ -230,14 +230,12 @@ def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows,
 
 
 class LatentEvaluator:
-    """`latent_scores` of a `ContrastiveModel` at each of `features.LEVELS`, and the
-    augmentation readout when views are given. An `Evaluator`.
+    """`latent_scores` at each of `LEVELS`, and the readout when views are given.
 
     Args:
         images: `[N, S, S, 3]` held-out un-augmented renders.
         latents: `{name: [N]}` their latents.
-        blocks: `{block: latent or part names}` for block means (e.g.
-            `RenderedPairs.blocks()`).
+        blocks: `{block: latent or part names}` for block means.
         views, view_params: augmented views and their parameters, for the readout.
         nonlinear: also fit the kernel ridge.
         batch_size: images per forward pass.
@@ -294,9 +292,7 @@ class LatentEvaluator:
         self.blas_threads = blas_threads
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """Scalar scores `<level>/linear_r2/<latent>`, `linear_r2_mean`, `part_linear_r2/<part>`,
-        `block_linear_r2/<block>`, `<class latent>_accuracy`, their `nonlinear_` forms, the
-        readout, and `lambda_hat_low_dimensions` where `anisotropic`."""
+        """The scalar scores `evaluate` returns, `<level>/...` (see `latent_scores`)."""
         continuous = [n for n, s in self.specs.items() if not s.classes and n in self.latents]
         classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
         kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)
