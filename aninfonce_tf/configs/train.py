@@ -1,8 +1,5 @@
-"""Contrastive pre-training on the user's own images (`aninfonce-tf train`): an image
-folder, `.npy`/`.npz` arrays or a prepared tfds dataset (`data.user_images`), a
-backbone by name (`backbones.backbone`), SimCLR's views at the images' size, and,
-when the images have labels, the class probes, kNN and augmentation readout at the
-backbone and the projector on held-out images (`evaluation.probes`).
+"""Contrastive pre-training on the user's own images and backbone (`aninfonce-tf
+train`), with the image probes when the images have labels. Details: docs/backbones.md
 
 Example:
 
@@ -137,8 +134,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
 
 
 def held_out(probe_size: int, count: int) -> int:
-    """The labelled images held out of training for the probes: `probe_size`, at most
-    a fifth of the `count` images."""
+    """The labelled images held out for the probes: `probe_size`, at most a fifth."""
     return min(probe_size, count // 5)
 
 
@@ -153,8 +149,7 @@ def images(config: TrainConfig) -> dict:
 
 
 def build(config: TrainConfig) -> Experiment:
-    """Pairs of SimCLR views of the user's images, the backbone and projector, and
-    the probes on held-out labelled images (none without labels or `probe_size`)."""
+    """SimCLR views of the user's images, the backbone and projector, and the probes."""
     augment = dataclasses.replace(
         AUGMENTATION_PRESETS[config.augmentation],
         image_size=config.image_size,
