@@ -81,9 +81,7 @@ def plot_curves(
     title: str = "",
     classes: int | None = None,
 ) -> Path:
-    """A panel for the training loss (`loss_curves`) and one per score key (`curves`), a
-    line per variant, on the score's fixed range with its chance level; non-finite
-    values left out."""
+    """A panel for the training loss and one per score key, a line per variant."""
     panels = [("loss", loss_curves)] if any((loss_curves or {}).values()) else []
     panels += [(key, curves) for key in keys]
     columns = min(len(panels), 3)
@@ -191,8 +189,8 @@ def plot_latent_r2_levels(
     accuracy: dict[str, dict[str, float]] | None = None,
     title: str = "",
 ) -> Path:
-    """A panel per level of grouped bars: a group per latent, a bar per variant (R^2
-    below 0 drawn at 0), and the class latent's accuracy with its chance level.
+    """A panel per level: a group of bars per latent, a bar per variant, and the class
+    latent's accuracy.
 
     Args:
         scores: `{level: {variant: {latent: R^2}}}`.

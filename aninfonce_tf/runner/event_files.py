@@ -11,10 +11,8 @@ from aninfonce_tf.checkpoints import replace_atomically
 
 
 def drop_events_after(log_dir: Path, step: int, aside: Path) -> None:
-    """Removes from the TensorBoard event files in `log_dir` the summaries after `step`,
-    which the run resumed there writes again (a file left without any is deleted). A
-    file whose first record does not read is moved to the directory `aside`, out of
-    TensorBoard's way, saying so: its curve may still be recovered."""
+    """Removes from the event files in `log_dir` the summaries after `step`; a file whose
+    first record does not read is moved to `aside`. Details: docs/runner.md#resume"""
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
         records = []
         try:
