@@ -89,8 +89,7 @@ def replace_atomically(
 
 
 def _remove_stale_temporaries(path: Path) -> None:
-    """Deletes the temporaries of shared writes of `path` (`.partial-<uuid>-<name>`)
-    that nothing has written to for `STALE_TEMPORARY_SECONDS`."""
+    """Deletes the shared writes' temporaries of `path` untouched for `STALE_TEMPORARY_SECONDS`."""
     if not path.parent.is_dir():
         return
     shared = re.compile(rf"\.partial-[0-9a-f]{{32}}-{re.escape(path.name)}")
@@ -360,8 +359,7 @@ def remove_backup(backups: str | Path, name: str) -> None:
 
 
 def _read_checkpoint(path: Path) -> tuple[dict, int | None, dict | None]:
-    """The logs, step and identity stored in a checkpoint (None where it records none),
-    after reading every array in it."""
+    """The logs, step and identity (or None) of a checkpoint, after reading every array."""
     with h5py.File(path, "r") as file:
         file.visititems(lambda _, item: item[()] if isinstance(item, h5py.Dataset) else None)
         step = int(file.attrs["step"]) if "step" in file.attrs else None

@@ -232,8 +232,7 @@ def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
 
 
 def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
-    """`(jit_compile, steps_per_execution)` as `strategy` can run them, with a warning
-    for each dropped."""
+    """`(jit_compile, steps_per_execution)` as `strategy` can run them (a warning if dropped)."""
     if jit_compile and not supports_jit(strategy):
         warnings.warn(
             f"jit_compile=True is not used: {jit_off_reason(strategy)}; the step runs "

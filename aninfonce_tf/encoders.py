@@ -1,5 +1,4 @@
-"""Encoders: the paper's MLP for the synthetic experiment, a small CNN for images on a
-CPU, ResNet-18 with the CIFAR stem and ResNet-50 for the image recipes."""
+"""The recipes' encoders. Details: docs/backbones.md#the-packages-encoders"""
 
 from __future__ import annotations
 

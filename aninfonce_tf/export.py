@@ -1,5 +1,4 @@
-"""`export_encoder`: a trained model's encoder as a TensorFlow SavedModel that loads
-without this package, with Lambda_hat beside it."""
+"""`export_encoder`: a model's encoder as a SavedModel that loads without this package."""
 
 from __future__ import annotations
 

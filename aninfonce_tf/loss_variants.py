@@ -1,5 +1,4 @@
-"""The loss variants the recipes run by name: `register_loss`, `LOSS_VARIANTS` and
-`loss_variant`, built from the run's loss flags (`LossOptions`)."""
+"""The loss variants the recipes run by name (`register_loss`, `loss_variant`)."""
 
 from __future__ import annotations
 

@@ -44,8 +44,7 @@ def physical_memory() -> int | None:
 
 
 def loss_bytes(batch_size: int, block_size: int = 0) -> int:
-    """Bytes of the contrastive loss of `batch_size` pairs: its 2B rows against the 2B
-    candidates (or a block of `block_size`, when positive), `LOGIT_COPIES` times."""
+    """Bytes of the contrastive loss of `batch_size` pairs (dense, or in `block_size` blocks)."""
     rows = 2 * batch_size
     return LOGIT_COPIES * rows * min(block_size or rows, rows) * FLOAT_BYTES
 
@@ -113,8 +112,7 @@ def check_allocations(allocations: Sequence[Allocation], memory: int | None = No
 
 
 def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
-    """The largest power-of-two `--loss-block-size` whose loss takes at most half of
-    `memory` (None: not even a block of 1)."""
+    """The largest power-of-two `--loss-block-size` taking at most half of `memory`, or None."""
     block = 1
     if loss_bytes(batch_size, block) > memory // 2:
         return None

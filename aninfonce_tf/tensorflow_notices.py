@@ -53,8 +53,7 @@ def is_notice(line: str) -> bool:
 
 
 def pass_on(source: int = 0, out: BinaryIO | None = None) -> None:
-    """Writes each line read from the descriptor `source` to `out` (default: stderr), but
-    the start-up notices."""
+    """Writes each line read from `source` to `out` (default: stderr), but the notices."""
     out = sys.stderr.buffer if out is None else out
     pending = b""
     while chunk := os.read(source, 1 << 16):
@@ -71,8 +70,7 @@ def _write_unless_notice(line: bytes, out: BinaryIO) -> None:
 
 
 def command_line() -> bool:
-    """Whether this process runs the package's command line (`python -m aninfonce_tf`,
-    `aninfonce-tf` or `recipes/*.py`)."""
+    """Whether this process runs the package's command line."""
     if sys.argv[:1] == ["-m"]:
         argv = sys.orig_argv
         return any(a == "-m" and b in MODULES for a, b in zip(argv, argv[1:], strict=False))

@@ -81,8 +81,7 @@ def data_source(config: ImageSource):
 
 
 def examples(config: ImageSource, split: str, decode: bool = True) -> tf.data.Dataset:
-    """`{image, label}` examples of the split ("train" or "test"); tfds' images
-    encoded with `decode=False` (`tfds_images`)."""
+    """`{image, label}` examples of the split ("train" or "test"), tfds' images encoded."""
     if config.dataset == "photos":
         test_per_photo = config.test_size // len(PHOTO_NAMES) + 1
         per_photo = config.patches_per_photo if split == "train" else test_per_photo
@@ -110,8 +109,7 @@ def worker_shard(
 
 
 def final_examples(config: ImageSource) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """The train and test examples of the final linear evaluation, tfds' images encoded
-    (within `data_source`)."""
+    """The final linear evaluation's train and test examples (within `data_source`)."""
     if config.dataset == "photos":
         return examples(config, "train"), examples(config, "test")
     data_dir = config.data_dir or None

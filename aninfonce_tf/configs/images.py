@@ -340,8 +340,7 @@ def readout_probes(
 
 
 def build(config: ImageConfig) -> Experiment:
-    """Pairs of SimCLR views, the encoder and projector, the probes and, with
-    `linear_eval_epochs`, the final linear evaluation."""
+    """SimCLR views, the encoder and projector, the probes and the final linear evaluation."""
     # No XLA in a TPU host's input pipeline: its TensorFlow may lack XLA:CPU.
     augment = dataclasses.replace(
         AUGMENTATION_PRESETS[config.augmentation], jit_compile=config.strategy != "tpu"

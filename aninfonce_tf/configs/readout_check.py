@@ -35,8 +35,7 @@ CHECK_SEED = 0
 
 @dataclasses.dataclass
 class ReadoutCheckConfig(RunConfig):
-    """A run config with the settings of the supervised readout check (see `RunConfig`
-    for the shared ones); `ImageConfig` is one."""
+    """A run config with the settings of the supervised readout check (beside `RunConfig`'s)."""
 
     readout_check_steps: int = option(
         0,

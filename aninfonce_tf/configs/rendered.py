@@ -237,8 +237,7 @@ def primary_scores(blocks: dict, orientation: bool = False) -> tuple[str, ...]:
 
 
 def build(config: RenderedConfig) -> Experiment:
-    """Rendered pairs, the small CNN with its projector, and the latent evaluator (of a
-    config that `validate` accepts)."""
+    """Rendered pairs, the small CNN with its projector, and the latent evaluator."""
     source = pairs(config)
     # The preset's pairs decide the blocks, not the training seed: every seed of a
     # preset is scored on the same blocks, so its block scores average the same parts.
@@ -436,8 +435,7 @@ SMOKE = dict(
 
 
 def check_sweep(config: RenderedConfig) -> None:
-    """Raises ValueError unless `config` makes pairs of SimCLR's views, which the
-    trade-off map sweeps."""
+    """Raises ValueError unless `config` makes pairs of SimCLR's views (the map sweeps them)."""
     if config.mode != "augment":
         raise ValueError(
             "the grid sweeps SimCLR's views, which only the augment mode uses; got "

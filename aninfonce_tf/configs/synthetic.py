@@ -267,8 +267,7 @@ def build_setup(config: SyntheticConfig) -> SyntheticSetup:
 
 
 def build(config: SyntheticConfig) -> Experiment:
-    """Pairs from the DGP, the MLP encoder and the identifiability evaluator (of a
-    config that `validate` accepts)."""
+    """Pairs from the DGP, the MLP encoder and the identifiability evaluator."""
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     alignment_pairs = None
@@ -387,8 +386,7 @@ SMOKE = dict(
 
 
 def check_sweep(config: SyntheticConfig) -> None:
-    """Raises ValueError unless `config` has a geometric Lambda, whose spread the
-    dose-response sweeps."""
+    """Raises ValueError unless `config` has a geometric Lambda (the dose-response's)."""
     if config.concentration != "geometric":
         raise ValueError(
             "the dose-response sweeps --concentration-spread of a geometric Lambda; got "

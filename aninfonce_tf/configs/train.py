@@ -104,8 +104,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
         check_backbone(self.backbone, None if self.weights == "none" else self.weights)
 
     def check_inputs(self) -> None:
-        """The data (found, readable, prepared, in range, more images than a batch) and
-        the backbone, built once."""
+        """Checks the data (found, readable, in range, above a batch) and the backbone."""
         if self.mock_data:
             if self.data:
                 raise ValueError(

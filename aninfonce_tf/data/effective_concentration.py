@@ -173,8 +173,7 @@ def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, .
 
 
 def _otsu_cut(sorted_scores: np.ndarray) -> int:
-    """The index k splitting sorted scores with the largest between-group variance (0
-    for fewer than two scores)."""
+    """The index k splitting sorted scores with the largest between-group variance."""
     n = len(sorted_scores)
     if n < 2:
         return 0

@@ -205,8 +205,7 @@ class RenderedPairs:
         return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:
-        """`(images, latents)`: `count` un-augmented renders at `view_size` (`latents`:
-        `{name: [count]}`)."""
+        """`(images, latents)`: `count` un-augmented renders at `view_size`."""
         latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         images = _render_compiled(latents, self.view_size)
         return images.numpy(), {name: value.numpy() for name, value in latents.items()}

@@ -44,8 +44,7 @@ class Latent:
 
 
 def _polygon(points) -> np.ndarray:
-    """Vertices centred on the polygon's area centroid and scaled to the unit disk's
-    area."""
+    """Vertices centred on the area centroid and scaled to the unit disk's area."""
     points = np.asarray(points, "float64")
     following = np.roll(points, -1, axis=0)
     cross = points[:, 0] * following[:, 1] - following[:, 0] * points[:, 1]
@@ -335,8 +334,7 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
 
 
 def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
-    """`[N, len(LATENT_NAMES)]` float32: the latents as columns in `LATENT_NAMES` order
-    (`shape` as its class index)."""
+    """`[N, len(LATENT_NAMES)]` float32: the latents as columns in `LATENT_NAMES` order."""
     return tf.stack([tf.cast(latents[name], tf.float32) for name in LATENT_NAMES], axis=1)
 
 

@@ -87,8 +87,7 @@ def label_thresholds(params: Mapping, channels: int = 3) -> tuple[dict, dict[str
 
 
 def target_labels(params: Mapping, thresholds: Mapping[str, float | None]) -> np.ndarray:
-    """`[N, T]` float32 labels of the targets of `thresholds`, in its order, NaN where
-    a target is undefined."""
+    """`[N, T]` float32 labels of the targets of `thresholds` (NaN where undefined)."""
     targets = readout_targets(params)
     columns = []
     for name, threshold in thresholds.items():
@@ -206,8 +205,7 @@ def determinability(
 
 
 def _entry(name: str, truth, predicted, reason: str = "") -> dict:
-    """A target's entry of the record from its test views' labels and predictions (or
-    the `reason` it was not learned)."""
+    """A target's entry of the record, from its test labels and predictions (or `reason`)."""
     entry = {"balanced_accuracy": None, "lower_bound": None, "test_views": len(truth)}
     if reason or len(np.unique(truth)) < 2:
         return {**entry, "kept": False, "reason": reason or "its test views lie on one side"}

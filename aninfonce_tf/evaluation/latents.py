@@ -206,8 +206,7 @@ def _derived_names(continuous) -> tuple[str, ...]:
 
 
 def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
-    """`latent_scores`' `mcc`, `mcc_floor`, `mcc_floor_sd` and `subspace_r2` of `features`
-    against the part columns `targets`."""
+    """`latent_scores`' orientation scores of `features` against the part columns `targets`."""
     mean, sd = rotation_floor(targets, features.shape[1])
     scores = {"mcc": mean_correlation_coefficient(targets, features), "mcc_floor": mean}
     scores["mcc_floor_sd"] = sd

@@ -277,8 +277,7 @@ class ImageProbeEvaluator:
         return len(np.union1d(self.train_labels, self.test_labels))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """`{level: {score: value}}` per `LEVELS`, a model's `lambda_hat`; `progress(stage)`
-        as each stage begins."""
+        """`{level: {score: value}}` per `LEVELS`, and a model's `lambda_hat`."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

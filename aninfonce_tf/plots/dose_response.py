@@ -1,5 +1,4 @@
-"""The dose-response's figure: each paired difference against the spread r of the true
-Lambda, on a log axis."""
+"""The dose-response's figure: each paired difference against the spread r of Lambda."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The figures of one run, R^2 and accuracies on fixed 0-1 axes with their chance
-levels (`style`)."""
+"""The figures of one run."""
 
 from __future__ import annotations
 
@@ -127,8 +126,7 @@ def _lookup(scores: dict, key: str):
 def plot_identifiability(
     results: dict, run_dir: str | Path, true_concentration, title: str = ""
 ) -> list[Path]:
-    """`per_latent_r2.png` and, per loss with a Lambda_hat, `lambda_<loss>.png`; a loss
-    without scores is left out."""
+    """`per_latent_r2.png` and, per loss with a Lambda_hat, `lambda_<loss>.png`."""
     run_dir = Path(run_dir)
     per_latent = {
         name: r["linear_r2_per_latent"]

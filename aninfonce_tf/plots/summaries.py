@@ -1,5 +1,4 @@
-"""The figures over seeds: scores per variant and each latent part's R^2 against its
-effective concentration, means with +- 1 sd bars."""
+"""The figures over seeds: scores per variant, each part's R^2 against its Lambda_eff."""
 
 from __future__ import annotations
 

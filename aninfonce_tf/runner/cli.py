@@ -247,8 +247,7 @@ def _scalar_type(hint) -> type:
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Shows the description and epilog as written and each default, except an unset
-    (None or empty) one."""
+    """Shows the description and epilog as written, and each default that is set."""
 
     def _get_help_string(self, action):
         if action.default in (None, ""):

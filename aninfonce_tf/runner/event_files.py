@@ -1,5 +1,4 @@
-"""TensorBoard's event files of a resumed run: the summaries after the step it resumes
-from are dropped, since the run writes them again."""
+"""TensorBoard's event files of a resumed run, the summaries after its step dropped."""
 
 from __future__ import annotations
 

@@ -34,8 +34,7 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Within it, SIGTERM raises `Terminated` (in the main thread; elsewhere nothing
-    changes); the previous handler is restored after."""
+    """Within it, SIGTERM raises `Terminated` (in the main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -48,8 +48,7 @@ def config_changes(saved: dict, plan: RunPlan) -> str:
 
 
 def resume_defaults(config: RunConfig) -> dict:
-    """The default of each of `config`'s resume fields, as JSON gives it back: what a
-    field a saved config lacks counts as."""
+    """The default of each of `config`'s resume fields, as JSON gives it back."""
     resumed = config.resume_key()
     values = {
         f.name: f.default

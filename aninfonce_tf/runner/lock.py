@@ -106,8 +106,7 @@ def _read(path: Path) -> str | None:
 
 
 def _holder(text: str | None) -> str:
-    """`pid 12 on host, started 2026-11-27T10:00:00+00:00`, from a lock file's text
-    (None: there is no file)."""
+    """`pid 12 on host, started 2026-11-27T10:00:00+00:00` from a lock file's text, or None."""
     if text is None:
         return GONE
     try:

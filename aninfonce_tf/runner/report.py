@@ -1,5 +1,4 @@
-"""What a run reports: the `run` record of `results.json`, the printed tables and
-the figures (also as TensorBoard images)."""
+"""What a run reports: the `run` record of `results.json`, the tables and the figures."""
 
 from __future__ import annotations
 
@@ -104,8 +103,7 @@ def preset_label(preset: str | None, smoke: bool = False) -> str:
 def write_seeds_figures(
     summary: dict, experiment: Experiment, run_dir: Path, preset: str | None, smoke: bool
 ) -> list[Path]:
-    """`seeds.png` (each table score's mean +- sd per variant) and the experiment's own
-    figures over seeds."""
+    """`seeds.png` and the experiment's own figures over seeds."""
     keys = list(experiment.table_columns or experiment.curve_keys)
     title = preset_label(preset, smoke)
     paths = [
@@ -119,8 +117,7 @@ def write_seeds_figures(
 def write_plots(
     results: dict, experiment: Experiment, run_dir: Path, title: str = ""
 ) -> list[Path]:
-    """`curves.png` (the training loss and the scores over training) and the
-    experiment's own figures, each titled `title`."""
+    """`curves.png` and the experiment's own figures, each titled `title`."""
     curves = {name: r["curve"] for name, r in results.items()}
     losses = {name: r.get("loss_curve", []) for name, r in results.items()}
     keys = list(experiment.curve_keys) or scalar_columns(results)
@@ -139,8 +136,7 @@ def probe_classes(experiment: Experiment) -> int | None:
 
 
 def log_figures(paths: Sequence[Path], log_dir: Path, step: int) -> None:
-    """The figures as TensorBoard images at `step`, in one event file replacing an
-    earlier run's."""
+    """The figures as TensorBoard images at `step`, in one event file."""
 
     def write(directory: Path) -> None:
         writer = tf.summary.create_file_writer(str(directory))

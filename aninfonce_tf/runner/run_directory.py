@@ -131,8 +131,7 @@ class RunDirectory:
         _write_files_record(variant_dir)
 
     def export_saved_variant(self, name: str, input_spec) -> None:
-        """Exports the encoder of the finished variant `name` if it was saved without
-        one (`--export false`), from its `model.keras`."""
+        """Exports the encoder of the finished variant `name` saved without one."""
         variant_dir = self.path / name
         if "stopped" in self.finished[name] or (variant_dir / "encoder").exists():
             return

@@ -1,5 +1,4 @@
-"""Training one loss variant: its model built and compiled, then `fit` with
-evaluation, targets, NaN stop and checkpoint-and-resume."""
+"""Training one loss variant: its model built and compiled, then `fit`."""
 
 from __future__ import annotations
 
