@@ -186,18 +186,15 @@ def _pointer_key(part: str) -> str:
 
 
 class Backup(keras.callbacks.Callback):
-    """Saves weights and optimizer state at the end of every epoch with a finite
-    loss, one `step-<step>.weights.h5` each, and restores the newest readable one at
-    the start of `fit`. Call `restore()` before `fit`, then pass
-    `initial_epoch=step // steps_per_epoch`.
-    Details: docs/runner.md#how-the-files-are-written
+    """Saves weights and optimizer state at the end of every epoch with a finite loss,
+    and restores the newest readable checkpoint at the start of `fit` (call `restore()`
+    first). Details: docs/runner.md#how-the-files-are-written
 
     Args:
         directory: where the checkpoints go (one per run of `fit`).
         steps_per_epoch: training steps per epoch of `fit`.
         keep: checkpoints kept (at least 2, so that one survives a torn write).
-        identity: JSON values naming the run (its config, its code), written into
-            each checkpoint.
+        identity: JSON values naming the run, written into each checkpoint.
 
     Example:
 
@@ -242,9 +239,8 @@ class Backup(keras.callbacks.Callback):
         return sorted(found, reverse=True)
 
     def restore(self, at_most: int | None = None) -> int:
-        """The step of the newest readable checkpoint (at or below `at_most`, if
-        given; 0: none), which `fit` will load; its epoch's logs go to
-        `restored_logs`, the identity it records to `restored_identity`.
+        """The step of the newest readable checkpoint (at most `at_most`; 0: none), which
+        `fit` will load (also `restored_logs`, `restored_identity`).
 
         Raises:
             UsageError: for a checkpoint that records another step than its name's.

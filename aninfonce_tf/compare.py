@@ -59,8 +59,7 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
 
 
 def read_arm(directory: Path, variant: str) -> tuple[dict[int, dict], dict[int, dict]]:
-    """`variant`'s scalar scores in every finished seed of `directory` and, per seed,
-    what must match for two arms to be paired (steps, blocks, readout targets).
+    """`variant`'s scalar scores in every finished seed of `directory`, and what pairing compares.
 
     Raises:
         ValueError: when no seed of `directory` has finished `variant`.
