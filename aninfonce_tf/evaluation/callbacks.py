@@ -113,9 +113,8 @@ class StepCounter(keras.callbacks.Callback):
 
 
 class EvaluationCallback(StepCounter):
-    """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs,
-    writes summary scores to TensorBoard (`scores/<name>`) and stops when every `stop_at`
-    target is reached (`reached`). Details: docs/method.md#evaluation-during-training
+    """Runs evaluators every `every_epochs` epochs, logs their scores and stops when every
+    `stop_at` target is reached. Details: docs/method.md#evaluation-during-training
 
     Args:
         evaluators: one evaluator or a list of them.

@@ -1,6 +1,5 @@
 """A run's directory (`RunDirectory`) and a `--seeds` run's (`SeedsDirectory`), each
-claimed once for a plan, their files written atomically. Their files and the rules of
-resume: docs/runner.md#outputs and docs/runner.md#resume."""
+claimed once for a plan. Details: docs/runner.md#resume"""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ class AnotherConfig(ValueError):
 
 
 def run_directory(out: str | None, name: str) -> Path:
-    """`out` (made if missing), or a new `runs/<name>-<UTC time>Z` (`-2`, ... appended
-    when taken): a run without `--out` never shares a directory."""
+    """`out` (made if missing), or a new `runs/<name>-<UTC time>Z` never shared."""
     if out:
         path = Path(out)
         path.mkdir(parents=True, exist_ok=True)
@@ -112,8 +110,7 @@ class RunDirectory:
         return cls(path, finished, incomplete, code, record)
 
     def write_config(self, config: RunConfig) -> None:
-        """`config.json`: `config` and `code`, written when the first variant starts
-        training and on a resume across a code change."""
+        """`config.json`: `config` and `code` (written as training starts)."""
         path = self.path / "config.json"
         saved = read_json(path) if path.exists() else dataclasses.asdict(config)
         if saved.get(CODE) != list(self.code):
@@ -204,8 +201,7 @@ class SeedsDirectory:
         return self.path / f"seed_{seed}"
 
     def code_of_seeds(self) -> dict[int, list[dict]] | None:
-        """`{seed: the code that trained it}` when codes differ (`--allow-code-change`),
-        None when one code trained every seed.
+        """`{seed: the code that trained it}` when codes differ, None otherwise.
 
         Raises:
             ValueError: when they differ without `--allow-code-change`, naming each.
@@ -312,8 +308,7 @@ def load_config(run_dir: Path, config_type: type[RunConfig]) -> RunConfig:
 
 
 def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
-    """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor left
-    by a run before its config.json (the lock, temporaries, the other workers')."""
+    """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor a run's."""
     others = sorted(
         path.name
         for path in (run_dir.iterdir() if run_dir.exists() else ())
