@@ -35,8 +35,8 @@ def color_jitter(
     order: tf.Tensor | None = None,
     jit_compile: bool = False,
 ) -> tf.Tensor:
-    """Per-image brightness, contrast, saturation and hue shift (torchvision's formulas),
-    clipped to [0, 1] after each. Details: docs/api.md#simclraugments-views
+    """Per-image brightness `x * b`, contrast `(x - mean luma) * c + mean luma`,
+    saturation `luma + s * (x - luma)` and hue shift (mod 1), clipped to [0, 1] after each.
 
     Args:
         images: `[B, H, W, 3]` floats in [0, 1].
