@@ -1,5 +1,4 @@
-"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: runs one of
-the package's recipes (`aninfonce_tf.recipes`) without a clone of the repository.
+"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: one recipe's run.
 
 Example:
 

@@ -31,8 +31,7 @@ def free_bytes(path: str | Path) -> int:
 
 
 def is_out_of_space(error: BaseException) -> bool:
-    """Whether `error` is a disk (or quota) being full: an `OSError` with `ENOSPC` or
-    `EDQUOT`, or an h5py or TensorFlow error that says so."""
+    """Whether `error` says a disk (or quota) is full (`ENOSPC`, `EDQUOT`, h5py, TensorFlow)."""
     if isinstance(error, OutOfSpace):
         return True
     return getattr(error, "errno", None) in _NO_SPACE or "No space left on device" in str(error)

@@ -127,8 +127,7 @@ def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:
 
 
 def _observations_function(function, spec: tf.TensorSpec, specs, top: float) -> tf.function:
-    """`function` traced for each of `specs`: uint8 images to [0, 1], float images over
-    `top` and checked, other dtypes cast to `spec`'s."""
+    """`function` traced for each of `specs` (docs/api.md#exported-encoders)."""
     images = spec.dtype.is_floating and spec.shape.rank == 4
 
     def call(x):

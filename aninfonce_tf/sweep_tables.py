@@ -309,8 +309,7 @@ DOSE_PAIRS = ("aninfonce - aninfonce_isotropic", "aninfonce - infonce")
 
 
 def cell_summaries(cells: Sequence[Mapping], scores: Sequence[str]) -> list[tuple[float, dict]]:
-    """`(r, statistics.summarize of the cell's seeds)` per cell in the order of r, Holm
-    over each cell's family of `scores` and pairs."""
+    """`(r, statistics.summarize of the cell's seeds)` per cell, in the order of r."""
     summaries = [
         (float(cell["values"][DOSE_SPREAD]), summarize(seed_scores(cell), family=scores))
         for cell in cells

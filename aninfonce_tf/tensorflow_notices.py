@@ -98,8 +98,7 @@ def light_command(argv: list[str]) -> bool:
 
 @contextlib.contextmanager
 def notices_held_back() -> Iterator[None]:
-    """Inside the block, descriptor 2 writes to a pipe whose reader process passes on
-    every line but the start-up notices (or, without a reader, stderr as it is)."""
+    """Inside the block, a reader process passes on every line of stderr but the notices."""
     reader = _start_reader()
     saved = None
     if reader is not None:

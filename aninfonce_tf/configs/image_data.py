@@ -101,8 +101,7 @@ def training_source(config: ImageSource) -> Mapping[str, np.ndarray] | FilePiece
 def worker_shard(
     config: ImageSource, source: Mapping[str, np.ndarray] | FilePieces, index: int, count: int
 ) -> Mapping[str, np.ndarray] | FilePieces:
-    """The `index`-th of `count` disjoint parts of `training_source(config)`: every
-    `count`-th example held in memory, or an even part of the split's files."""
+    """The `index`-th of `count` disjoint parts of `training_source(config)`."""
     if isinstance(source, FilePieces):
         return tfds_file_pieces(config.dataset, "train", config.data_dir or None, (index, count))
     return {key: values[index::count] for key, values in source.items()}

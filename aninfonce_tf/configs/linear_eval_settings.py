@@ -111,8 +111,7 @@ class LinearEvaluationConfig(RunConfig):
 
 
 def crop_proportion(image_size: int) -> float:
-    """SimCLR's test crop of images of side `image_size`: `CROP_PROPORTION` above 32
-    pixels, the whole image at 32 and below."""
+    """SimCLR's test crop at `image_size`: `CROP_PROPORTION` above 32 pixels, else 1."""
     return CROP_PROPORTION if image_size > 32 else 1.0
 
 

@@ -251,8 +251,7 @@ def quantized(views: tf.Tensor) -> tf.Tensor:
 
 
 def check_first_batch(dataset: tf.data.Dataset, augment: SimCLRAugment) -> None:
-    """Raises ValueError before training when a float dataset's first batch lies outside
-    `augment.value_range` (e.g. [0, 255] read as [0, 1]); eagerly only, uint8 not read."""
+    """Raises ValueError when a float dataset's first batch lies outside `augment.value_range`."""
     spec = dataset.element_spec
     image_spec = (
         spec.get("image")

@@ -61,8 +61,7 @@ MAX_PROPOSALS_PER_ROW = 400
 
 
 def _rejection_sample(propose, accept, z, seed, sample_shape, proposals: int):
-    """Vectorised rejection sampling: the first accepted proposal of each row, redrawing
-    only rows without one; fails after `MAX_PROPOSALS_PER_ROW` proposals for a row."""
+    """Vectorised rejection sampling: each row's first accepted proposal, or a failure."""
     max_rounds = math.ceil(MAX_PROPOSALS_PER_ROW / proposals)
     rows = tf.shape(z)[0]
 

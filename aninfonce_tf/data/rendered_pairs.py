@@ -46,8 +46,7 @@ DEFAULT_CONCENTRATION = {
 
 
 def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
-    """`[len(CONTINUOUS)]` float64 from a number, a sequence or a `{latent: value}`
-    mapping (missing latents take `default`)."""
+    """`[len(CONTINUOUS)]` float64 from a number, a sequence or a `{latent: value}` mapping."""
     if isinstance(values, Mapping):
         unknown = sorted(set(values) - set(CONTINUOUS))
         if unknown:
@@ -169,8 +168,7 @@ class RenderedPairs:
         return positive
 
     def sample_pairs(self, batch_size: int, seed) -> dict[str, tf.Tensor]:
-        """One batch `{view1, view2, z1, z2}` (`"augment"`: both z's the same, and the views'
-        `params1`, `params2`)."""
+        """One batch `{view1, view2, z1, z2}` (`"augment"`: with `params1`, `params2`)."""
         latent_seed, pair_seed = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), 2))
         latents = sample_latents(batch_size, latent_seed, self.latents)
         if self.mode == "augment":

@@ -271,8 +271,7 @@ def _colours(hue, saturation_value):
 
 
 def _signed_distance(u, v, vertices):
-    """Exact signed distance from points `(u, v)` `[N, S, S, 1]` to each image's polygon
-    `[N, 1, 1, V, 2]`: negative inside (the parity of edge crossings of a ray)."""
+    """Exact signed distance from points `(u, v)` to each image's polygon, negative inside."""
     start = vertices
     end = tf.roll(vertices, 1, axis=-2)
     ex, ey = end[..., 0] - start[..., 0], end[..., 1] - start[..., 1]

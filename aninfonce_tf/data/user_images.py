@@ -44,8 +44,7 @@ def source_kind(data: str) -> str:
 
 
 def image_files(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
-    """The image files below `folder` (sorted), their labels and the class names (none
-    unless every image lies in one of two or more subfolders)."""
+    """The image files below `folder` (sorted), their labels and the class names."""
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
     parts = [p.relative_to(folder).parts for p in files]
     classes = sorted({part[0] for part in parts if len(part) > 1})

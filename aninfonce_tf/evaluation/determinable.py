@@ -59,8 +59,7 @@ ALL_TARGETS = "augmentation_readout_all_targets"
 
 
 def masked_binary_crossentropy(labels, logits):
-    """The sum over targets (columns) of the mean binary cross-entropy over the views
-    (rows) where each is defined (NaN labels add nothing)."""
+    """The sum over targets of the mean binary cross-entropy where each is defined."""
     defined = keras.ops.logical_not(keras.ops.isnan(labels))
     weights = keras.ops.cast(defined, logits.dtype)
     safe = keras.ops.where(defined, labels, keras.ops.zeros_like(labels))
@@ -70,8 +69,7 @@ def masked_binary_crossentropy(labels, logits):
 
 
 def label_thresholds(params: Mapping, channels: int = 3) -> tuple[dict, dict[str, str]]:
-    """The learnable targets' thresholds (None for a flag, else the median) and the
-    reason each other target is not learned."""
+    """The learnable targets' thresholds (None for a flag) and why each other is not learned."""
     thresholds, dropped = {}, {}
     for name, target in readout_targets(params).items():
         values = target[~np.isnan(target)]

@@ -80,8 +80,7 @@ def kernel_ridge_r2(
     alphas: Sequence[float] = KERNEL_ALPHAS,
     gammas: Sequence[float] = KERNEL_GAMMAS,
 ) -> np.ndarray:
-    """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, `alphas` and `gammas`
-    chosen per column by validation R^2."""
+    """Per-column test R^2 of RBF kernel ridge, `alphas` and `gammas` chosen by validation."""
     features = np.asarray(features, "float64")
     features = StandardScaler().fit(features[fit_rows]).transform(features)
     best = np.full(targets.shape[1], -np.inf)

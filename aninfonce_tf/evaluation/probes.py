@@ -98,8 +98,7 @@ def knn_accuracy(
     k: int = 200,
     temperature: float = KNN_TEMPERATURE,
 ) -> float:
-    """Test accuracy of InstDisc's weighted kNN vote: the `k` most cosine-similar train
-    features vote with weights exp(s / `temperature`)."""
+    """Test accuracy of InstDisc's weighted kNN vote (docs/method.md#image-probes)."""
     vote = KNeighborsClassifier(
         n_neighbors=min(k, len(train_labels)),
         metric="cosine",

@@ -14,8 +14,7 @@ from aninfonce_tf.plots.style import LEARNED, score_label, variant_label
 
 
 def plot_concentration(learned, true, path: str | Path, title: str = "") -> Path:
-    """Learned Lambda_hat (matched to latents) against the true Lambda on log axes, with
-    y = x; non-finite or non-positive values left out."""
+    """Learned Lambda_hat (matched to latents) against the true Lambda on log axes."""
     learned, true = np.asarray(learned, "float64"), np.asarray(true, "float64")
     kept = np.isfinite(learned) & (learned > 0)
     figure, axis = plt.subplots(figsize=(4.8, 4.4), layout="constrained")
@@ -240,8 +239,7 @@ def plot_lambda_hat_dimensions(
     true_concentration=None,
     title: str = "",
 ) -> Path:
-    """Each variant's Lambda_hat per dimension, sorted, on a log axis, with the true
-    Lambda as dashed lines; non-finite or non-positive values left out."""
+    """Each variant's Lambda_hat per dimension, sorted, on a log axis, with the true Lambda."""
     figure, axis = plt.subplots(figsize=(5.6, 3.9), layout="constrained")
     for name, values in lambda_hats.items():
         values = np.sort(np.asarray(values, "float64"))[::-1]

@@ -193,8 +193,7 @@ def plot_tradeoff(
 
 
 def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> bool:
-    """One axis's panel: each moved part's R^2 against its Lambda_eff per loss, on the
-    `concentration_axis` `scale`; whether it drew a part no pair changes."""
+    """One axis's panel of moved parts; whether it drew a part no pair changes."""
     low, high, slot = scale
     values = {part: np.array([_concentration(cell)[part] for cell in members]) for part in parts}
     changed = {part: values[part] < MAX_EFFECTIVE_CONCENTRATION for part in parts}

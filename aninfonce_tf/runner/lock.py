@@ -73,8 +73,7 @@ def lock_run_directory(run_dir: Path) -> Iterator[None]:
 
 
 def _write_holder(path: Path) -> None:
-    """Writes this process's details into the holder file `path`, saying whose they
-    replace: a holder that ended without releasing the lock (killed)."""
+    """Writes this process's details into the holder file `path`, saying whose they replace."""
     previous = _read(path)
     if previous:
         print(

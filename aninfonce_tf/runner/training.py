@@ -35,8 +35,7 @@ from aninfonce_tf.runner.run_directory import RunDirectory, points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
-    """The encoder, projector, optional Lambda_hat and alignment, and compiled loss of
-    one variant, under `config`'s precision (call it inside the strategy's scope)."""
+    """One variant's compiled model (call it inside the strategy's scope)."""
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")
