@@ -1,5 +1,4 @@
-"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: runs one of
-the package's recipes (`aninfonce_tf.recipes`) without a clone of the repository.
+"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: one recipe's run.
 
 Example:
 
@@ -36,14 +35,12 @@ def usage(prog: str) -> str:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
-    """Runs the recipe named by the first argument with the remaining ones as its flags;
-    prints `usage` for none, `-h` or `--help`, the version for `--version`, and exits
-    with status 2 for an unknown recipe.
+    """Runs the recipe named by the first argument with the rest as its flags (`usage`
+    for none or `--help`, the version for `--version`, status 2 for an unknown recipe).
 
     Args:
         argv: arguments (default `sys.argv[1:]`).
-        prog: the command's name (default: `python -m aninfonce_tf`, or the name of
-            the script that runs it).
+        prog: the command's name (default: `python -m aninfonce_tf`, or the script's).
     """
     argv = sys.argv[1:] if argv is None else argv
     if prog is None:

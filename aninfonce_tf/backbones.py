@@ -73,8 +73,7 @@ def for_unit_images(encoder: keras.Model, name: str | None = None) -> keras.Mode
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ApplicationPreprocessing(keras.layers.Layer):
-    """`keras.applications.<module>.preprocess_input` of `255 x`: [0, 1] images as that
-    module's models expect them.
+    """`keras.applications.<module>.preprocess_input` of `255 x` (for [0, 1] images).
 
     Args:
         module: a module of `keras.applications` with `preprocess_input`.
@@ -123,8 +122,7 @@ def _application_module(constructor) -> str | None:
 
 
 def check_backbone(name: str, weights: str | None = None) -> None:
-    """Raises ValueError, naming `--backbone` or `weights`, for a backbone `backbone`
-    cannot build, without building it.
+    """Raises ValueError, naming `--backbone` or `weights`, for a backbone that cannot build.
 
     Example:
 
@@ -176,19 +174,14 @@ def backbone(
     """A backbone for `[B, *input_shape]` images in [0, 1] that returns `[B, d]` features.
 
     Args:
-        name: `small_cnn`, `resnet18_cifar`, `resnet50` (this package's); a
-            `keras.applications` constructor (`include_top=False`, average pooling);
-            `hub:DIR`, a KerasHub backbone preset on disk (needs `keras_hub`; not
-            tested here); or `FILE.py:FUNCTION`, a function of yours called with
-            `input_shape` that returns a Keras model.
+        name: this package's encoder, a `keras.applications` constructor, `hub:DIR` or
+            `FILE.py:FUNCTION` (docs/backbones.md#backbones---backbone).
         input_shape: `(height, width, channels)`.
-        weights: a `keras.applications` model's weights: None (random) or a local
-            file (nothing is downloaded).
+        weights: a `keras.applications` model's weights: None (random) or a local file.
         features: `small_cnn`'s feature width.
 
     Raises:
-        ValueError: naming `name` or `weights` for an unknown backbone, a file or
-            function that is not there, or weights that are not a local file.
+        ValueError: naming `name` or `weights` for a backbone or weights not there.
 
     Example:
 

@@ -1,6 +1,6 @@
-"""Run files that survive a kill at any instant: files replaced atomically, JSON with
-NaN and infinities written as null (and said so), and the backup checkpoints that a
-resumed `fit` starts from.
+"""Run files that survive a kill at any instant: atomic writes, JSON with NaN written
+as null, and the backup checkpoints a resumed `fit` starts from.
+Details: docs/runner.md#how-the-files-are-written
 
 Example:
 
@@ -47,35 +47,24 @@ _NULL_NOTE = (
     "loss or a score that could not be computed, and are written as null"
 )
 _CHECKPOINT = re.compile(r"step-(\d+)\.weights\.h5")
-# Seconds after which a shared write's temporary that nothing has written to is a
-# killed writer's (a live write touches its file far more often).
+# Seconds after which an untouched temporary of a shared write is a killed writer's.
 STALE_TEMPORARY_SECONDS = 3600.0
 
 
 def replace_atomically(
     path: str | Path, write: Callable[[Path], object], needed: int = 0, shared: bool = False
 ) -> Path:
-    """Calls `write(temporary)` on a file beside `path`, then renames it to `path`.
-
-    A reader, or a run resumed after a kill at any instant, finds the old file or
-    the new one, never part of one; on POSIX the new file and then its directory are
-    flushed to disk (`fsync`), so that a power loss after the call keeps the new one.
-    The temporary name keeps `path`'s suffixes (`.keras`, `.weights.h5`), which
-    Keras' writers check. With `shared` (a file that several processes may write at
-    once, such as a cache that runs share) each write has a temporary of its own,
-    deleted when the write fails: each rename puts a whole file in place; the
-    temporaries of `path` left by writers killed before they could delete theirs
-    (untouched for `STALE_TEMPORARY_SECONDS`) are deleted first.
+    """Calls `write(temporary)` on a file beside `path`, flushes it, then renames it
+    to `path`: readers find the old file or the new one, never part of one.
+    `shared`: several processes may write `path` at once.
+    Details: docs/runner.md#how-the-files-are-written
 
     Raises:
-        OutOfSpace: when fewer than `needed` bytes (an estimate of the file's size;
-            0: no check) are free before the write, or the disk fills up during it;
-            the old file is kept and the temporary deleted.
+        OutOfSpace: when fewer than `needed` bytes (0: no check) are free, or the disk
+            fills up during the write; the old file is kept.
     """
     path = Path(path)
-    # One name per file but for `shared` ones: a write cut short leaves one temporary,
-    # which the next write replaces. A random name (not `mkstemp`'s, which makes the
-    # file private to its user) for a file others may read.
+    # One temporary per file, but one per write of a `shared` file (a random name others can read).
     own = f"{uuid.uuid4().hex}-" if shared else ""
     temporary = path.with_name(f".partial-{own}{path.name}")
     if shared:
@@ -100,8 +89,7 @@ def replace_atomically(
 
 
 def _remove_stale_temporaries(path: Path) -> None:
-    """Deletes the temporaries of shared writes of `path` (`.partial-<uuid>-<name>`)
-    that nothing has written to for `STALE_TEMPORARY_SECONDS`."""
+    """Deletes the shared writes' temporaries of `path` untouched for `STALE_TEMPORARY_SECONDS`."""
     if not path.parent.is_dir():
         return
     shared = re.compile(rf"\.partial-[0-9a-f]{{32}}-{re.escape(path.name)}")
@@ -116,10 +104,8 @@ def _remove_stale_temporaries(path: Path) -> None:
 def replace_directory_atomically(
     path: str | Path, write: Callable[[Path], object], needed: int = 0
 ) -> Path:
-    """`replace_atomically` for a directory (a SavedModel): written beside `path`,
-    then renamed to it; a kill leaves the old directory, the new one, or neither
-    (nothing is flushed to disk: a power loss may leave less). `OutOfSpace` as for
-    `replace_atomically`."""
+    """`replace_atomically` for a directory (a SavedModel), not flushed to disk; a kill
+    leaves the old directory, the new one, or neither."""
     path = Path(path)
     temporary, old = path.with_name(f".partial-{path.name}"), path.with_name(f".old-{path.name}")
     for stale in (temporary, old):
@@ -134,9 +120,8 @@ def replace_directory_atomically(
 
 
 def write_json(path: str | Path, data, shared: bool = False) -> Path:
-    """Writes `data` to `path` as JSON, atomically (`replace_atomically`, with
-    `shared`). NaN and infinities become null; a dict then gets a `null_values` entry
-    that says so and lists them (`read_json` restores them)."""
+    """Writes `data` to `path` as JSON, atomically; NaN and infinities become null,
+    listed under `null_values` (`read_json` restores them)."""
     values = {}
     data = _finite_or_null(data, "", values)
     if values and isinstance(data, dict):
@@ -201,33 +186,15 @@ def _pointer_key(part: str) -> str:
 
 
 class Backup(keras.callbacks.Callback):
-    """Saves the model's weights and optimizer state at the end of every epoch with
-    a finite loss and restores the newest readable one at the start of `fit`.
-
-    Each checkpoint is one file, `step-<step>.weights.h5`, replaced atomically and
-    holding its epoch's logs; the last `keep` are kept. Unlike
-    `keras.callbacks.BackupAndRestore` (Keras 3.15: weights and the epoch in two
-    files written in place, so that a kill between them pairs new weights with the
-    old epoch, and a torn `training_metadata.json` stops the resume), a checkpoint
-    that does not read (a torn file) is skipped for the one before, saying so.
-
-    Call `restore()` before `fit` for the step to resume at (the data must start
-    there; on a cluster `restore_on_every_worker`), then pass
-    `initial_epoch=step // steps_per_epoch` to `fit`. A checkpoint whose weights do
-    not fit the model (its layers' shapes changed since) stops `fit` with a
-    `UsageError` (`aninfonce_tf.configs.base`) naming it and the fix.
-
-    Each checkpoint records its step and `identity`, what the run that wrote it is;
-    `restore` refuses one whose recorded step is not the one its name gives (a renamed
-    file) and gives back its identity in `restored_identity` (None: written without
-    one), for the caller to compare with its own.
+    """Saves weights and optimizer state at the end of every epoch with a finite loss,
+    and restores the newest readable checkpoint at the start of `fit` (call `restore()`
+    first). Details: docs/runner.md#how-the-files-are-written
 
     Args:
         directory: where the checkpoints go (one per run of `fit`).
         steps_per_epoch: training steps per epoch of `fit`.
         keep: checkpoints kept (at least 2, so that one survives a torn write).
-        identity: JSON values naming the run (its config, its code), written into
-            each checkpoint.
+        identity: JSON values naming the run, written into each checkpoint.
 
     Example:
 
@@ -272,9 +239,8 @@ class Backup(keras.callbacks.Callback):
         return sorted(found, reverse=True)
 
     def restore(self, at_most: int | None = None) -> int:
-        """The step of the newest readable checkpoint (at or below `at_most`, if
-        given; 0: none), which `fit` will load; its epoch's logs go to
-        `restored_logs`, the identity it records to `restored_identity`.
+        """The step of the newest readable checkpoint (at most `at_most`; 0: none), which
+        `fit` will load (also `restored_logs`, `restored_identity`).
 
         Raises:
             UsageError: for a checkpoint that records another step than its name's.
@@ -300,18 +266,13 @@ class Backup(keras.callbacks.Callback):
         return 0
 
     def restore_on_every_worker(self, gather: Callable[[int], Sequence[int]]) -> int:
-        """`restore()` at one step on every worker of a cluster, each from its own
-        backup: the newest step that every worker's backup holds. Workers resuming
-        at different steps would run different numbers of steps, and hang in the
-        collective ops or mix steps.
-
-        Every worker calls it at once; `gather(step)` returns every worker's `step`
+        """`restore()` on every worker of a cluster at once, at the newest step every
+        worker's backup holds; `gather(step)` returns every worker's `step`
         (`functools.partial(distribute.gather_from_workers, strategy)`).
 
         Raises:
-            RuntimeError: on every worker, when one of them has no readable
-                checkpoint at that step (torn on disk): there is no step to resume
-                every worker at but the start, which deleting the backups gives.
+            RuntimeError: on every worker, when one has no readable checkpoint at
+                that step.
         """
         steps = gather(self.restore())
         agreed = min(steps)
@@ -363,8 +324,7 @@ class Backup(keras.callbacks.Callback):
                 if self.identity is not None:
                     file.attrs["identity"] = json.dumps(self.identity)
 
-        # Room for twice the variables, or for the last checkpoint: h5py may crash on a
-        # full disk rather than raise.
+        # Room for twice the variables, or for the last checkpoint (h5py may crash on a full disk).
         newest = self.checkpoints()[:1]
         needed = max([2 * state_bytes(self.model), *(path.stat().st_size for _, path in newest)])
         replace_atomically(self.directory / f"step-{step:06d}.weights.h5", write, needed)
@@ -373,8 +333,7 @@ class Backup(keras.callbacks.Callback):
 
 
 def remove_backup(backups: str | Path, name: str) -> None:
-    """Deletes the backup `backups/name` (a `Backup`'s directory), and `backups` too once
-    it holds no other, so that a finished run leaves no empty directory.
+    """Deletes the backup `backups/name`, and `backups` too once it holds no other.
 
     Example:
 
@@ -396,8 +355,7 @@ def remove_backup(backups: str | Path, name: str) -> None:
 
 
 def _read_checkpoint(path: Path) -> tuple[dict, int | None, dict | None]:
-    """The logs, step and identity stored in a checkpoint (None where it records none),
-    after reading every array in it."""
+    """The logs, step and identity (or None) of a checkpoint, after reading every array."""
     with h5py.File(path, "r") as file:
         file.visititems(lambda _, item: item[()] if isinstance(item, h5py.Dataset) else None)
         step = int(file.attrs["step"]) if "step" in file.attrs else None

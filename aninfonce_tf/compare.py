@@ -1,8 +1,5 @@
-"""Runs of several run directories compared, paired by seed.
-
-An *arm* is one variant of one run directory; two arms are paired over the seeds both
-finished, with paired t-tests and Holm's correction. Method:
-docs/method.md#comparing-run-directories.
+"""Variants of several run directories ("arms") compared, paired by seed.
+Method: docs/method.md#comparing-run-directories
 
 Command line (writes the summary as JSON and prints its table):
 
@@ -62,9 +59,7 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
 
 
 def read_arm(directory: Path, variant: str) -> tuple[dict[int, dict], dict[int, dict]]:
-    """`variant`'s scalar scores in every finished seed of the run directory `directory`
-    (`seed_<k>/results.json`) and, per seed, what must match for two arms to be paired
-    (steps, blocks, readout targets; with them the code and the check's accuracies).
+    """`variant`'s scalar scores in every finished seed of `directory`, and what pairing compares.
 
     Raises:
         ValueError: when no seed of `directory` has finished `variant`.
@@ -112,8 +107,8 @@ def endpoint_mismatches(
     pairs: Sequence[tuple[str, str]],
     readout: bool = True,
 ) -> list[str]:
-    """Where two paired arms' runs of one seed stopped at other steps, scored other
-    blocks or (with `readout`) averaged other readout targets, in words.
+    """Where two paired arms' runs of one seed differ in steps, blocks or (with
+    `readout`) readout targets, in words.
 
     Example:
 
@@ -140,13 +135,13 @@ def common_readout(
     endpoints: Mapping[str, Mapping[int, dict]],
     check_seed: int | None = None,
 ) -> list[str]:
-    """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
-    over the targets the readout check kept in every seed of every arm, or with
-    `check_seed` in that seed (docs/method.md#comparing-run-directories). Returns them.
+    """Adds `<level>/augmentation_readout_common` to every arm's scores, over the
+    targets every check kept (or `check_seed`'s), and returns those targets.
+    Method: docs/method.md#comparing-run-directories
 
     Raises:
         ValueError: when a run has no readout check, no target is kept in all, or the
-            arms' runs of `check_seed` are missing or kept other targets.
+            runs of `check_seed` are missing or kept other targets.
     """
     if check_seed is None:
         kept_sets = [entry["readout_kept"] for e in endpoints.values() for entry in e.values()]
@@ -192,9 +187,8 @@ def common_readout(
 def listed_readout(
     arms: Mapping[str, dict[int, dict[str, float]]], targets: Sequence[str]
 ) -> list[str]:
-    """Adds to every arm's scores `<level>/augmentation_readout_common`: the readout
-    over `targets`, a list fixed before the runs (a plan's), whatever the runs' readout
-    checks kept. Returns the targets, each once, in their order.
+    """Adds `<level>/augmentation_readout_common` to every arm's scores, over the fixed
+    list `targets`; returns the targets, each once, in their order.
 
     Example:
 
@@ -205,8 +199,8 @@ def listed_readout(
     0.6
 
     Raises:
-        ValueError: for no target, or a target some run of some arm did not score at
-            a level where it scored readout targets (the mean would average fewer).
+        ValueError: for no target, or a target some run did not score at a level
+            where it scored readout targets.
     """
     targets = list(dict.fromkeys(targets))
     if not targets:
@@ -255,10 +249,8 @@ def compare(
     pairs: Sequence[tuple[str, str]],
     scores: Sequence[str] = (),
 ) -> dict:
-    """Per arm and score the `describe` of its values over its seeds; per pair
-    `(first, second)` and score (those in `scores`, default every score both have) the
-    `describe` of the per-seed difference first - second over their shared seeds, with
-    `by_seed`, `first_mean`, `second_mean`, `p` and `p_holm`.
+    """Per arm and score the `describe` over its seeds; per pair and score (default:
+    every score both have) that of the per-seed difference, with `p` and `p_holm`.
 
     Returns:
         `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":

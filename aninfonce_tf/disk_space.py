@@ -1,7 +1,5 @@
-"""A full disk, found before a large write or by the write itself, as one error
-(`OutOfSpace`) that names the directory, the bytes needed and free, and the fix; the
-crash-safe writers (`aninfonce_tf.checkpoints`) raise it and keep every file written
-before.
+"""A full disk, found before a large write or by the write itself, as one `OutOfSpace`.
+Details: docs/runner.md#a-full-disk
 
 Example:
 
@@ -33,8 +31,7 @@ def free_bytes(path: str | Path) -> int:
 
 
 def is_out_of_space(error: BaseException) -> bool:
-    """Whether `error` is a disk (or quota) being full: an `OSError` with `ENOSPC` or
-    `EDQUOT`, or an h5py or TensorFlow error that says so."""
+    """Whether `error` says a disk (or quota) is full (`ENOSPC`, `EDQUOT`, h5py, TensorFlow)."""
     if isinstance(error, OutOfSpace):
         return True
     return getattr(error, "errno", None) in _NO_SPACE or "No space left on device" in str(error)
@@ -42,10 +39,8 @@ def is_out_of_space(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def room_for(path: Path, temporary: Path, needed: int):
-    """Refuses a write of about `needed` bytes to `path` that the disk has no room for
-    (`OutOfSpace`), and turns the disk filling up during it into `OutOfSpace` too,
-    deleting the `temporary` it leaves (the size of the file it replaces is then the
-    estimate, when `needed` is 0)."""
+    """Raises `OutOfSpace` before a write of about `needed` bytes (0: the replaced file's
+    size) that the disk has no room for, or when it fills up during it (deleting `temporary`)."""
     free = free_bytes(path.parent)
     if needed > free:
         raise OutOfSpace(path, needed, free)
@@ -63,8 +58,7 @@ def room_for(path: Path, temporary: Path, needed: int):
 
 
 def state_bytes(model: keras.Model) -> int:
-    """The bytes of `model`'s variables and its optimizer's, as float32: about the size
-    of its checkpoint (`Backup`) or `model.keras` before their files' overhead."""
+    """The bytes of `model`'s and its optimizer's variables as float32 (about a checkpoint's)."""
     optimizer = getattr(model, "optimizer", None)
     variables = [*model.variables, *(optimizer.variables if optimizer is not None else [])]
     return 4 * sum(math.prod(variable.shape) for variable in variables)

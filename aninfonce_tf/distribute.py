@@ -23,16 +23,14 @@ _TF_CONFIG_FIX = (
 
 def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distribute.Strategy:
     """A `tf.distribute.Strategy` by name, created once per process (but "default").
+    Details: docs/runner.md#several-devices-and-machines
 
     Args:
-        name: one of `STRATEGIES`: `"default"` (no-op), `"mirrored"` (every local GPU,
-            or the CPU), `"multiworker"` (reads `TF_CONFIG`), `"tpu"`.
-        tpu_address: `"tpu"`'s TPU: `"local"` (a TPU VM's own), a Cloud TPU name, or
-            `grpc://ADDRESS` of a TPU Node.
+        name: one of `STRATEGIES`.
+        tpu_address: `"tpu"`'s TPU: `"local"`, a Cloud TPU name, or `grpc://ADDRESS`.
 
     Raises:
-        ValueError: for an unknown `name`, a `TF_CONFIG` `check_tf_config` refuses, or a
-            TPU that cannot be reached or started, saying what to change.
+        ValueError: for an unknown `name`, a bad `TF_CONFIG`, or an unreachable TPU.
 
     Example:
 
@@ -46,9 +44,7 @@ def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distri
 
 @functools.cache
 def _create_strategy(name: str, tpu_address: str) -> tf.distribute.Strategy:
-    # One strategy of each kind per process: collective ops of two MirroredStrategy
-    # objects share instance keys and abort on each other's shapes, and a
-    # multi-worker or TPU strategy can only be set up once.
+    # One strategy of each kind per process (docs/runner.md#several-devices-and-machines).
     if name == "one_device":
         device = "/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device)
@@ -74,8 +70,7 @@ def _create_strategy(name: str, tpu_address: str) -> tf.distribute.Strategy:
 
 
 def check_tf_config(text: str | None = None) -> None:
-    """Raises `ValueError` naming TF_CONFIG and the fix unless it is unset or names a
-    cluster of `WORKER_TASKS` and a task of it.
+    """Raises `ValueError` naming TF_CONFIG and the fix unless it is unset or valid.
 
     Args:
         text: the TF_CONFIG to check (default: the environment's).
@@ -133,8 +128,7 @@ def check_tf_config(text: str | None = None) -> None:
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """True on the worker that writes results: a single host, a cluster's `chief`, or
-    worker 0 of a cluster without one.
+    """True on the worker that writes results (a single host, `chief`, or worker 0).
 
     Example:
 
@@ -155,9 +149,8 @@ def distribute_global_batches(
     make_dataset: Callable[[], tf.data.Dataset],
     global_batch_size: int,
 ):
-    """Splits every global batch of `make_dataset()` among all replicas of all workers:
-    each worker builds the same global batches and keeps its replicas' rows, so together
-    they see each batch once. Details: docs/runner.md#several-devices-and-machines
+    """Splits every global batch of `make_dataset()` among all replicas of all workers.
+    Details: docs/runner.md#several-devices-and-machines
 
     Args:
         strategy: a strategy with one or more replicas.
@@ -214,9 +207,8 @@ def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[in
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:
-    """False for several replicas (one XLA cluster cannot reach the other replicas'
-    variables, keras-team/keras#18627) and for any TPUStrategy (it compiles each
-    replica's step itself); True otherwise.
+    """False for several replicas and for any TPUStrategy; True otherwise.
+    Why: docs/runner.md#several-devices-and-machines
 
     Example:
 
@@ -235,14 +227,12 @@ def jit_off_reason(strategy: tf.distribute.Strategy) -> str:
 
 
 def supports_multi_step(strategy: tf.distribute.Strategy) -> bool:
-    """False for `MultiWorkerMirroredStrategy`, where `steps_per_execution > 1` fails
-    (keras-team/keras#19246); True elsewhere."""
+    """False for `MultiWorkerMirroredStrategy` (keras-team/keras#19246), else True."""
     return not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
 def supported_execution(strategy, jit_compile, steps_per_execution: int) -> tuple:
-    """`(jit_compile, steps_per_execution)` as `strategy` can run them, with a warning
-    for each dropped."""
+    """`(jit_compile, steps_per_execution)` as `strategy` can run them (a warning if dropped)."""
     if jit_compile and not supports_jit(strategy):
         warnings.warn(
             f"jit_compile=True is not used: {jit_off_reason(strategy)}; the step runs "
@@ -268,9 +258,7 @@ def num_replicas() -> int:
 def apply_unless_overflow(
     loss_scale_optimizer, optimizer, main_gradients, gradients, variables
 ) -> None:
-    """Applies `optimizer` to `variables` unless the loss scale overflowed
-    `main_gradients`, so Lambda_hat skips the steps the encoder's `LossScaleOptimizer`
-    skips."""
+    """Applies `optimizer` to `variables` unless the loss scale overflowed `main_gradients`."""
 
     def update(gradients):
         optimizer.apply(gradients, variables)
@@ -293,8 +281,7 @@ def apply_unless_overflow(
 
 
 def gather_across_replicas(z1, z2):
-    """Gathers both views from every replica, differentiably (each replica gets its
-    slice's gradient summed over replicas).
+    """Gathers both views from every replica, differentiably.
 
     Returns:
         `(z1_all, z2_all, row_offset)`: the global batches and the index of this

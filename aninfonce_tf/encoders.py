@@ -1,5 +1,4 @@
-"""Encoders: the paper's MLP for the synthetic experiment, a small CNN for images on a
-CPU, ResNet-18 with the CIFAR stem and ResNet-50 for the image recipes."""
+"""The recipes' encoders. Details: docs/backbones.md#the-packages-encoders"""
 
 from __future__ import annotations
 
@@ -21,12 +20,8 @@ def mlp_encoder(
     name: str = "mlp_encoder",
     rotation_gain: float = 0.0,
 ) -> keras.Model:
-    """The authors' synthetic encoder: Dense + LeakyReLU blocks and a linear output.
-
-    The default widths give their 10-100-500-500-500-500-100-10 network. The hidden
-    layers are named `hidden_1`, `hidden_2`, ... and the output layer `features`. A
-    positive `rotation_gain` follows it with a `LearnedRotation` of that gain, named
-    `rotation`.
+    """The authors' synthetic encoder: Dense + LeakyReLU blocks and a linear output
+    `features`. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -52,8 +47,7 @@ def small_cnn(
     dense_units: int = 256,
     name: str = "small_cnn",
 ) -> keras.Model:
-    """A CNN sized for a CPU: stride-2 3x3 convolutions with ReLU, a dense layer and
-    a linear output.
+    """A CNN sized for a CPU: stride-2 3x3 convolutions, a dense layer, a linear output.
 
     Example:
 
@@ -78,12 +72,8 @@ def pooled_cnn(
     dense_units: int = 256,
     name: str = "pooled_cnn",
 ) -> keras.Model:
-    """A CNN that reads what an object is wherever it lies, and where it lies: 3x3
-    convolutions with batch norm and ReLU (the first two of stride 2, the rest of
-    stride 1), then global max and mean pooling (what, whatever the position) beside
-    a flattened 1x1 convolution of `where_channels` (where), a dense layer and a
-    linear output. The rendered presets' encoder: trained supervised, it reads every
-    rendered latent, shape included (tests/data/test_rendered.py).
+    """The rendered presets' CNN: global pooling reads what an object is, a 1x1
+    convolution of `where_channels` where it lies. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -109,8 +99,7 @@ def pooled_cnn(
 
 
 def _conv(x, filters: int, kernel_size: int, stride: int = 1, initializer="glorot_uniform"):
-    """A convolution without bias; strided ones pad symmetrically first (PyTorch's
-    `padding=k // 2`, SimCLR's fixed padding) where Keras' "same" pads only the end."""
+    """A convolution without bias; strided ones pad symmetrically first, as PyTorch's."""
     if stride > 1:
         before = (kernel_size - 1) // 2
         x = keras.layers.ZeroPadding2D((before, kernel_size - 1 - before))(x)
@@ -129,12 +118,8 @@ def resnet18_cifar(
     synchronized_batch_norm: bool = False,
     name: str = "resnet18_cifar",
 ) -> keras.Model:
-    """ResNet-18 with the CIFAR stem (a 3x3 convolution, no max-pool), as SimCLR and
-    SimSiam train on CIFAR10; global-average-pooled 512 features. As torchvision's:
-    He-normal (fan-out) kernels, batch norm with momentum 0.9 and epsilon 1e-5
-    (`layers.batch_normalization`; synchronised across replicas when asked: per-replica
-    statistics over a batch holding both views of each image let the network tell
-    positives apart).
+    """ResNet-18 with the CIFAR stem, as SimCLR and SimSiam train on CIFAR10; 512
+    pooled features. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -169,13 +154,8 @@ def resnet50(
     synchronized_batch_norm: bool = False,
     name: str = "resnet50",
 ) -> keras.Model:
-    """ResNet-50 v1.5 as SimCLR trains it (and as torchvision's): each downsampling
-    bottleneck strides on its 3x3 convolution (v1, `keras.applications.ResNet50`,
-    strides on the first 1x1), convolutions have no bias and pad symmetrically,
-    batch norm has momentum 0.9 and epsilon 1e-5 (synchronised across replicas when
-    asked), kernels start from SimCLR's fan-in truncated normal and the last batch
-    norm of each block from zero (each block starts as the identity);
-    average-pooled 2048 features.
+    """ResNet-50 v1.5 as SimCLR trains it; 2048 pooled features.
+    Details: docs/backbones.md#the-packages-encoders
 
     Example:
 

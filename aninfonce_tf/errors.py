@@ -1,7 +1,5 @@
-"""The error types every tier raises: a setting that cannot run (`UsageError`), a
-full disk (`OutOfSpace`, a `UsageError`), a run whose loss turned non-finite
-(`Diverged`) and a worker of a multi-worker run that is gone (`WorkerLost`). This
-module imports nothing of the package.
+"""The error types every tier raises (`UsageError`, `OutOfSpace`, `Diverged`,
+`WorkerLost`); this module imports nothing of the package.
 
 Example:
 
@@ -16,8 +14,7 @@ from pathlib import Path
 
 
 class UsageError(ValueError):
-    """A setting that cannot run, found before training: the recipes print it as one
-    line and exit with status 2, as argparse does for a bad flag.
+    """A setting that cannot run, found before training: one line, exit status 2.
 
     Example:
 
@@ -29,9 +26,8 @@ class UsageError(ValueError):
 
 
 class OutOfSpace(UsageError):
-    """A write that the disk has no room for, refused before it starts (the free space
-    checked against an estimate) or stopped by the disk (`ENOSPC`): every file written
-    before it is kept, and the recipes print it as one line and exit with status 1.
+    """A write that the disk has no room for: one line, exit status 1, earlier files kept.
+    Details: docs/runner.md#a-full-disk
 
     Args:
         path: the file (or directory) that was to be written.
@@ -55,8 +51,7 @@ class OutOfSpace(UsageError):
 
 
 class Diverged(RuntimeError):
-    """A run that finished with a variant stopped at a non-finite loss: its results are
-    written, and the recipes print this as one line and exit with status 1.
+    """A run that finished with a variant stopped at a non-finite loss: exit status 1.
 
     Example:
 
@@ -66,9 +61,8 @@ class Diverged(RuntimeError):
 
 
 class WorkerLost(RuntimeError):
-    """A worker of a multi-worker run that stopped answering (killed, stalled or cut
-    off): the recipes print it as one line and exit with status 1; rerun every
-    worker and the run resumes from its backup.
+    """A worker of a multi-worker run that stopped answering: exit status 1; rerun every
+    worker to resume.
 
     Example:
 

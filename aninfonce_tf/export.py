@@ -1,5 +1,4 @@
-"""`export_encoder`: a trained model's encoder as a TensorFlow SavedModel that loads
-without this package, with Lambda_hat beside it."""
+"""`export_encoder`: a model's encoder as a SavedModel that loads without this package."""
 
 from __future__ import annotations
 
@@ -22,29 +21,22 @@ def export_encoder(
     input_spec: tf.TensorSpec | None = None,
     value_range: tuple[float, float] = (0.0, 1.0),
 ) -> Path:
-    """Exports a trained model as a TF SavedModel with float32 endpoints `serve`
-    (features), `embed` (the unit embedding Lambda_hat belongs to), `embed_scaled` (times
-    sqrt(Lambda_hat)) and `embed_aligned` (with an `alignment`), plus `inputs.json` and
-    `concentration.json`. Details: docs/api.md#exported-encoders
-
-    Load it with `keras.layers.TFSMLayer(directory, call_endpoint="serve")`, or keep
-    `encoder = tf.saved_model.load(directory)` and call `encoder.serve(x)`.
+    """Exports a trained model as a TF SavedModel with float32 endpoints `serve`, `embed`,
+    `embed_scaled` and `embed_aligned`, plus `inputs.json` and `concentration.json`.
+    Details: docs/api.md#exported-encoders
 
     Args:
         model: a trained `ContrastiveModel`.
         directory: the SavedModel directory to write, replaced whole.
-        input_spec: a batch of observations' spec (its batch size is left open);
-            default: the input of a functional or Sequential encoder.
-        value_range: the range of the float images the endpoints take: (0, 1) or
-            (0, 255); a batch further outside is refused, never embedded.
+        input_spec: a batch of observations' spec (default: the encoder's input).
+        value_range: the range of the float images the endpoints take: (0, 1) or (0, 255).
 
     Returns:
         `directory`.
 
     Raises:
-        ValueError: when `directory` is not empty and holds no export (no
-            `saved_model.pb`), when `input_spec` is needed and missing, or for a
-            `value_range` other than (0, 1) and (0, 255).
+        ValueError: when `directory` holds something other than an export, when
+            `input_spec` is needed and missing, or for another `value_range`.
 
     Example:
 
@@ -135,8 +127,7 @@ def _accepted_specs(spec: tf.TensorSpec) -> list[tf.TensorSpec]:
 
 
 def _observations_function(function, spec: tf.TensorSpec, specs, top: float) -> tf.function:
-    """`function` traced for each of `specs`: uint8 images to [0, 1], float images over
-    `top` and checked, other dtypes cast to `spec`'s."""
+    """`function` traced for each of `specs` (docs/api.md#exported-encoders)."""
     images = spec.dtype.is_floating and spec.shape.rank == 4
 
     def call(x):

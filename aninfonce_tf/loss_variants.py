@@ -1,5 +1,4 @@
-"""The loss variants the recipes run by name: `register_loss`, `LOSS_VARIANTS` and
-`loss_variant`, built from the run's loss flags (`LossOptions`)."""
+"""The loss variants the recipes run by name (`register_loss`, `loss_variant`)."""
 
 from __future__ import annotations
 
@@ -28,10 +27,8 @@ class LossOptions:
         normalized: embeddings lie on the unit sphere (InfoNCE cosine, else Euclidean).
         infonce_temperature: temperature of plain and hard-negative InfoNCE.
         hard_negative_beta: beta of the hard-negative variants.
-        ensemble_temperatures: temperatures of the ensemble variants (AnInfoNCE:
-            concentration multipliers, divided by their median).
-        initial_concentration: Lambda_hat's start; None: 1 / `infonce_temperature`
-            (`starting_concentration`).
+        ensemble_temperatures: temperatures of the ensemble variants.
+        initial_concentration: Lambda_hat's start; None: 1 / `infonce_temperature`.
         parametrization: Lambda_hat's parametrisation.
         seed: seed of Lambda_hat's initial noise.
         block_size: the losses' `block_size` (None: dense).
@@ -132,9 +129,8 @@ def check_loss_name(name) -> str:
 
 
 def register_loss(name: str, **options):
-    """Class decorator registering a `ContrastiveLoss` subclass as the variant `name`,
-    built by `cls.from_options(run_options, **options)` if defined; a name may be
-    registered again only with the same class and options.
+    """Class decorator registering a `ContrastiveLoss` subclass as the variant `name`.
+    Details: docs/api.md#your-own-loss
 
     Raises:
         TypeError: for a class that is not a `ContrastiveLoss`.
@@ -236,8 +232,7 @@ _BUILDERS = {AnInfoNCE: _an_info_nce_from_options, InfoNCE: _info_nce_from_optio
 def _loss_from_options(
     loss_class: type[ContrastiveLoss], options: LossOptions, **variant_options
 ) -> ContrastiveLoss:
-    """A variant's loss: the class's `from_options`, else the builder of its nearest
-    package base, else `loss_class(**variant_options)`."""
+    """A variant's loss: `from_options`, its package base's builder, or the class itself."""
     if hasattr(loss_class, "from_options"):
         return loss_class.from_options(options, **variant_options)
     for base in loss_class.__mro__:

@@ -1,6 +1,5 @@
-"""The memory a setting needs, estimated before anything is built, against the
-machine's: a size that cannot fit is refused naming the fix, before TensorFlow dies
-of it (`double free or corruption`, an int32 overflow, the kernel's OOM killer).
+"""The memory a setting needs, estimated before anything is built and refused, naming
+the fix, where it cannot fit. Details: docs/runner.md#checks-before-and-during-training
 
 Example:
 
@@ -34,9 +33,8 @@ CGROUP_MEMORY_LIMIT = "/sys/fs/cgroup/memory.max"
 
 
 def physical_memory() -> int | None:
-    """The host memory this process may use, in bytes: the machine's, or a container's
-    cgroup limit when lower (None where the OS says neither). An accelerator's own
-    memory is not counted: the check is of host memory."""
+    """The host memory this process may use, in bytes (a cgroup limit when lower; None:
+    unknown); an accelerator's own memory is not counted."""
     limits = []
     with contextlib.suppress(AttributeError, OSError, ValueError):  # not POSIX
         limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
@@ -46,16 +44,14 @@ def physical_memory() -> int | None:
 
 
 def loss_bytes(batch_size: int, block_size: int = 0) -> int:
-    """Bytes of the contrastive loss of `batch_size` pairs: its 2B rows against the 2B
-    candidates (or a block of `block_size`, when positive), `LOGIT_COPIES` times."""
+    """Bytes of the contrastive loss of `batch_size` pairs (dense, or in `block_size` blocks)."""
     rows = 2 * batch_size
     return LOGIT_COPIES * rows * min(block_size or rows, rows) * FLOAT_BYTES
 
 
 def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
     """Bytes of the layer that outputs `width`-dimensional embeddings from `inputs`
-    features (its weights, `STATE_COPIES` times) and of a batch's 2B embeddings
-    (`LOGIT_COPIES` times).
+    features, and of a batch's 2B embeddings.
 
     Example:
 
@@ -68,8 +64,7 @@ def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Allocation:
-    """Memory that a run takes whole before its first step, or at every evaluation:
-    `nbytes` (an estimate) for `what` (the flags that size it), and the `fix`.
+    """Memory a run takes whole: `nbytes` (an estimate) for `what`, and the `fix`.
 
     Example:
 
@@ -83,9 +78,8 @@ class Allocation:
 
 
 def image_set(count: int, side: int, channels: int, field: str) -> Allocation:
-    """`count` float32 images of `side` x `side` x `channels` that a run holds whole
-    (a held-out set sized by the config field `field`), with the views made of them:
-    `IMAGE_SET_COPIES` copies.
+    """`count` float32 images a run holds whole (a held-out set sized by `field`), with
+    the views made of them.
 
     Example:
 
@@ -118,8 +112,7 @@ def check_allocations(allocations: Sequence[Allocation], memory: int | None = No
 
 
 def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
-    """The largest power-of-two `--loss-block-size` whose loss takes at most half of
-    `memory` (None: not even a block of 1)."""
+    """The largest power-of-two `--loss-block-size` taking at most half of `memory`, or None."""
     block = 1
     if loss_bytes(batch_size, block) > memory // 2:
         return None
@@ -131,9 +124,7 @@ def largest_block_that_fits(batch_size: int, memory: int) -> int | None:
 def check_fits(
     needed: int, what: str, fix: str, memory: int | None = None, total: int | None = None
 ) -> None:
-    """Raises `ValueError` when `needed` bytes (or `total`, when given: the run's, of
-    which `needed` is a part) exceed the machine's memory (`memory`, by default
-    `physical_memory()`; unknown: never).
+    """Raises `ValueError` when `needed` bytes (or the run's `total`) exceed `memory`.
 
     Args:
         needed: the estimate, in bytes.
@@ -162,9 +153,8 @@ def check_fits(
 
 
 def check_loss(batch_size: int, block_size: int = 0, blockwise: bool = True) -> None:
-    """Raises `ValueError` for a batch whose loss TensorFlow cannot index (int32) or
-    the machine cannot hold, naming `--loss-block-size` (when `blockwise`, the loss
-    variants have a blockwise loss) and a smaller `--batch-size`.
+    """Raises `ValueError` for a batch whose loss TensorFlow cannot index (int32) or the
+    machine cannot hold, naming the fix.
 
     Example:
 

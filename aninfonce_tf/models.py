@@ -110,9 +110,7 @@ class _TwoOptimizers:
             return
         main_variables, concentration_variables = self._split_variables()
         if optimizers.uses_weight_average(self.optimizer):
-            # Keras averages the variables an optimizer was built on and, at the end of
-            # `fit`, writes the average into every trainable variable of the model: the
-            # main optimizer's average covers Lambda_hat too (which it never updates).
+            # The main optimizer's average covers Lambda_hat too (which it never updates).
             main_variables = self.trainable_variables
         for optimizer, variables in (
             (self.optimizer, main_variables),
@@ -149,7 +147,7 @@ class _TwoOptimizers:
 
 class _UnrolledStepsUnderMirrored:
     """`steps_per_execution` k under `MirroredStrategy`: k replicated steps unrolled in
-    one `tf.function` (Keras' own loop fails there, keras-team/keras#19246)."""
+    one `tf.function`. Why: docs/api.md#contrastivemodels-training-step"""
 
     def _make_function(self, step_function):
         strategy = self.distribute_strategy
@@ -199,9 +197,8 @@ def _shown(logs):
 class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
     """Contrastive learner over positive pairs, for any `losses.ContrastiveLoss`.
 
-    `model(x)` returns encoder features, `model.embed(x)` the embeddings the loss sees;
-    uint8 inputs are images in [0, 255], divided by 255 on the device. Fit on
-    `(view1, view2)` or dicts with `view1`, `view2` and extra keys, which training drops.
+    `model(x)` returns encoder features, `model.embed(x)` the embeddings the loss sees.
+    Fit on `(view1, view2)` or dicts with `view1`, `view2` and extra keys.
     Details: docs/api.md#contrastivemodels-training-step
 
     Args:
@@ -209,9 +206,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         projector: optional head applied to the features during training.
         normalize: project embeddings onto the unit sphere (in float32).
         scaling: optional `DiagonalScaling` holding Lambda_hat.
-        alignment: optional `LinearAlignment`, the slow-feature alignment of the
-            unscaled embeddings that an `IdentifiabilityEvaluator` fits
-            (`embed_aligned`); not trained.
+        alignment: optional `LinearAlignment` an evaluator fits (`embed_aligned`).
 
     Example:
 
@@ -288,8 +283,8 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return self.encoder(unit_views(inputs), training=training)
 
     def embed(self, inputs, training=False, scaled=True):
-        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat);
-        `scaled=False` stops before the scaling (the representation the paper measures)."""
+        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat)
+        (`scaled=False`: before the scaling)."""
         z = self(inputs, training=training)
         if self.projector is not None:
             z = self.projector(z, training=training)
@@ -331,19 +326,13 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         """Configures training.
 
         Args:
-            optimizer: optimizer (or its name) of the encoder and projector; with
-                `use_ema=True` its average covers Lambda_hat too.
-            loss: a `ContrastiveLoss`; default AnInfoNCE with a `scaling`, cosine
-                InfoNCE (temperature 0.1) without.
-            concentration_optimizer: Lambda_hat's optimizer, or a learning rate (Adam at
-                that rate); default Adam at `DEFAULT_CONCENTRATION_LEARNING_RATE` (said
-                once); None trains Lambda_hat with `optimizer`.
-            jit_compile: XLA-compile the train step: True, False or "auto"
-                (`automatic_jit`; its reason in `jit_compile_reason`).
-            steps_per_execution: steps per `tf.function` call (1 under
-                `MultiWorkerMirroredStrategy`).
-            **kwargs: passed to `keras.Model.compile`, but `metrics` and
-                `weighted_metrics`: there are no targets for them.
+            optimizer: optimizer (or its name) of the encoder and projector.
+            loss: a `ContrastiveLoss`; default AnInfoNCE with a `scaling`, else InfoNCE.
+            concentration_optimizer: Lambda_hat's optimizer, or a learning rate (Adam);
+                None trains Lambda_hat with `optimizer`.
+            jit_compile: XLA-compile the train step: True, False or "auto" (`automatic_jit`).
+            steps_per_execution: steps per `tf.function` call.
+            **kwargs: passed to `keras.Model.compile` (not `metrics`, `weighted_metrics`).
 
         Raises:
             ValueError: for `metrics` or `weighted_metrics`.
@@ -434,8 +423,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         """Keras' `fit` of the pairs `x` (checked by `fit_input`).
 
         Raises:
-            ValueError: for a dataset known to be infinite without `steps_per_epoch`
-                (before any step), or data that yields no batch.
+            ValueError: for an infinite dataset without `steps_per_epoch`, or no batch.
         """
         x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
         if isinstance(x, tf.data.Dataset):

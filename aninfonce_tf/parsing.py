@@ -1,7 +1,5 @@
-"""Numbers as a command line writes them: `strict_float` and `strict_int` refuse the
-`1_0` that Python's `float` and `int` read as 10 (and `strict_int` a `2e9`);
-`INTEGER_FLAG` and `NUMBER_FLAG` are argparse types that read them. This module
-imports nothing of the package.
+"""Numbers as a command line writes them (`strict_float`, `strict_int`, and the argparse
+types `INTEGER_FLAG`, `NUMBER_FLAG`): `1_0` is refused. Imports nothing of the package.
 
 Example:
 
@@ -21,8 +19,7 @@ _INTEGER = re.compile(r"[-+]?\d+")
 
 
 def strict_float(text: str) -> float:
-    """`text` as a float, refused unless written as a plain number (`1_0`, which
-    `float` reads as 10, is refused).
+    """`text` as a float, refused unless written as a plain number (not `1_0`).
 
     Args:
         text: a number such as `0.95`, `-1e-3` or `inf` (spaces around it allowed).
@@ -48,8 +45,7 @@ def strict_float(text: str) -> float:
 
 
 def strict_int(text: str) -> int:
-    """`text` as an int, refused unless written as digits with an optional sign (`1_0`,
-    which `int` reads as 10, and `2e9` are refused).
+    """`text` as an int, refused unless written as digits with an optional sign.
 
     Raises:
         ValueError: for any other text.
@@ -69,8 +65,7 @@ def strict_int(text: str) -> int:
 
 
 def number_flag(read: Callable[[str], float], example: str) -> Callable[[str], float]:
-    """An argparse type that reads a number as `read` does (`strict_int`,
-    `strict_float`), naming `example` when it cannot.
+    """An argparse type that reads a number as `read` does, naming `example` when it cannot.
 
     Example:
 

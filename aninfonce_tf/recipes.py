@@ -1,6 +1,5 @@
 """Every recipe by name: its config module, what it runs and two example commands;
-`run` runs one. The command line `python -m aninfonce_tf <recipe>`, the `aninfonce-tf`
-script and the scripts in `recipes/` all call `run`.
+`run` runs one (for `python -m aninfonce_tf`, `aninfonce-tf` and `recipes/`).
 
 Example:
 
@@ -27,12 +26,10 @@ class Recipe:
 
     Args:
         config: its module in `aninfonce_tf.configs` (`PRESETS`, `SMOKE`, `build`).
-        description: what it runs: a first line that `--help` of the package lists,
-            then the rest of `--help`'s description.
+        description: `--help`'s description; the package's `--help` lists its first line.
         examples: two `(flags, what they do)` of the epilog of `--help`.
-        command: `"module:function"`, the command line over the config module
-            (`runner.cli.main`'s arguments and result), imported when it runs (the
-            package's `--help` lists the recipes without TensorFlow).
+        command: `"module:function"`, the command line (as `runner.cli.main`), imported
+            when it runs.
 
     Example:
 
@@ -197,10 +194,8 @@ TensorBoard, model.keras and the exported encoder; the same command resumes.""",
 
 
 def run(name: str, argv=None, prog: str | None = None):
-    """Runs the recipe `name` with the command-line flags `argv` (default
-    `sys.argv[1:]`); `prog` names the command in `--help` and errors (default: its
-    script, `script_command`). Returns what its command returns (`runner.main`: the
-    results)."""
+    """Runs the recipe `name` with the flags `argv` (default `sys.argv[1:]`), `prog`
+    naming it (default `script_command`); returns what its command returns."""
     recipe = RECIPES[name]
     config_module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
     module, _, function = recipe.command.partition(":")
@@ -215,10 +210,8 @@ def run(name: str, argv=None, prog: str | None = None):
 
 
 def script_command(name: str) -> str:
-    """The command that runs recipe `name` as this program was run: `python` and the
-    script as typed (shell-quoted) when the program is `NAME.py` in the repository's
-    `recipes/`, else `python -m aninfonce_tf NAME` (a program of the user's, or the
-    package installed without the repository).
+    """The command that runs recipe `name` as this program was run: `python
+    recipes/NAME.py` as typed, else `python -m aninfonce_tf NAME`.
 
     Example:
 

@@ -24,10 +24,8 @@ from aninfonce_tf import memory
 from aninfonce_tf.optimizers import ROTATION_ANGLES
 
 # exp(A) as (Taylor series of exp(A / 2^SQUARINGS) to order TAYLOR_ORDER)^(2^SQUARINGS),
-# then one Newton-Schulz step towards the nearest orthogonal matrix, which removes the
-# non-orthogonal part of the rounding that the squarings multiply: matmuls only (XLA
-# compiles it and its gradient). In float32, within 2e-6 of exp(A) and of orthogonal
-# for generators of norm up to 50 (tests/test_rotation.py).
+# then one Newton-Schulz step towards the nearest orthogonal matrix: matmuls only.
+# Accuracy: docs/tuning.md (point 10).
 SQUARINGS = 6
 TAYLOR_ORDER = 8
 # The [d, d] matrices a forward and backward pass of the rotation keep.
@@ -38,8 +36,7 @@ MAX_GAIN = 100.0
 
 
 def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
-    """`gain` as a float, or a `ValueError` naming `name` unless in (0, `MAX_GAIN`] (or 0,
-    no rotation, when `allow_zero`).
+    """`gain` as a float, or a `ValueError` naming `name` unless in (0, `MAX_GAIN`].
 
     Example:
 
@@ -117,8 +114,7 @@ class LearnedRotation(keras.layers.Layer):
     skew-symmetric with `gain * angles[k]` above the diagonal, in float32.
 
     Args:
-        gain: angle per unit of each variable (under Adam, how far a step turns it);
-            a finite number above 0 and at most `MAX_GAIN` (100).
+        gain: angle per unit of each variable (under Adam, how far a step turns it).
 
     Raises:
         ValueError: for a `gain` that is not a finite number in (0, `MAX_GAIN`].

@@ -1,7 +1,6 @@
-"""Scores over several seeds: mean, standard deviation and the paired difference
-AnInfoNCE - InfoNCE with its 95 % t-interval, as the runner's `--seeds` writes them
-to `summary.json` and prints them; differences are taken within each seed, missing and
-non-finite scores left out. Method: docs/method.md#statistics-over-seeds.
+"""Scores over several seeds (`--seeds`, `summary.json`): mean, sd and the paired
+difference AnInfoNCE - InfoNCE with its 95 % t-interval, taken within each seed.
+Method: docs/method.md#statistics-over-seeds
 
 Example:
 
@@ -30,9 +29,7 @@ SeedScores = Mapping[str, Mapping[str, float | None]]
 
 
 def paired_variants(names: Sequence[str]) -> list[tuple[str, str]]:
-    """The `(AnInfoNCE variant, other variant)` pairs among `names` whose paired
-    difference the summary reports: each per-dimension Lambda_hat variant against
-    every variant without one built with the same options.
+    """The `(AnInfoNCE variant, other variant)` pairs among `names` the summary reports.
 
     Example:
 
@@ -58,10 +55,8 @@ DETECTION_POWER = 0.8
 
 
 def describe(values: Mapping[int, float | None], interval: bool = False) -> dict:
-    """Mean, standard deviation (ddof=1) and `n` of the finite values of `{seed: value}`,
-    the seeds and their `values`; with `interval` (for paired differences), `ci95`,
-    `ci90`, the paired t-test's `p` and `detectable` (power 0.8 at a two-sided 0.05).
-    The mean is None for n = 0, the rest for n < 2.
+    """Mean, sd, `n`, `seeds` and `values` of the finite values of `{seed: value}`; with
+    `interval`, `ci95`, `ci90`, `p` and `detectable`. None where n is too small.
 
     Example:
 
@@ -91,9 +86,8 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
 
 
 def paired_p_value(differences: Sequence[float]) -> float | None:
-    """The two-sided p-value of a paired t-test that the mean of the per-seed
-    `differences` is 0; None (no test) for fewer than 2; p 0 for a non-zero constant
-    and 1 for zero.
+    """The two-sided p-value of a paired t-test that the mean of `differences` is 0;
+    None for fewer than 2.
 
     Example:
 
@@ -128,11 +122,8 @@ def holm(p_values: Mapping) -> dict:
 
 
 def summarize(scores: Mapping[int, SeedScores], family: Sequence[str] = ()) -> dict:
-    """Per variant and score the `describe` of its values over the seeds, and per
-    `paired_variants` pair the `describe` (with interval) of the per-seed
-    difference of every score both variants have; the differences of the `family`'s
-    scores (the experiment's primary scores) get `p_holm`, Holm over every pair and
-    score of the family that has a test.
+    """Per variant and score the `describe` over the seeds, and per `paired_variants`
+    pair that of the per-seed difference; the `family`'s differences get `p_holm`.
 
     Args:
         scores: `{seed: {variant: {score: value}}}`, scalar scores only.
@@ -186,10 +177,8 @@ def _subtract(first: dict, second: dict) -> dict[int, float | None]:
 
 
 def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
-    """The `summarize` result as text: per score (those in `scores`, default every
-    one) a row per variant (mean, sd, n) and per pair (mean difference, sd, n, 95 %
-    interval, Holm's p); an unresolved difference also gets its 90 % interval and the
-    detectable difference.
+    """The `summarize` result as text: per score a row per variant and per pair (with
+    the 95 % interval and Holm's p; unresolved: the 90 % one and the detectable difference).
 
     Example:
 

@@ -16,8 +16,7 @@ RESERVED_LOG_NAMES = MEAN_NAMES + CONCENTRATION_NAMES
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LatestValue(keras.metrics.Metric):
-    """A metric that reports the last value it was given (a value every replica
-    holds alike, such as a statistic of Lambda_hat: the first replica's is kept).
+    """A metric that reports the last value it was given (of the first replica).
 
     Example:
 
@@ -44,8 +43,7 @@ class StepMetrics:
     """The metrics of a model's training and test steps.
 
     Args:
-        concentration: whether the model holds a Lambda_hat, whose smallest and
-            largest values are logged (`lambda_min`, `lambda_max`).
+        concentration: whether the model holds a Lambda_hat (`lambda_min`, `lambda_max`).
 
     Example:
 
@@ -63,8 +61,7 @@ class StepMetrics:
         self.statistics = {}
 
     def track_statistics(self, stat_names) -> None:
-        """A mean metric per statistic of the compiled loss (`stat_names`), replacing
-        those of a loss compiled before.
+        """A mean metric per statistic of the compiled loss, replacing earlier ones.
 
         Raises:
             ValueError: for a statistic named like a value the model logs itself.
@@ -83,8 +80,7 @@ class StepMetrics:
         return [*self.built_in.values(), *self.statistics.values()]
 
     def update(self, values: dict, concentration=None, multi_worker: bool = False) -> dict:
-        """Updates the metrics with one step's `values` (and Lambda_hat's extremes, read
-        after the update: the Lambda_hat the next step uses) and returns the logs."""
+        """Updates the metrics with one step's `values` and returns the logs."""
         if concentration is not None:
             values = dict(values, lambda_min=ops.min(concentration))
             values["lambda_max"] = ops.max(concentration)

@@ -1,6 +1,5 @@
-"""Sweeps over config fields, each cell a resumable `run_seeds`: a star (each axis
-varied alone through the config's point, `star_cells`) or the product grid
-(`grid_cells`). Details: docs/method.md#a-sweeps-tables"""
+"""Sweeps over config fields, each cell a resumable `run_seeds`: a star (`star_cells`) or
+the product grid (`grid_cells`). Details: docs/method.md#a-sweeps-tables"""
 
 from __future__ import annotations
 
@@ -77,8 +76,7 @@ def grid_cells(
 
 
 def star_cells(axes: Mapping[str, Sequence], center: Mapping, seeds: Sequence[int]) -> list[Cell]:
-    """The `center`, then each axis's other values with that field alone changed; every
-    cell with `seeds`.
+    """The `center`, then each axis's other values with that field alone changed.
 
     Raises:
         ValueError: for no axes, an axis the center lacks, or no seeds.
@@ -113,8 +111,7 @@ def changed_values(values: Mapping, center: Mapping) -> dict:
 
 
 def check_limits(cells: Sequence[Cell], limits: Mapping[str, tuple[float, str]]) -> None:
-    """Raises ValueError, saying why, for a cell value below its field's lower limit
-    (`limits`: `{field: (lowest, why)}`).
+    """Raises ValueError, saying why, for a cell value below its field's `limits`.
 
     Example:
 
@@ -155,8 +152,7 @@ def _text(value) -> str:
 
 
 def read_seed_scores(cell_dir: Path, seeds: Sequence[int]) -> dict[int, dict]:
-    """`{seed: {variant: {score: value}}}` from `cell_dir/seed_<k>/results.json`; a seed
-    without its results.json is left out.
+    """`{seed: {variant: {score: value}}}` from each `cell_dir/seed_<k>/results.json`.
 
     Example:
 
@@ -340,8 +336,8 @@ def main(
     prog: str | None = None,
     write_report: Callable[[list[dict], Path, str, Sequence[str]], None] = write_tradeoff,
 ) -> list[dict]:
-    """The command line of a sweep (`python -m aninfonce_tf rendered_sweep`): the recipe's
-    flags plus `--design`, `--grid-<field>`, `--corner-seeds`, `--allow-below-limits`.
+    """The command line of a sweep: the recipe's flags plus `--design`, `--grid-<field>`,
+    `--corner-seeds` and `--allow-below-limits`.
 
     Args:
         config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,
@@ -350,8 +346,7 @@ def main(
         description: the `--help` description.
         epilog: the end of `--help` (examples).
         prog: the program's name in `--help` and errors (default: the script's).
-        write_report: `(records, run_dir, what, SWEEP_SCORES)` -> the sweep's table
-            and figure (default: `write_tradeoff`).
+        write_report: writes the sweep's table and figure (default: `write_tradeoff`).
 
     Returns:
         The cells of `run_cells`.

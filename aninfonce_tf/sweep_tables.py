@@ -1,6 +1,5 @@
-"""The tables of a sweep (`aninfonce_tf.sweep`) in Markdown, from each cell's per-seed
-scores: `tradeoff_table`, `change_table` (a difference in differences from the centre
-cell) and `blocks_table`. Method: docs/method.md#a-sweeps-tables.
+"""The Markdown tables of a sweep from each cell's per-seed scores.
+Method: docs/method.md#a-sweeps-tables
 
 Example:
 
@@ -25,8 +24,7 @@ PART_SCORE = "{level}/part_linear_r2/{part}"
 
 
 def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
-    """A cell's scores per seed, `{seed: {variant: {score: value}}}`, from its
-    record's `seed_scores` (seeds as numbers, also where JSON made them text).
+    """A cell's scores per seed from its record's `seed_scores` (seeds as numbers).
 
     Raises:
         ValueError: for a record without them.
@@ -47,8 +45,8 @@ def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
 def paired_scores(
     scores: Mapping[int, SeedScores], names: Sequence[str]
 ) -> dict[int, dict[str, dict[str, float | None]]]:
-    """`scores` (`{seed: {variant: {score: value}}}`) of the scores `names`, each kept
-    only on the seeds on which every variant has a finite value (None on the others).
+    """`scores` of the scores `names`, each kept only on the seeds where every variant
+    has a finite value (None on the others).
 
     Example:
 
@@ -68,8 +66,7 @@ def paired_scores(
 
 
 def swept_parts(cells: Sequence[dict]) -> list[str]:
-    """The parts a sweep moves, as its figure draws them (`plots.tradeoff.moved_parts`
-    of each axis's cells).
+    """The parts a sweep moves, as its figure draws them (`plots.tradeoff.moved_parts`).
 
     Example:
 
@@ -102,9 +99,8 @@ def table_scores(
 
 
 def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of `run_cells`' result: per cell a row per loss variant (mean
-    +- sd of each of `scores` over the paired seeds) and per paired difference (mean and
-    uncorrected 95 % t-interval).
+    """A Markdown table of `run_cells`' result: per cell a row per loss variant and per
+    paired difference.
 
     Example:
 
@@ -166,8 +162,8 @@ def difference_changes(
 
 
 def change_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of how each paired difference changes from the centre cell
-    (`changed` empty) to each other cell (`difference_changes`); empty without one.
+    """A Markdown table of how each paired difference changes from the centre cell to
+    each other cell; empty without a centre.
 
     Example:
 
@@ -191,8 +187,7 @@ def change_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
 
 
 def blocks_table(cells: Sequence[dict]) -> str:
-    """A Markdown table of each cell's blocks (its record's `run`): the parts of each
-    with their effective concentration; empty without any.
+    """A Markdown table of each cell's blocks with their parts' Lambda_eff; empty without any.
 
     Example:
 
@@ -314,8 +309,7 @@ DOSE_PAIRS = ("aninfonce - aninfonce_isotropic", "aninfonce - infonce")
 
 
 def cell_summaries(cells: Sequence[Mapping], scores: Sequence[str]) -> list[tuple[float, dict]]:
-    """`(r, statistics.summarize of the cell's seeds)` per cell in the order of r, Holm
-    over each cell's family of `scores` and pairs."""
+    """`(r, statistics.summarize of the cell's seeds)` per cell, in the order of r."""
     summaries = [
         (float(cell["values"][DOSE_SPREAD]), summarize(seed_scores(cell), family=scores))
         for cell in cells
@@ -346,9 +340,7 @@ def _p(value: float) -> str:
 
 def dose_response_markdown(cells: Sequence[Mapping], scores: Sequence[str], what: str) -> str:
     """Per score a table: a row per spread r with each variant's mean ± sd and the
-    paired differences (`DOSE_PAIRS`) with their 95 % [ ] and 90 % ( ) intervals, the
-    paired t-test's p and its Holm p within the cell; the smallest difference the
-    seeds could detect; the MCC's random-rotation floor.
+    paired differences (`DOSE_PAIRS`) with their intervals, p and Holm p.
 
     Example:
 

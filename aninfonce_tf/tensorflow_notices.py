@@ -1,10 +1,5 @@
-"""TensorFlow's start-up notices (oneDNN, CPU features, a CUDA build's double
-registrations), kept off the command line's stderr while TensorFlow is imported; every
-other line is passed on as it arrives, also just before a crash. `TF_CPP_MIN_LOG_LEVEL=0`
-shows them; a program that imports the package keeps its stderr as it is.
-
-Why a reader process, and why TF_CPP_MIN_LOG_LEVEL is not enough:
-docs/runner.md#tensorflows-start-up-notices.
+"""TensorFlow's start-up notices, kept off the command line's stderr while TensorFlow is
+imported; every other line is passed on. Details: docs/runner.md#tensorflows-start-up-notices
 
 Example:
 
@@ -58,8 +53,7 @@ def is_notice(line: str) -> bool:
 
 
 def pass_on(source: int = 0, out: BinaryIO | None = None) -> None:
-    """Writes each complete line read from the file descriptor `source` to `out`
-    (default: stderr), but the start-up notices (`is_notice`), until `source` ends."""
+    """Writes each line read from `source` to `out` (default: stderr), but the notices."""
     out = sys.stderr.buffer if out is None else out
     pending = b""
     while chunk := os.read(source, 1 << 16):
@@ -76,9 +70,7 @@ def _write_unless_notice(line: bytes, out: BinaryIO) -> None:
 
 
 def command_line() -> bool:
-    """Whether this process runs the package's command line: `python -m aninfonce_tf`
-    (`sys.argv[0]` is "-m" while the package is imported), the `aninfonce-tf` script
-    or a script in the repository's `recipes/`."""
+    """Whether this process runs the package's command line."""
     if sys.argv[:1] == ["-m"]:
         argv = sys.orig_argv
         return any(a == "-m" and b in MODULES for a, b in zip(argv, argv[1:], strict=False))
@@ -89,8 +81,7 @@ def command_line() -> bool:
 
 
 def light_command(argv: list[str]) -> bool:
-    """Whether `argv` asks the package's own command for its help or version (no
-    arguments, `-h`, `--help`, `--version`), which need no TensorFlow.
+    """Whether `argv` asks the package's own command for its help or version.
 
     Example:
 
@@ -107,9 +98,7 @@ def light_command(argv: list[str]) -> bool:
 
 @contextlib.contextmanager
 def notices_held_back() -> Iterator[None]:
-    """Inside the block, file descriptor 2 writes to a pipe whose reader process
-    (`pass_on`) passes on every line but the start-up notices; at its end descriptor 2
-    is restored. Without `sys.stderr` or a reader, the block runs with stderr as it is."""
+    """Inside the block, a reader process passes on every line of stderr but the notices."""
     reader = _start_reader()
     saved = None
     if reader is not None:
@@ -134,8 +123,7 @@ def notices_held_back() -> Iterator[None]:
 
 
 def _start_reader() -> subprocess.Popen | None:
-    """The reader process (this file as a script) of the pipe on its stdin, writing to
-    this process's stderr; None when it cannot start."""
+    """The reader process of the pipe on its stdin (None when it cannot start)."""
     if sys.stderr is None or not sys.executable or not Path(__file__).is_file():
         return None
     sys.stderr.flush()
@@ -146,8 +134,7 @@ def _start_reader() -> subprocess.Popen | None:
 
 
 def import_tensorflow() -> None:
-    """Imports TensorFlow as the command line does: TF_CPP_MIN_LOG_LEVEL 2 unless it is
-    set, and the start-up notices held back unless it is 0."""
+    """Imports TensorFlow as the command line does (TF_CPP_MIN_LOG_LEVEL 2 unless set)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     shown = os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
     with contextlib.nullcontext() if shown else notices_held_back():

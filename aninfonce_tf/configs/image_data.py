@@ -1,11 +1,6 @@
-"""Where the image experiment's examples come from: the photos shipped with
-scikit-learn and scikit-image, or tfds' CIFAR10 and ImageNet (random examples with
-`mock_data`), for training, for the probes and for the final linear evaluation.
-
-The training examples are held in memory where they fit (the photos, CIFAR10's
-50,000 encoded images, ~130 MB, and tfds' mock data) and permuted whole each epoch;
-ImageNet's are read from its files, in a new order each epoch
-(`data.epochs.epoch_examples`).
+"""Where the image experiment's examples come from (photos, tfds' CIFAR10 and ImageNet,
+or `mock_data`): held in memory, or ImageNet's read from its files.
+Details: docs/api.md#data-pipelines
 
 Example:
 
@@ -45,8 +40,7 @@ TEST_SPLITS = {"cifar10": "test", "imagenet2012": "validation"}
 
 @dataclasses.dataclass(frozen=True)
 class ImageSource:
-    """The fields of an image config (`configs.images.ImageConfig.image_source()`) that
-    say where its examples come from.
+    """The fields of an image config that say where its examples come from.
 
     Args:
         dataset: "photos", "cifar10" or "imagenet2012".
@@ -56,8 +50,7 @@ class ImageSource:
         seed: seed of the photos' patches.
         test_size: test examples the probes draw from.
         patches_per_photo: training patches cut from each photo.
-        linear_eval_split: "train" or "10pct", the final linear evaluation's training
-            examples.
+        linear_eval_split: "train" or "10pct", the final linear evaluation's examples.
 
     Example:
 
@@ -88,8 +81,7 @@ def data_source(config: ImageSource):
 
 
 def examples(config: ImageSource, split: str, decode: bool = True) -> tf.data.Dataset:
-    """`{image, label}` examples of the split ("train" or "test"); tfds' images
-    encoded with `decode=False` (`tfds_images`)."""
+    """`{image, label}` examples of the split ("train" or "test"), tfds' images encoded."""
     if config.dataset == "photos":
         test_per_photo = config.test_size // len(PHOTO_NAMES) + 1
         per_photo = config.patches_per_photo if split == "train" else test_per_photo
@@ -100,9 +92,7 @@ def examples(config: ImageSource, split: str, decode: bool = True) -> tf.data.Da
 
 
 def training_source(config: ImageSource) -> Mapping[str, np.ndarray] | FilePieces:
-    """One pass over the training examples, as `datasets.pair_batches` reads it: held
-    in memory (tfds' images encoded), or ImageNet's files (call it within
-    `data_source`)."""
+    """One pass over the training examples for `pair_batches` (within `data_source`)."""
     if config.dataset in READ_FROM_FILES and not config.mock_data:
         return tfds_file_pieces(config.dataset, "train", config.data_dir or None)
     return held_in_memory(examples(config, "train", decode=False))
@@ -111,18 +101,14 @@ def training_source(config: ImageSource) -> Mapping[str, np.ndarray] | FilePiece
 def worker_shard(
     config: ImageSource, source: Mapping[str, np.ndarray] | FilePieces, index: int, count: int
 ) -> Mapping[str, np.ndarray] | FilePieces:
-    """The `index`-th of `count` disjoint parts of `training_source(config)`: every
-    `count`-th example held in memory, or an even part of the split's files."""
+    """The `index`-th of `count` disjoint parts of `training_source(config)`."""
     if isinstance(source, FilePieces):
         return tfds_file_pieces(config.dataset, "train", config.data_dir or None, (index, count))
     return {key: values[index::count] for key, values in source.items()}
 
 
 def final_examples(config: ImageSource) -> tuple[tf.data.Dataset, tf.data.Dataset]:
-    """The train and test examples of the final linear evaluation: every one of the
-    training split (or of SimCLR's 10 % subset of ImageNet's, `linear_eval_split`) and
-    of the test split, tfds' images encoded (call it within `data_source`: mock data is
-    read into memory there)."""
+    """The final linear evaluation's train and test examples (within `data_source`)."""
     if config.dataset == "photos":
         return examples(config, "train"), examples(config, "test")
     data_dir = config.data_dir or None
@@ -142,9 +128,8 @@ def final_evaluators(
     image_size: int,
     decode: Callable[[dict], dict] | None,
 ) -> list[LinearEvaluator]:
-    """The final linear evaluation of `config` on `final_examples(source)` (tfds'
-    images decoded by `decode`), in a list: empty without `linear_eval_epochs` (call it
-    within `data_source`)."""
+    """The final linear evaluation on `final_examples(source)`, in a list (empty without
+    `linear_eval_epochs`; within `data_source`)."""
     if not config.linear_eval_epochs:
         return []
     train, test = final_examples(source)

@@ -120,11 +120,9 @@ _RECORDS: dict[str, dict] = {}
 
 @dataclasses.dataclass
 class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
-    """Every hyperparameter of the real-image experiment (shared ones: `RunConfig`; the
-    final evaluation's: `LinearEvaluationConfig`; the readout check's:
-    `ReadoutCheckConfig`). Positive `epochs`, `warmup_epochs`, `eval_epochs` and
-    `base_learning_rate` set `steps`, `warmup_steps`, `eval_every` and `learning_rate` in
-    `resolved()`. Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
+    """Every hyperparameter of the real-image experiment; positive epoch fields set the
+    step fields in `resolved()`.
+    Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
 
     Example:
 
@@ -294,9 +292,8 @@ def preset_readout_check(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """The preset's `readout_check` at seed `CHECK_SEED` (call it within
-    `image_data.data_source`), run once per process for configs differing in their seed
-    only. Details: docs/method.md#readout-check"""
+    """The preset's `readout_check` (within `image_data.data_source`), once per process.
+    Details: docs/method.md#the-check-in-the-image-runs"""
     check_config = dataclasses.replace(config, seed=CHECK_SEED)
     key = json.dumps(dataclasses.asdict(check_config), sort_keys=True, default=str)
     if key not in _RECORDS:
@@ -323,8 +320,7 @@ def readout_probes(
     decode: Callable[[dict], dict] | None = None,
 ) -> tuple[type[ImageProbeEvaluator], dict, dict]:
     """The image probes' evaluator class, its extra keyword arguments and its `run`
-    record entries: `ImageProbeEvaluator`, or with the check `DeterminableProbeEvaluator`
-    and `readout_determinable`."""
+    record entries (with the check: `DeterminableProbeEvaluator`)."""
     if not config.readout_check_steps:
         return ImageProbeEvaluator, {}, {}
     record = preset_readout_check(config, encoder, augment, canvas, decode)
@@ -340,8 +336,7 @@ def readout_probes(
 
 
 def build(config: ImageConfig) -> Experiment:
-    """Pairs of SimCLR views, the encoder and projector, the probes and, with
-    `linear_eval_epochs`, the final linear evaluation."""
+    """SimCLR views, the encoder and projector, the probes and the final linear evaluation."""
     # No XLA in a TPU host's input pipeline: its TensorFlow may lack XLA:CPU.
     augment = dataclasses.replace(
         AUGMENTATION_PRESETS[config.augmentation], jit_compile=config.strategy != "tpu"

@@ -1,22 +1,16 @@
 """The learning rate of a base rate per batch: the two scaling rules and the check that
 a base rate is used with the rule it was tuned for.
-
-A base rate belongs to one rule: the same base under the other rule gives a learning
-rate 8-11 times off at the image presets' batch sizes (512, 1024).
+Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
 """
 
 from __future__ import annotations
 
 import math
 
-# How `base_learning_rate` sets the learning rate from the batch size B (SimCLR's
-# `learning_rate_scaling`): linear, base x B / 256 (Goyal et al., 2017; SimCLR's
-# default, SimSiam's); sqrt, base x sqrt(B) (SimCLR's choice below B = 4096, where it
-# trains better; the two agree at 4096 for bases 0.3 and 0.075).
+# How `base_learning_rate` sets the learning rate from the batch size B: linear,
+# base x B / 256; sqrt, base x sqrt(B).
 LEARNING_RATE_SCALINGS = ("linear", "sqrt")
-# The published base rates of each rule: SimCLR's pairs (its README: 0.3 linear,
-# 0.075 sqrt) and SimSiam's CIFAR10 0.03 (linear); a base of one rule is refused
-# under the other.
+# The published base rates of each rule; a base of one rule is refused under the other.
 PUBLISHED_BASE_LEARNING_RATES = {"linear": (0.3, 0.03), "sqrt": (0.075,)}
 
 

@@ -1,13 +1,6 @@
-"""The final evaluation of the CIFAR10 and ImageNet presets: SimCLR's linear
-evaluation on frozen backbone features of the whole training split
-(`evaluation.linear_evaluation`), its settings (`LinearEvaluationConfig`, fields of
-every image config) and the evaluator and `results.json` record they make.
-
-The settings are SimCLR's linear-head fine-tuning commands (google-research/simclr,
-README): SGD with Nesterov momentum 0.9 at 0.1 x B / 256 cosine-decayed to 0, no
-warm-up; CIFAR10 100 epochs at batch 512 without weight decay, ImageNet 90 epochs at
-batch 4096 with weight decay 1e-6; the test images' centre crop of 87.5 % of their
-shorter side above 32 pixels (CIFAR10's whole image).
+"""The final linear evaluation of the CIFAR10 and ImageNet presets
+(`evaluation.linear_evaluation`): its settings (`LinearEvaluationConfig`), evaluator and
+`results.json` record. Method: docs/method.md#linear-evaluation
 
 Example:
 
@@ -39,9 +32,8 @@ LINEAR_EVAL_SPLITS = ("train", "10pct")
 
 @dataclasses.dataclass
 class LinearEvaluationConfig(RunConfig):
-    """A run config with the settings of the final linear evaluation (see `RunConfig`
-    for the shared ones); `ImageConfig` is one. A resumed run may change them: they act
-    after training only.
+    """A run config with the settings of the final linear evaluation (beside
+    `RunConfig`'s); a resumed run may change them.
 
     Example:
 
@@ -95,8 +87,7 @@ class LinearEvaluationConfig(RunConfig):
         self, dataset: str, data_dir: str | None = None, mock_data: bool = False
     ) -> None:
         """Raises `ValueError` naming the field of the linear evaluation that cannot
-        run on `dataset` (the config's images, in the tfds `data_dir` unless
-        `mock_data`), SimCLR's 10 % subset not prepared there included."""
+        run on `dataset` (e.g. SimCLR's 10 % subset not prepared in `data_dir`)."""
         require_at_least(self, "linear_eval_epochs", 0, "0: no final linear evaluation")
         require_at_least(self, "linear_eval_batch_size", 1)
         if self.linear_eval_base_learning_rate <= 0:
@@ -120,8 +111,7 @@ class LinearEvaluationConfig(RunConfig):
 
 
 def crop_proportion(image_size: int) -> float:
-    """SimCLR's test crop of images of side `image_size`: `CROP_PROPORTION` above 32
-    pixels, the whole image at 32 and below."""
+    """SimCLR's test crop at `image_size`: `CROP_PROPORTION` above 32 pixels, else 1."""
     return CROP_PROPORTION if image_size > 32 else 1.0
 
 
@@ -133,9 +123,8 @@ def linear_evaluator(
     classes: int,
     decode: Callable[[dict], dict] | None = None,
 ) -> LinearEvaluator:
-    """The final linear evaluation of `config` on the `{image, label}` examples of
-    `train` and `test` (decoded by `decode`, where given), each image's centre crop
-    (`crop_proportion`) resized to `image_size`."""
+    """The final linear evaluation of `config` on `{image, label}` examples (decoded by
+    `decode`, where given), each image's centre crop resized to `image_size`."""
     proportion = crop_proportion(image_size)
 
     def crop(example: dict) -> dict:

@@ -1,10 +1,6 @@
-"""Images with known latents: the frozen decoder of a VAE renders latent pairs as
-digit pairs (the paper's MNIST experiment), a CNN encoder learns from the images
-alone, and the identifiability scores compare its features with the latents.
-
-Latents and positives are drawn exactly as in the synthetic experiment (same
-spaces, conditionals and concentration presets). The VAE's prior is N(0, I) on
-R^n; a sphere latent z is decoded at sqrt(n) z, where the prior's mass lies.
+"""Images with known latents: the frozen decoder of a VAE renders latent pairs as digit
+pairs (the paper's MNIST experiment), scored against the latents.
+Details: docs/method.md#the-vae-decoder-experiment
 
 Example:
 
@@ -52,8 +48,7 @@ from aninfonce_tf.parsing import strict_int
 
 @dataclasses.dataclass
 class MnistVaeConfig(RunConfig):
-    """Every hyperparameter of the VAE-decoder experiment (see `RunConfig` for the
-    shared ones).
+    """Every hyperparameter of the VAE-decoder experiment (beside `RunConfig`'s).
 
     Example:
 
@@ -209,20 +204,15 @@ def trained_decoder(
     cache_dir: str | Path = "~/.cache/aninfonce_tf/vae",
     data_dir: str | None = None,
 ) -> tuple[keras.Model, Path]:
-    """The frozen decoder of a VAE trained with these settings: loaded from
-    `cache_dir` when trained before, otherwise trained (`data.vae.train_vae`) and
-    saved there with a grid of reconstructions (`reconstructions.png`), the decoder
-    last and atomically: a process killed while saving leaves no cache to load. Runs
-    that share `cache_dir` may train and save the same VAE at once: each file is
-    written through a temporary of each process's own, then renamed into place.
+    """The frozen decoder of a VAE trained with these settings, loaded from `cache_dir`
+    or trained and saved there. Details: docs/method.md#the-vae-decoder-experiment
 
     Returns:
         `(decoder, directory)`; the decoder is not trainable.
 
     Raises:
         ValueError: for fewer than 1 `steps` (`train_vae`).
-        UsageError: (a `ValueError`) for a cached decoder that does not load (a
-            damaged file), naming it and the fix.
+        UsageError: for a cached decoder that does not load, naming it and the fix.
     """
     settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
     key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]

@@ -15,24 +15,21 @@ class Experiment:
     """The parts of an experiment that a config module's `build(config)` returns.
 
     Args:
-        train_data: `start_step -> tf.data.Dataset` of global batches of pairs,
-            long enough for the run; batch i must not depend on `start_step` (resume).
+        train_data: `start_step -> tf.data.Dataset` of global batches of pairs (batch i
+            independent of `start_step`).
         encoder: builds a fresh encoder (observations -> features).
         evaluators: `Evaluator`s (`evaluate(model)`, `score_names(anisotropic)`).
         projector: builds a fresh projection head, or None.
         normalize: embeddings on the unit sphere (InfoNCE cosine); False: Euclidean.
         curve_keys: scores plotted over training (default: every scalar score).
-        table_columns: scores of the printed tables and evaluation lines (default:
-            every scalar score).
-        primary_scores: the endpoint, read at the final step, fixed before any run
-            (`run["endpoint"]` of `results.json`).
+        table_columns: scores of the tables and evaluation lines (default: every one).
+        primary_scores: the endpoint, read at the final step (`run["endpoint"]`).
         metadata: entries of the `run` record of `results.json`.
         plots: `(results, run_dir, title=...) -> [paths]`, the experiment's figures.
         seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its figures over seeds.
         aligned: the model holds a `layers.LinearAlignment` its evaluators fit.
-        worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`
-            of one worker's shard in per-replica batches, read by multi-worker runs
-            instead of `train_data`.
+        worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`,
+            one worker's shard in per-replica batches (multi-worker runs).
 
     Example (what a config module's `build` returns; `runner.run` trains it):
 

@@ -1,18 +1,6 @@
-"""The supervised check of which readout targets one view determines
-(`evaluation.determinable`), as the image experiments run it: its settings
-(`ReadoutCheckConfig`, fields of every image config), the fresh test views it is scored
-on and the run of it that `results.json` records (`run.readout_determinable`).
-
-The check is a property of the preset, not of the training seed: every seed of a
-preset averages the same targets. It runs with the seed `CHECK_SEED` whatever the
-config's: it trains the config's backbone, built fresh, on both views of each pair of
-the training images that `datasets.pair_batches` draws (an augmentation stream of its
-own, `CHECK_STREAM`), `readout_check_batch_size` views a step, and scores it on a view
-of each of the readout's test images of seed `CHECK_SEED`, drawn with the seed
-`[CHECK_SEED, CHECK_VIEWS_SEED]` (the readout's are drawn with `[seed, 123]`). It does
-not depend on the contrastive model: `configs.images.build` runs it before training,
-once per process for configs that differ only in their seed
-(`configs.images.preset_readout_check`).
+"""The supervised readout check (`evaluation.determinable`) as the image experiments run
+it: its settings (`ReadoutCheckConfig`), its test views and its run, at `CHECK_SEED`.
+Details: docs/method.md#the-check-in-the-image-runs
 
 Example:
 
@@ -47,8 +35,7 @@ CHECK_SEED = 0
 
 @dataclasses.dataclass
 class ReadoutCheckConfig(RunConfig):
-    """A run config with the settings of the supervised readout check (see `RunConfig`
-    for the shared ones); `ImageConfig` is one."""
+    """A run config with the settings of the supervised readout check (beside `RunConfig`'s)."""
 
     readout_check_steps: int = option(
         0,
@@ -86,9 +73,8 @@ def readout_check(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """The `determinability` record of `config`'s check: `encoder` trained on views
-    of the training examples `train` (as `pair_batches` reads them, with `canvas` and
-    `decode`), scored on `test_views` and their `test_params`."""
+    """The `determinability` record of `config`'s check: `encoder` trained on views of
+    `train` (`pair_batches` with `canvas` and `decode`), scored on `test_views`."""
     pairs = pair_batches(
         train,
         augment,

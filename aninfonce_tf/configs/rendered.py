@@ -1,12 +1,8 @@
-"""Rendered images with known latents (`aninfonce_tf.data.rendered_pairs`): pairs made by
-SimCLR's augmentations of one render, by the anisotropic conditional on the latents,
-or by its spike and slab; a small CNN; every latent's held-out R^2 and the shape
-accuracy at the backbone and at the projector (`evaluation.latents`).
-
-The augment presets crop at least `AUGMENT_CROP_SCALE` of the image, not SimCLR's
-8 %: the object is small (at `quick`'s scale 0.09-0.14, the default `object_scale`),
-and a pair whose crop leaves it out teaches only the background (how often each crop
-scale loses it: docs/results.md, rendered images).
+"""Rendered images with known latents (`aninfonce_tf.data.rendered_pairs`): pairs by
+SimCLR's augmentations, the anisotropic conditional or its spike and slab; a small CNN;
+every latent's R^2 and the shape accuracy (`evaluation.latents`). The augment presets
+crop at least `AUGMENT_CROP_SCALE`, not SimCLR's 8 %: the object is small.
+Evidence: docs/results.md#quick-simclrs-views-five-seeds
 
 Example:
 
@@ -60,8 +56,7 @@ AUGMENT_CROP_SCALE = 0.4
 
 @dataclasses.dataclass
 class RenderedConfig(RunConfig):
-    """Every hyperparameter of the rendered-images experiment (see `RunConfig` for the
-    shared ones).
+    """Every hyperparameter of the rendered-images experiment (beside `RunConfig`'s).
 
     Example:
 
@@ -198,9 +193,8 @@ def _block_and_shape_scores(blocks: dict) -> list[str]:
 
 
 def distinct_concentrations(source: RenderedPairs) -> bool:
-    """Whether `source` draws pairs from the conditional with a different Lambda for
-    every continuous latent: the theory's condition for identifying each latent up to
-    permutation and sign, so that orientation (MCC) is what its runs are scored on."""
+    """Whether `source` draws pairs with a distinct Lambda per continuous latent (the
+    theory's condition for identification), so that its runs are scored on MCC."""
     if source.mode == "augment":
         return False
     values = source.concentration_values
@@ -211,10 +205,8 @@ ORIENTATION_SCORES = ("mcc", "mcc_floor")
 
 
 def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[str, ...]:
-    """At each level: the MCC over parts and its random-rotation floor (with distinct
-    concentrations), the linear R^2 of each block (`blocks`, default
-    `source.blocks()`), the shape accuracy and, of augmented pairs, the augmentation
-    readout."""
+    """At each level: the MCC and its rotation floor (distinct concentrations), each
+    block's linear R^2 (default `source.blocks()`), shape accuracy, augmentation readout."""
     blocks = source.blocks() if blocks is None else blocks
     scores = _block_and_shape_scores(blocks)
     if distinct_concentrations(source):
@@ -230,11 +222,9 @@ def _number(value) -> float:
 
 
 def primary_scores(blocks: dict, orientation: bool = False) -> tuple[str, ...]:
-    """What every preset's conclusions rest on, read at its final step (`steps`): with
-    `orientation` (distinct concentrations) the MCC over parts at the projector, the
-    level whose output the loss scales by Lambda_hat and the theory speaks of, and at
-    the backbone; otherwise, at the backbone, the linear R^2 of each block and the
-    shape accuracy.
+    """What every preset's conclusions rest on at its final step: with `orientation` the
+    MCC at the projector and the backbone; else each block's linear R^2 and the shape
+    accuracy at the backbone.
 
     Example:
 
@@ -247,8 +237,7 @@ def primary_scores(blocks: dict, orientation: bool = False) -> tuple[str, ...]:
 
 
 def build(config: RenderedConfig) -> Experiment:
-    """Rendered pairs, the small CNN with its projector, and the latent evaluator (of a
-    config that `validate` accepts)."""
+    """Rendered pairs, the small CNN with its projector, and the latent evaluator."""
     source = pairs(config)
     # The preset's pairs decide the blocks, not the training seed: every seed of a
     # preset is scored on the same blocks, so its block scores average the same parts.
@@ -446,8 +435,7 @@ SMOKE = dict(
 
 
 def check_sweep(config: RenderedConfig) -> None:
-    """Raises ValueError unless `config` makes pairs of SimCLR's views, which the
-    trade-off map sweeps."""
+    """Raises ValueError unless `config` makes pairs of SimCLR's views (the map sweeps them)."""
     if config.mode != "augment":
         raise ValueError(
             "the grid sweeps SimCLR's views, which only the augment mode uses; got "

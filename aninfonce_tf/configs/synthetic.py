@@ -1,9 +1,5 @@
-"""The synthetic identifiability experiment: the paper's data generating process,
-its MLP encoder and the identifiability scores, with the named presets that the
-recipe runs and the notebook starts from.
-
-Measured results: docs/results.md; `paper-linear-fast`'s time to its targets:
-docs/speed.md.
+"""The synthetic identifiability experiment: the paper's data generating process, its
+MLP encoder, the identifiability scores and the presets. Results: docs/results.md
 
 Example:
 
@@ -46,13 +42,9 @@ from aninfonce_tf.rotation import checked_gain
 
 @dataclasses.dataclass
 class SyntheticConfig(RunConfig):
-    """Every hyperparameter of the synthetic identifiability experiment.
-
-    The data: `dim` latents on `space` with positives from `conditional` around
-    them at concentration `concentration`, rendered by an invertible MLP. The
-    model: an MLP encoder trained for `steps` steps of `batch_size` pairs per loss
-    variant. The shared fields (`RunConfig`) default to the authors' optimiser
-    (Adam 1e-4, Lambda_hat softplus from 1 at 1e-3); the presets use the tuned one.
+    """Every hyperparameter of the synthetic identifiability experiment: `dim` latents on
+    `space`, positives from `conditional` at `concentration`, an invertible MLP.
+    Details: docs/method.md#the-synthetic-conditionals
 
     Example:
 
@@ -203,10 +195,8 @@ class SyntheticConfig(RunConfig):
         memory.check_allocations(self.allocations(hidden))
 
     def allocations(self, hidden: list[int]) -> list[memory.Allocation]:
-        """What the run holds besides the loss (`RunConfig.validate` checks it): the
-        generator's candidate matrices and weights, the encoder, the held-out set, the
-        alignment pairs and each evaluation's correlations, with the flags that size
-        them (`memory.check_allocations`).
+        """What the run holds besides the loss (generator, encoder, held-out set, ...),
+        with the flags that size them (`memory.check_allocations`).
 
         Example:
 
@@ -277,8 +267,7 @@ def build_setup(config: SyntheticConfig) -> SyntheticSetup:
 
 
 def build(config: SyntheticConfig) -> Experiment:
-    """Pairs from the DGP, the MLP encoder and the identifiability evaluator (of a
-    config that `validate` accepts)."""
+    """Pairs from the DGP, the MLP encoder and the identifiability evaluator."""
     setup = build_setup(config)
     observations, latents = setup.evaluation_set(config.eval_size, seed=config.seed + 10_000)
     alignment_pairs = None
@@ -397,8 +386,7 @@ SMOKE = dict(
 
 
 def check_sweep(config: SyntheticConfig) -> None:
-    """Raises ValueError unless `config` has a geometric Lambda, whose spread the
-    dose-response sweeps."""
+    """Raises ValueError unless `config` has a geometric Lambda (the dose-response's)."""
     if config.concentration != "geometric":
         raise ValueError(
             "the dose-response sweeps --concentration-spread of a geometric Lambda; got "

@@ -1,8 +1,5 @@
-"""Contrastive pre-training on the user's own images (`aninfonce-tf train`): an image
-folder, `.npy`/`.npz` arrays or a prepared tfds dataset (`data.user_images`), a
-backbone by name (`backbones.backbone`), SimCLR's views at the images' size, and,
-when the images have labels, the class probes, kNN and augmentation readout at the
-backbone and the projector on held-out images (`evaluation.probes`).
+"""Contrastive pre-training on the user's own images and backbone (`aninfonce-tf
+train`), with the image probes when the images have labels. Details: docs/backbones.md
 
 Example:
 
@@ -107,8 +104,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
         check_backbone(self.backbone, None if self.weights == "none" else self.weights)
 
     def check_inputs(self) -> None:
-        """The data (found, readable, prepared, in range, more images than a batch) and
-        the backbone, built once."""
+        """Checks the data (found, readable, in range, above a batch) and the backbone."""
         if self.mock_data:
             if self.data:
                 raise ValueError(
@@ -137,8 +133,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
 
 
 def held_out(probe_size: int, count: int) -> int:
-    """The labelled images held out of training for the probes: `probe_size`, at most
-    a fifth of the `count` images."""
+    """The labelled images held out for the probes: `probe_size`, at most a fifth."""
     return min(probe_size, count // 5)
 
 
@@ -153,8 +148,7 @@ def images(config: TrainConfig) -> dict:
 
 
 def build(config: TrainConfig) -> Experiment:
-    """Pairs of SimCLR views of the user's images, the backbone and projector, and
-    the probes on held-out labelled images (none without labels or `probe_size`)."""
+    """SimCLR views of the user's images, the backbone and projector, and the probes."""
     augment = dataclasses.replace(
         AUGMENTATION_PRESETS[config.augmentation],
         image_size=config.image_size,

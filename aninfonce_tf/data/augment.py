@@ -24,22 +24,13 @@ from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, state
 @dataclasses.dataclass(frozen=True)
 class SimCLRAugment:
     """The SimCLR view (random resized crop, flip, colour jitter, grayscale, blur,
-    solarisation, each with its own probability), returned with the parameters drawn.
+    solarisation), returned with the parameters drawn.
 
-    Call it as `augment(images, seed=None, image_sizes=None)`:
-
-    - `images`: `[B, H, W, C]` or `[H, W, C]` with C 3 or 1 (the views keep it), uint8 or
-      floats in `value_range`; or JPEG files, one string or `[B]` strings (crop windows
-      decoded alone).
-    - `seed`: an int `s` (as `[s, 0]`), a stateless seed `[2]` (the same seed, the same
-      views), or None (from `tf.random.set_seed`).
-    - `image_sizes`: `[B, 2]` each image's height and width at the top left of a padded
-      batch (`datasets.on_canvas`); not with JPEG files.
-
-    It returns float32 views of `image_size` in [0, 1] and a dict of float32 parameters,
-    `[B]` each but `crop_box` `[B, 4]` (`y1, x1, y2, x2` as fractions, edge to edge) and
-    `jitter_order` `[B, 4]` (0 brightness, 1 contrast, 2 saturation, 3 hue, as applied).
-    Details: docs/api.md#simclraugments-views
+    `augment(images, seed=None, image_sizes=None)`: `images` `[B, H, W, C]` or `[H, W, C]`
+    (C 3 or 1), uint8 or floats in `value_range`, or JPEG strings; `seed` an int, a
+    stateless `[2]` seed or None; `image_sizes` `[B, 2]` on a padded canvas. Returns
+    float32 views in [0, 1] and a dict of float32 parameters (`crop_box` `[B, 4]`,
+    `jitter_order` `[B, 4]`, the rest `[B]`). Details: docs/api.md#simclraugments-views
 
     Args:
         image_size: side of the square output views.
@@ -47,19 +38,15 @@ class SimCLRAugment:
         crop_ratio: range of the crop's aspect ratio (width / height in pixels).
         flip_probability: of a horizontal flip.
         jitter_probability: of colour jitter.
-        brightness, contrast, saturation: jitter strengths s in [0, 1]: factors
-            ~ U(1-s, 1+s).
+        brightness, contrast, saturation: jitter strengths s: factors ~ U(1-s, 1+s).
         hue: hue shift ~ U(-hue, hue), in turns (at most 0.5).
-        random_jitter_order: the four jitter operations in a random order per image;
-            else brightness, contrast, saturation, hue.
+        random_jitter_order: the jitter operations in a random order per image.
         grayscale_probability: of grayscale (after jitter).
         blur_probability: of Gaussian blur.
         blur_sigma: range of the blur's sigma, in pixels of the output.
         solarize_probability: of solarisation (x -> 1 - x where x >= 0.5).
-        value_range: the range of float images, (0, 1) or (0, 255); uint8 images are
-            always read as [0, 255].
-        jit_compile: the pixel work as one XLA computation; False where the host has
-            no XLA:CPU (TPU VMs), for the same views.
+        value_range: the range of float images, (0, 1) or (0, 255); uint8 is [0, 255].
+        jit_compile: the pixel work as one XLA computation (False: no XLA:CPU).
 
     Example:
 
@@ -264,8 +251,7 @@ def quantized(views: tf.Tensor) -> tf.Tensor:
 
 
 def check_first_batch(dataset: tf.data.Dataset, augment: SimCLRAugment) -> None:
-    """Raises ValueError before training when a float dataset's first batch lies outside
-    `augment.value_range` (e.g. [0, 255] read as [0, 1]); eagerly only, uint8 not read."""
+    """Raises ValueError when a float dataset's first batch lies outside `augment.value_range`."""
     spec = dataset.element_spec
     image_spec = (
         spec.get("image")
@@ -318,14 +304,12 @@ def augment_pairs(
     batch i with seeds (seed, start + i) folded with 2 stream and 2 stream + 1.
 
     Args:
-        dataset: batches; an `"image_size"` entry (`[B, 2]`) gives each image's size in a
-            padded batch; images may be JPEG files (`[B]` strings).
+        dataset: batches (images may be JPEG strings; `"image_size"`: sizes on a canvas).
         augment: the views' `SimCLRAugment`.
         seed: the pipeline's seed.
         start: the index of the first batch (a resumed run's step).
         stream: which of independent augmentation streams (one per worker).
-        view_dtype: "float32", or "uint8" (`quantized`: a quarter of the bytes;
-            `ContrastiveModel` divides them by 255 on the device).
+        view_dtype: "float32", or "uint8" (`quantized`, divided by 255 on the device).
 
     Returns:
         A dataset of `{view1, view2, params1, params2}` and the batch's other keys.

@@ -18,13 +18,9 @@ from aninfonce_tf.data.options import without_autotune
 # training images (its linear evaluation's option; the validation split is ImageNet's).
 IMAGENET_10PCT = "imagenet2012_subset/10pct"
 TFDS_DATASETS = ("cifar10", "imagenet2012", IMAGENET_10PCT)
-# The shuffle buffer of examples read from files, in batches: SimCLR's for images
-# above 32 pixels (its CIFAR10 buffer, 50 batches, is moot here: CIFAR10 is held in
-# memory and permuted whole each epoch).
+# The shuffle buffer of examples read from files, in batches (SimCLR's above 32 pixels).
 SHUFFLE_BATCHES = 10
-# The most examples `pair_batches` reads into memory from a `tf.data.Dataset`: four
-# times CIFAR10's training split; a larger split is read from its files
-# (`tfds_file_pieces`).
+# The most examples `pair_batches` reads into memory from a `tf.data.Dataset`.
 MAX_HELD_EXAMPLES = 200_000
 # Colour photos shipped inside the wheels (no download): scikit-learn's two sample
 # images and seven of scikit-image's.
@@ -57,8 +53,8 @@ def packaged_photos() -> list[np.ndarray]:
 def photo_patches(
     per_photo: int = 400, size: int = 48, split: str = "train", seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random square patches of the packaged photos, a patch's class its photo; train
-    and test patches from disjoint parts of each photo.
+    """Random square patches of the packaged photos, a patch's class its photo.
+    Details: docs/api.md#data-pipelines
 
     Returns:
         `(images [N, size, size, 3] uint8, labels [N] int64)`.
@@ -94,12 +90,11 @@ def tfds_images(
     shard: tuple[int, int] | None = None,
     decode: bool = True,
 ) -> tf.data.Dataset:
-    """`{image, label}` examples of a prepared tfds dataset; never downloads. `shard=(index,
-    count)` reads that even part; `decode=False` keeps each image an encoded string.
+    """`{image, label}` examples of a prepared tfds dataset (never downloading); `shard`:
+    an even part; `decode=False`: images stay encoded.
 
     Raises:
-        ValueError: for an unknown name, or a dataset that is not prepared in
-            `data_dir` (saying how to prepare it), within seconds.
+        ValueError: for an unknown name, or a dataset not prepared in `data_dir`.
     """
     builder = _tfds_builder(name, data_dir)
     import tensorflow_datasets as tfds
@@ -235,8 +230,7 @@ def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict
 
 
 def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
-    """Whether the tfds dataset `name` stores JPEG files (ImageNet; CIFAR10 and SimCLR's
-    10 % subset store PNGs), which `pair_batches` hands to the views encoded.
+    """Whether the tfds dataset `name` stores JPEG files (`pair_batches` keeps them encoded).
 
     Example:
 
@@ -294,26 +288,21 @@ def pair_batches(
     examples, each epoch in its own seeded order. Details: docs/api.md#data-pipelines
 
     Args:
-        examples: one pass over the images (of one size, or give `canvas`): arrays
-            or a `tf.data.Dataset` of at most `MAX_HELD_EXAMPLES` examples, or
-            `FilePieces` (`tfds_file_pieces`); JPEG files stay encoded without
-            `decode` and `canvas`.
+        examples: one pass over the images (arrays, a small `tf.data.Dataset`, or
+            `FilePieces`); of one size, or give `canvas`.
         augment: draws the two views of every image.
         batch_size: pairs per batch; the last partial batch is dropped.
         seed: seeds the order of each epoch and the augmentations.
-        shuffle: the buffer of `FilePieces`' examples (None: `SHUFFLE_BATCHES` x
-            `batch_size`); 0: no buffer, and held examples read in order every epoch.
+        shuffle: the buffer of `FilePieces` (None: `SHUFFLE_BATCHES` x `batch_size`; 0: none).
         canvas: put each image on a `canvas x canvas` one (`on_canvas`).
         start: batches to skip (a resumed run's step), nothing decoded for them.
         stream: which of independent augmentation streams (one per worker).
-        decode: applied to each example after the shuffle and the skip (e.g.
-            `tfds_image_decoder`).
+        decode: applied to each example after the shuffle and the skip.
         view_dtype: "float32", or "uint8" (`augment_pairs`).
 
     Raises:
-        ValueError: for a `tf.data.Dataset` of unknown or endless length, or of more
-            than `MAX_HELD_EXAMPLES` examples; for encoded images other than JPEG
-            files without `decode` (eagerly, from the first example).
+        ValueError: for a `tf.data.Dataset` of unknown, endless or too large a length,
+            or encoded images other than JPEG files without `decode`.
     """
     if isinstance(examples, tf.data.Dataset):
         examples = held_in_memory(_holdable(examples))

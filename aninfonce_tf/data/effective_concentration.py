@@ -91,15 +91,12 @@ def view_latents(latents: Mapping, params: Mapping) -> tuple[dict[str, np.ndarra
 
 
 def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
-    """Each part's Lambda_eff under `source`'s pairs (a `RenderedPairs`), from `count`
-    simulated pairs; no image is rendered.
+    """Each part's Lambda_eff under `source`'s pairs, from `count` simulated pairs (no
+    image is rendered).
 
     Returns:
         `{"parts": {part: Lambda_eff}, "mean_squared_change": {part: E[(z1 - z2)^2]},
-        "correlation": {part: rho}, "unshared": [part], "sample_size": count}`:
-        Lambda_eff (at most `MAX_EFFECTIVE_CONCENTRATION`) of `renderer.PARTS`; rho
-        between the two views (1 for a part no pair changes), also of
-        `renderer.DERIVED_PARTS`; the parts with rho below `UNSHARED_CORRELATION`.
+        "correlation": {part: rho}, "unshared": [part], "sample_size": count}`.
     """
     if not isinstance(count, (int, np.integer)) or count < 2:
         raise ValueError(f"`count` must be an int of at least 2; got {count!r}.")
@@ -132,8 +129,7 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
 
 
 def _correlation(first: np.ndarray, second: np.ndarray) -> float:
-    """Pearson's rho of a part in the two views: 1 where no pair changes it, NaN where no
-    view shows it varying."""
+    """Pearson's rho of a part in the two views (1: no pair changes it; NaN: constant)."""
     if min(np.var(first), np.var(second)) < 1e-18:
         return float("nan")
     if np.allclose(first, second, rtol=0, atol=1e-9):
@@ -177,8 +173,7 @@ def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, .
 
 
 def _otsu_cut(sorted_scores: np.ndarray) -> int:
-    """The index k splitting sorted scores with the largest between-group variance (0
-    for fewer than two scores)."""
+    """The index k splitting sorted scores with the largest between-group variance."""
     n = len(sorted_scores)
     if n < 2:
         return 0

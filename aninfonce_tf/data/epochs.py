@@ -1,11 +1,6 @@
-"""The training examples epoch after epoch, each epoch in its own seeded order: no
-image keeps its place from one epoch to the next, and a run resumed in epoch e reads
-nothing of the epochs before it.
-
-Two sources: examples held in memory (`held_in_memory`: the photos, CIFAR10's
-encoded images), permuted whole each epoch; and the pieces of the TFRecord files of
-a split too large to hold (`FilePieces`: ImageNet's), their order permuted each
-epoch, read `CYCLE_LENGTH` at a time and shuffled in a buffer.
+"""The training examples epoch after epoch, each epoch in its own seeded order, from
+arrays held in memory or from a split's files (`FilePieces`).
+Details: docs/api.md#data-pipelines
 
 Example:
 
@@ -31,9 +26,8 @@ CYCLE_LENGTH = 32
 
 @dataclasses.dataclass(frozen=True)
 class FilePieces:
-    """Pieces of TFRecord files that together hold a split, as tfds' file
-    instructions give them: piece i is the `takes[i]` records of `paths[i]` after
-    its first `skips[i]`; `parse` makes a record an example (a dict of tensors).
+    """Pieces of TFRecord files that together hold a split: piece i is the `takes[i]`
+    records of `paths[i]` after its first `skips[i]`; `parse` makes an example of one.
 
     Example:
 
@@ -89,16 +83,9 @@ def epoch_examples(
     shuffle: int = 0,
     in_order: bool = False,
 ) -> tf.data.Dataset:
-    """Endless examples of `source`, epoch after epoch, from the `start`-th on.
-
-    Epoch e reads `source` in an order seeded by (`seed`, e): examples held in memory
-    (one array per key, as `held_in_memory` gives them) in a random permutation
-    (with `in_order`, in their order every epoch);
-    `FilePieces` with their pieces in a random permutation, `CYCLE_LENGTH` read at a
-    time, then shuffled in a buffer of `shuffle` examples (0: none; the buffer's draws
-    are seeded by `seed` alone, its input differs each epoch). An epoch's examples
-    never mix with the next's, so the stream from `start` begins at epoch
-    start // size without reading the epochs before it.
+    """Endless examples of `source` (arrays or `FilePieces`), from the `start`-th on,
+    epoch e in an order seeded by (`seed`, e); `shuffle`: the buffer for `FilePieces`.
+    Details: docs/api.md#data-pipelines
 
     Raises:
         ValueError: for a source without examples.

@@ -12,8 +12,7 @@ from numpy.typing import ArrayLike
 
 # The colour jitter's operations, as `jitter_order` numbers them.
 JITTER_OPS = ("brightness", "contrast", "saturation", "hue")
-# How far outside [0, 1] float images may reach (as resizing leaves them; clipped on
-# the way): images in [0, 255] or [-1, 1] would give views clipped to white or black.
+# How far outside [0, 1] float images may reach (as resizing leaves them).
 FLOAT_SLACK = 0.25
 
 
@@ -41,12 +40,9 @@ def color_jitter(
 
     Args:
         images: `[B, H, W, 3]` floats in [0, 1].
-        brightness, contrast, saturation, hue: `[B]` factors; 1, 1, 1, 0 leave
-            an image as it is.
-        order: `[B, 4]` integers, the operations (numbered as in `JITTER_OPS`)
-            in the order each image gets them; default: `JITTER_OPS`' order.
-        jit_compile: the ops are to be compiled by XLA (batched HSV hue shift); else
-            the hue shift runs image by image through `adjust_hue` (same views to ~1e-6).
+        brightness, contrast, saturation, hue: `[B]` factors (1, 1, 1, 0: unchanged).
+        order: `[B, 4]` each image's operations, numbered as in `JITTER_OPS`.
+        jit_compile: the ops are to be compiled by XLA (a batched hue shift).
 
     Returns:
         `[B, H, W, 3]` floats in [0, 1].
@@ -63,10 +59,8 @@ def color_jitter(
         for op in range(3):
             images = _blend(images, tf.fill(tf.shape(hue), op), factors[:, op])
         return _shift_hue(images, hue, jit_compile)
-    # Each operation runs once per slot for the whole batch, with per-image factors:
-    # the hue shift, the costly one, once; each image's operations before it go
-    # through three blend slots before, those after it through three slots after,
-    # and a slot an image does not need has factor 1, which leaves it as it is.
+    # Each operation runs once per slot for the whole batch: three blend slots, the hue
+    # shift once, three blend slots; a slot an image does not need has factor 1.
     order = tf.cast(order, tf.int32)
     position = tf.argmax(tf.cast(order == 3, tf.int32), axis=1, output_type=tf.int32)
 
@@ -128,7 +122,7 @@ def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.T
     """Per-image separable Gaussian blur with reflect padding, as banded matrix products.
 
     Args:
-        images: `[B, H, W, C]` floats, with static `H` and `W` above `kernel_size // 2`.
+        images: `[B, H, W, C]` floats, static `H` and `W` above `kernel_size // 2`.
         sigma: `[B]` standard deviations in pixels.
         kernel_size: taps of the kernel (odd).
 
@@ -160,8 +154,7 @@ def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.T
 def _resampling_taps(
     start: tf.Tensor, extent: tf.Tensor, length: tf.Tensor, canvas: int, size: int
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """Source pixels and weights of an antialiased bilinear resampling of `[start, start +
-    extent)` along one axis, as `(indices [B, size, K] int32, weights [B, size, K])`."""
+    """`(indices, weights)` `[B, size, K]` of an antialiased bilinear resampling along one axis."""
     scale = (extent / size)[:, None, None]
     radius = tf.maximum(scale, 1.0)
     taps = math.ceil(2 * max(1.0, canvas / size))  # the most pixels within a radius
@@ -176,16 +169,13 @@ def _resampling_taps(
 def resized_crop(
     images: tf.Tensor, boxes: ArrayLike, size: int, image_sizes: ArrayLike | None = None
 ) -> tf.Tensor:
-    """The crop `boxes` of `images`, each resized to `size x size` as
-    `tf.image.resize(..., antialias=True)` does; batched, XLA-compilable.
+    """The crop `boxes` of `images`, each resized to `size x size` with antialiasing.
 
     Args:
         images: `[B, H, W, C]` floats.
-        boxes: `[B, 4]` boxes `y1, x1, y2, x2` as fractions of each image's height
-            and width (`0, 0, 1, 1`: the whole image, edge to edge).
+        boxes: `[B, 4]` boxes `y1, x1, y2, x2` as fractions of each image's sides.
         size: side of the output.
-        image_sizes: `[B, 2]` height and width of each image, placed at the top
-            left of the `H x W` canvas (default: every image fills it).
+        image_sizes: `[B, 2]` each image's size at the canvas' top left (default: all of it).
 
     Returns:
         `[B, size, size, C]` floats.
@@ -224,19 +214,13 @@ def views_from_parameters(
     solarisation), fused by XLA with `jit_compile`; the random draws stay outside.
 
     Args:
-        images: `[B, H, W, 3]` uint8 (scaled to [0, 1] after the crop) or floats in
-            [0, 1].
-        image_sizes: `[B, 2]` height and width of each image on the canvas (see
-            `resized_crop`).
-        params: the per-image parameters `SimCLRAugment` draws: `crop_box` `[B, 4]`,
-            `jitter_order` `[B, 4]` and `[B]` `flip`, the factors of `JITTER_OPS`,
-            `grayscale`, `blur`, `blur_sigma` and `solarize` (flags applied where
-            positive).
+        images: `[B, H, W, 3]` uint8 or floats in [0, 1].
+        image_sizes: `[B, 2]` height and width of each image on the canvas.
+        params: the per-image parameters `SimCLRAugment` draws (flags apply where positive).
         image_size: side of the square views.
-        random_order: jitter each image in its `jitter_order`, else in the order of
-            `JITTER_OPS`.
+        random_order: jitter each image in its `jitter_order`, else in `JITTER_OPS`' order.
         blur_kernel_size: taps of the blur's kernel; 0: no blur.
-        jit_compile: run them as one XLA computation (off where the host has no XLA:CPU).
+        jit_compile: run them as one XLA computation.
 
     Returns:
         `[B, image_size, image_size, 3]` float32 views in [0, 1].
@@ -319,12 +303,10 @@ def jpeg_sizes(encoded: tf.Tensor) -> tf.Tensor:
 
 
 def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Crop `boxes` (`[B, 4]` fractions `y1, x1, y2, x2`) of images `sizes` (`[B, 2]`)
-    snapped to whole pixels (at least one), kept within the image.
+    """Crop `boxes` of images `sizes` snapped to whole pixels, kept within the image.
 
     Returns:
-        `(boxes [B, 4], windows [B, 4] int32)`: the snapped boxes as fractions, and
-        `decode_and_crop_jpeg`'s windows `top, left, height, width` in pixels.
+        `(boxes, windows)`: the snapped boxes, and `decode_and_crop_jpeg`'s windows in pixels.
 
     Example:
 
@@ -342,14 +324,12 @@ def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Ten
 
 
 def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
-    """Each JPEG's pixel `windows` decoded alone (`decode_and_crop_jpeg`) as RGB and
-    resized to `size x size` (antialiased bilinear); equal to a crop of the full decode
-    but at the window's edge columns (docs/speed.md#how-the-pixel-ops-are-written).
+    """Each JPEG's pixel `windows` decoded alone as RGB and resized to `size x size`.
+    Details: docs/speed.md#how-the-pixel-ops-are-written
 
     Args:
-        encoded: `[B]` strings, JPEG files (grayscale ones come out as 3 equal
-            channels).
-        windows: `[B, 4]` int32 `top, left, height, width`, as `pixel_windows` gives them.
+        encoded: `[B]` strings, JPEG files.
+        windows: `[B, 4]` int32 `top, left, height, width` (`pixel_windows`).
         size: side of the output.
 
     Returns:
@@ -374,12 +354,10 @@ def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
 
 
 def checked_unit_range(images: tf.Tensor, value_range=(0.0, 1.0)) -> tf.Tensor:
-    """Float `images` (divided by `value_range`'s top already) checked to lie in [0, 1]
-    up to `FLOAT_SLACK`.
+    """Float `images` (over `value_range`'s top) checked to lie in [0, 1] up to `FLOAT_SLACK`.
 
     Raises:
-        ValueError: eagerly, for values outside that range; in a graph
-            (`Dataset.map`) an assertion raises `InvalidArgumentError` instead.
+        ValueError: for values outside that range (in a graph: `InvalidArgumentError`).
     """
     inside = tf.reduce_all((images >= -FLOAT_SLACK) & (images <= 1.0 + FLOAT_SLACK))
     top = value_range[1]

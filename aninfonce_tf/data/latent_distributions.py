@@ -56,15 +56,12 @@ def sample_marginal(space: str, batch_size: int, dim: int, seed) -> tf.Tensor:
     raise ValueError(f"Unknown latent `space` {space!r}; expected one of {LATENT_SPACES}.")
 
 
-# Proposals a row may use before sampling fails: a row whose proposals are accepted
-# 5 % of the time (the least likely row of the paper's two-valued Lambda: 5.8 %) is
-# left unfilled with probability 0.95^400 = 1e-9.
+# Proposals a row may use before sampling fails (docs/speed.md#sampling-pairs).
 MAX_PROPOSALS_PER_ROW = 400
 
 
 def _rejection_sample(propose, accept, z, seed, sample_shape, proposals: int):
-    """Vectorised rejection sampling: the first accepted proposal of each row, redrawing
-    only rows without one; fails after `MAX_PROPOSALS_PER_ROW` proposals for a row."""
+    """Vectorised rejection sampling: each row's first accepted proposal, or a failure."""
     max_rounds = math.ceil(MAX_PROPOSALS_PER_ROW / proposals)
     rows = tf.shape(z)[0]
 
@@ -181,15 +178,11 @@ def sample_positive(z, conditional: str, concentration, seed, space: str = "sphe
 
     Args:
         z: `[B, n]` latents.
-        conditional: one of `CONDITIONALS`: `"projected_normal"` (the authors'),
-            `"normal"`, `"vmf"` (kappa = mean(Lambda)), and three that break the
-            theory's assumptions, `"laplace"`, `"heteroscedastic"`, `"mixture"`.
-            Details: docs/method.md#the-synthetic-conditionals
+        conditional: one of `CONDITIONALS` (docs/method.md#the-synthetic-conditionals).
         concentration: `[n]` ground-truth Lambda.
         seed: stateless seed, shape `[2]`.
         space: the latent space positives must stay in.
-        **options: `alpha` (heteroscedastic, default 2), `mixture_weight` (0.3) and
-            `mixture_scale` (3), `proposals` and `tolerance` of the rejection samplers.
+        **options: `alpha`, `mixture_weight`, `mixture_scale`, `proposals`, `tolerance`.
 
     Returns:
         `[B, n]` positives.

@@ -22,9 +22,7 @@ from numpy.typing import ArrayLike
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.datasets import on_canvas
 
-# The probe sets are drawn from the first PROBE_POOL times as many examples of a split
-# as they need: tfds writes a split's examples in a random order, so that this part
-# of ImageNet's training split holds its classes in proportion.
+# The probe sets are drawn from the first PROBE_POOL times as many examples as they need.
 PROBE_POOL = 5
 
 # What `stratified_arrays` makes of an example and its index in the pool.
@@ -32,8 +30,7 @@ Prepare = Callable[[dict, tf.Tensor], dict]
 
 
 def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.ndarray:
-    """A seeded order of `labels`' indices in which every prefix holds each class in
-    proportion (to about one example).
+    """A seeded order of `labels`' indices; every prefix holds each class in proportion.
 
     Raises:
         ValueError: for `labels` that are not one-dimensional.
@@ -59,8 +56,7 @@ def stratified_arrays(
     dataset: tf.data.Dataset, count: int, seed: int | Sequence[int], prepare: Prepare
 ) -> tuple[dict, np.ndarray, np.ndarray]:
     """`count` examples of the first `PROBE_POOL * count` of `dataset` in
-    `stratified_order`, each kept as `prepare(example, index)` (`index`: its place in
-    the pool); two passes, the first over the labels alone.
+    `stratified_order`, each kept as `prepare(example, index)`.
 
     Args:
         dataset: `{"image", "label", ...}` examples.
@@ -69,8 +65,7 @@ def stratified_arrays(
         prepare: what each drawn example is kept as.
 
     Returns:
-        `prepare`'s structure of `[n, ...]` arrays, their `[n]` labels and the pool's
-        labels.
+        `prepare`'s structure of `[n, ...]` arrays, their labels and the pool's labels.
     """
     pool = dataset.take(PROBE_POOL * count)
     pool_labels = np.concatenate(
@@ -102,8 +97,7 @@ def stratified_arrays(
 
 
 def centre_square(image: tf.Tensor, size: int, proportion: float = 1.0) -> tf.Tensor:
-    """The centre square of a uint8 image, its side `proportion` of the shorter side
-    (SimCLR's test crop: 0.875), resized to `size` (antialiased), kept as uint8.
+    """The centre square of a uint8 image, `proportion` of its shorter side, resized to `size`.
 
     Example:
 
@@ -133,8 +127,7 @@ def centre_squares_and_views(
     augment: SimCLRAugment, seed: tf.Tensor, canvas: int | None = None
 ) -> Prepare:
     """The `prepare` of the probes' test images: each one's centre square and a float16
-    view with its parameters (`view`, `params`), drawn as the training views are (on a
-    `canvas` if given, `seed` folded with the example's index)."""
+    view with its parameters, drawn as the training views are."""
     square = centre_squares(augment.image_size)
 
     def square_and_view(example: dict, index: tf.Tensor) -> dict:

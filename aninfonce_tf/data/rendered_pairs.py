@@ -46,8 +46,7 @@ DEFAULT_CONCENTRATION = {
 
 
 def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
-    """`[len(CONTINUOUS)]` float64 from a number, a sequence or a `{latent: value}`
-    mapping (missing latents take `default`)."""
+    """`[len(CONTINUOUS)]` float64 from a number, a sequence or a `{latent: value}` mapping."""
     if isinstance(values, Mapping):
         unknown = sorted(set(values) - set(CONTINUOUS))
         if unknown:
@@ -66,24 +65,19 @@ def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
 
 @dataclasses.dataclass
 class RenderedPairs:
-    """Positive pairs of rendered images, by `mode`: `"augment"` (two SimCLR views of one
-    render), `"latent"` (z and z+ from a conditional, each rendered) or `"spike-slab"`
-    (each latent changes only with its `change_probability`). Details:
-    docs/api.md#rendered-pairs
+    """Positive pairs of rendered images, by `mode` (`"augment"`, `"latent"` or
+    `"spike-slab"`). Details: docs/api.md#rendered-pairs
 
     Args:
         mode: one of `PAIR_MODES`.
         size: side of the rendered images.
-        augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`);
-            their side is `view_size`.
-        concentration: Lambda of the conditional per continuous latent (`{name:
-            value}`, or values in `CONTINUOUS` order), in units where each range is 2 wide.
+        augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`).
+        concentration: Lambda per continuous latent (`{name: value}` or in `CONTINUOUS`
+            order), in units where each range is 2 wide.
         conditional: one of `PAIR_CONDITIONALS`.
-        change_probability: `"spike-slab"`'s probability that a latent changes, one
-            number or `{name: value}` (latents left out always change).
-        object_scale: the range `(low, high)` of the objects' `scale` (the radius of
-            the disk of their area as a fraction of the side); `latents` holds the
-            resulting ranges.
+        change_probability: `"spike-slab"`'s probability that a latent changes (one
+            number or `{name: value}`).
+        object_scale: the range `(low, high)` of the objects' `scale`.
 
     Example:
 
@@ -174,8 +168,7 @@ class RenderedPairs:
         return positive
 
     def sample_pairs(self, batch_size: int, seed) -> dict[str, tf.Tensor]:
-        """One batch `{view1, view2, z1, z2}` (`"augment"`: both z's the same, and the views'
-        `params1`, `params2`)."""
+        """One batch `{view1, view2, z1, z2}` (`"augment"`: with `params1`, `params2`)."""
         latent_seed, pair_seed = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), 2))
         latents = sample_latents(batch_size, latent_seed, self.latents)
         if self.mode == "augment":
@@ -210,8 +203,7 @@ class RenderedPairs:
         return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:
-        """`(images, latents)`: `count` un-augmented renders at `view_size` (`latents`:
-        `{name: [count]}`)."""
+        """`(images, latents)`: `count` un-augmented renders at `view_size`."""
         latents = sample_latents(count, tf.constant([seed, 1], tf.int64), self.latents)
         images = _render_compiled(latents, self.view_size)
         return images.numpy(), {name: value.numpy() for name, value in latents.items()}

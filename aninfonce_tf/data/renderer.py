@@ -22,10 +22,8 @@ import tensorflow as tf
 
 @dataclasses.dataclass(frozen=True)
 class Latent:
-    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`
-    (`high` is `low` again) or, when `classes`, an integer class in `[0, classes)`; a
-    `hue` is a colour's hue in the image, which colour jitter shifts and grayscale
-    erases.
+    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`,
+    or, when `classes`, an integer class in `[0, classes)`; `hue`: a colour's hue.
 
     Example:
 
@@ -46,8 +44,7 @@ class Latent:
 
 
 def _polygon(points) -> np.ndarray:
-    """Vertices centred on the polygon's area centroid and scaled to the unit disk's
-    area."""
+    """Vertices centred on the area centroid and scaled to the unit disk's area."""
     points = np.asarray(points, "float64")
     following = np.roll(points, -1, axis=0)
     cross = points[:, 0] * following[:, 1] - following[:, 0] * points[:, 1]
@@ -99,9 +96,8 @@ LATENT_NAMES = tuple(LATENTS)
 
 
 def object_latents(object_scale: tuple[float, float] = (0.09, 0.14)) -> dict[str, Latent]:
-    """`LATENTS` with the objects' `scale` in `object_scale` (`low`, `high`), and their
-    centre `x`, `y` in [0.3, 0.7] narrowed as far as keeps every object `INSIDE` the
-    image.
+    """`LATENTS` with `scale` in `object_scale`, the centre's range narrowed to keep
+    every object `INSIDE` the image.
 
     Example:
 
@@ -199,9 +195,8 @@ def latent_coordinates(
     units: bool = True,
     radius: float = 1.0,
 ) -> dict[str, np.ndarray]:
-    """`{part: [N] float64}` of the continuous latents in `latents`: an interval latent
-    in `latent_units` (as it is without `units`), a circular one as `radius` times the
-    cos and sin of its angle. Class latents are left out.
+    """`{part: [N] float64}` of the continuous latents: an interval one in `latent_units`
+    (as it is without `units`), a circular one as `radius` times its cos and sin.
 
     Example:
 
@@ -276,8 +271,7 @@ def _colours(hue, saturation_value):
 
 
 def _signed_distance(u, v, vertices):
-    """Exact signed distance from points `(u, v)` `[N, S, S, 1]` to each image's polygon
-    `[N, 1, 1, V, 2]`: negative inside (the parity of edge crossings of a ray)."""
+    """Exact signed distance from points `(u, v)` to each image's polygon, negative inside."""
     start = vertices
     end = tf.roll(vertices, 1, axis=-2)
     ex, ey = end[..., 0] - start[..., 0], end[..., 1] - start[..., 1]
@@ -296,17 +290,11 @@ def _signed_distance(u, v, vertices):
 
 def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
     """Images of the objects that `latents` describe.
-
-    Pixel centres sit at `(i + 0.5) / size`; `x` runs along columns and `y` down rows,
-    as fractions of the side; `rotation` turns the object counter-clockwise on screen
-    (at 0 every shape points up, its saturated front half above its centroid); `scale`
-    is the radius of the disk of the object's area, as a fraction of the side. Wrap in
-    `tf.function(jit_compile=True)` for speed (the pair sources do).
+    Details: docs/api.md#rendered-pairs
 
     Args:
         latents: `{name: [N] tensor}` with every name of `LATENTS` (others are ignored).
-        size: side of the square images in pixels (from 19 on, the object and its
-            anti-aliased edge lie inside the image at every latent).
+        size: side of the square images in pixels (19 or more).
 
     Returns:
         `[N, size, size, 3]` float32 in [0, 1].
@@ -345,8 +333,7 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
 
 
 def latent_matrix(latents: Mapping[str, tf.Tensor]) -> tf.Tensor:
-    """`[N, len(LATENT_NAMES)]` float32: the latents as columns in `LATENT_NAMES` order
-    (`shape` as its class index)."""
+    """`[N, len(LATENT_NAMES)]` float32: the latents as columns in `LATENT_NAMES` order."""
     return tf.stack([tf.cast(latents[name], tf.float32) for name in LATENT_NAMES], axis=1)
 
 

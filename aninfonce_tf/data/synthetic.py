@@ -1,6 +1,5 @@
 """The synthetic data-generating process of Rusak et al. (2025) as `tf.data`: latents
-from a marginal, positives from a conditional with ground-truth Lambda, both rendered
-by a frozen invertible MLP g; every draw statelessly seeded.
+and positives with ground-truth Lambda, rendered by a frozen invertible MLP g.
 
 Example:
 
@@ -66,14 +65,10 @@ def indexed_batches(
 def concentration_preset(
     name: str, dim: int = 10, high: float | None = None, low: float | None = None
 ) -> np.ndarray:
-    """Ground-truth diagonal Lambda.
+    """Ground-truth diagonal Lambda. Details: docs/method.md#the-synthetic-conditionals
 
     Args:
-        name: `"linear"`: linspace(low, high), default 5..25 (the paper's);
-            `"geometric"`: geomspace(low, high), equal ratios between neighbours;
-            `"two_valued"`: first half at `high`=25, second half at `low`=5 (the
-            paper's); `"content_style"`: first half content over [high / 2, high]
-            (default 400), second half style over [low, 2 low] (default 10).
+        name: `"linear"`, `"geometric"`, `"two_valued"` or `"content_style"`.
         dim: latent dimension.
         high: the largest concentration.
         low: the smallest concentration.
@@ -205,8 +200,7 @@ class SyntheticSetup:
 
     Args:
         concentration: `[n]` ground-truth Lambda (see `concentration_preset`).
-        space: one of `LATENT_SPACES`; its uniform (sphere, box) or normal
-            (euclidean) marginal draws z.
+        space: one of `LATENT_SPACES` (the marginal of z).
         conditional: one of `CONDITIONALS`.
         generator_seed: seed of the invertible MLP g.
         generator_layers: depth of g.

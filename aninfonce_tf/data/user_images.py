@@ -1,11 +1,6 @@
-"""A user's images for `aninfonce-tf train`: an image folder (searched recursively;
-labels from its subfolders when every image lies in one of two or more), `.npy` or
-`.npz` arrays, or a tfds dataset prepared on disk, each read into memory as uint8
-`[N, size, size, 3]` images (resized whole, as SimCLR's crops are resized) with
-integer labels (-1 where there are none).
-
-`check_images_source` says before any training, in one `ValueError`, what is missing
-or unreadable; nothing is downloaded.
+"""A user's images for `aninfonce-tf train` (a folder, `.npy`/`.npz` arrays, or a
+prepared tfds dataset), read into memory as uint8 `[N, size, size, 3]` with integer
+labels (-1: none). Details: docs/backbones.md#data---data
 
 Example:
 
@@ -49,9 +44,7 @@ def source_kind(data: str) -> str:
 
 
 def image_files(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
-    """The image files below `folder` (sorted), their labels and the class names: the
-    first subfolder of each, when every image lies in one of two or more; else no
-    labels."""
+    """The image files below `folder` (sorted), their labels and the class names."""
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
     parts = [p.relative_to(folder).parts for p in files]
     classes = sorted({part[0] for part in parts if len(part) > 1})
@@ -64,9 +57,8 @@ def image_files(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
 def check_images_source(
     data: str, data_dir: str = "", value_range: str = "auto"
 ) -> tuple[int, bool]:
-    """The number of images of `data` and whether they have labels; raises ValueError, saying how to fix it, for
-    data that cannot be read: a missing path, a folder without images, an unreadable
-    array file, a tfds dataset not prepared in `data_dir`."""
+    """The number of images of `data` and whether they have labels; raises ValueError,
+    saying how to fix it, for data that cannot be read."""
     if not data:
         raise ValueError(
             "`data` is empty: pass --data with an image folder, a .npy/.npz file or "
@@ -103,8 +95,7 @@ def read_images(data: str, size: int, data_dir: str = "", value_range: str = "au
         data: an image folder, a `.npy`/`.npz` file or `tfds:NAME[:SPLIT]`.
         size: the side every image is resized to.
         data_dir: tfds' data directory.
-        value_range: of float arrays: `"1"` ([0, 1]), `"255"` ([0, 255]) or `"auto"`
-            ([0, 1], refused beyond it with the fix); uint8 are [0, 255].
+        value_range: of float arrays: `"1"`, `"255"` or `"auto"` ([0, 1], checked).
     """
     kind = source_kind(data)
     if kind == "tfds":

@@ -24,8 +24,7 @@ def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndar
     """`[N, 28, 28, 1]` float32 images in [0, 1].
 
     Args:
-        source: `"digits"` (scikit-learn's 1,797 8x8 digits, upsampled) or `"mnist"`
-            (tfds' 60,000 training images, prepared in `data_dir`; never downloaded).
+        source: `"digits"` (scikit-learn's, upsampled) or `"mnist"` (tfds', prepared).
         data_dir: tfds data directory for `"mnist"` (default: tfds' own).
 
     Raises:

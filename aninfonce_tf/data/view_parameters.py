@@ -1,10 +1,5 @@
-"""The random draws of the SimCLR views: for each image its crop box, flip, colour
-jitter factors and their order, grayscale, blur sigma and solarisation
-(`PARAMETERS`), drawn from an explicit stateless seed without the images
-(`draw_parameters`); `SimCLRAugment` then applies them (`image_ops`).
-
-Every draw is stateless: the same seed gives the same parameters, also under a
-parallel `Dataset.map`.
+"""The random draws of the SimCLR views (`PARAMETERS`), from an explicit stateless seed
+and without the images (`draw_parameters`). Details: docs/api.md#simclraugments-views
 
 Example:
 
@@ -70,9 +65,8 @@ class ViewSettings(Protocol):
 
 
 def stateless_seed(seed) -> tf.Tensor:
-    """The `[2]` int64 seed of TensorFlow's stateless random ops from an int `s`
-    (`[s, 0]`), a pair of ints, or None: a fresh seed from the stateful RNG (which
-    `tf.random.set_seed` makes repeatable).
+    """The `[2]` int64 stateless seed from an int `s` (`[s, 0]`), a pair of ints, or
+    None (drawn from the stateful RNG).
 
     Example:
 
@@ -100,10 +94,8 @@ def stateless_seed(seed) -> tf.Tensor:
 def draw_parameters(
     augment: ViewSettings, batch: int | tf.Tensor, image_sizes: tf.Tensor, seed: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """`PARAMETERS` of `batch` views by `augment` (a `SimCLRAugment`'s settings)
-    of images `image_sizes` (`[B, 2]` heights and widths in pixels), from the
-    stateless `seed` (`[2]`): float32, `[B]` each but `crop_box` and `jitter_order`
-    (`[B, 4]`), as `SimCLRAugment` documents them.
+    """`PARAMETERS` of `batch` views by `augment`'s settings of images `image_sizes`
+    (`[B, 2]` pixels), from the stateless `seed`, as `SimCLRAugment` returns them.
 
     Example:
 
@@ -160,11 +152,8 @@ def crop_boxes(
     scale: tuple[float, float],
     ratio: tuple[float, float],
 ) -> tf.Tensor:
-    """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1] of images `heights x widths` pixels
-    (`[B]` each): the first of `CROP_ATTEMPTS` draws of area (a fraction of the image
-    in the range `scale`) and aspect ratio (width / height in pixels, log-uniform in
-    the range `ratio`) that fits in the image, else a central crop of the image, or
-    of its largest part within `ratio` (as torchvision).
+    """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1] of images `heights x widths` pixels, as
+    torchvision's `RandomResizedCrop` draws them (`CROP_ATTEMPTS` tries, then the centre).
 
     Example:
 

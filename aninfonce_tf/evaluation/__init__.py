@@ -1,8 +1,5 @@
-"""Identifiability metrics and their evaluator, the slow-feature alignment (`alignment`); the `Evaluator` protocol every
-evaluator follows (`protocol`), the image probes (`probes`; `determinable`: which
-readout targets one view determines) and the Keras callbacks of `fit`
-(`callbacks`: the one that runs evaluators, the NaN stop, the training metrics'
-logger) and what they print (`console`)."""
+"""The evaluators, their protocol and the Keras callbacks of `fit`.
+Modules: docs/api.md#the-library-module-by-module (the `evaluation.*` rows)"""
 
 from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.identifiability import (

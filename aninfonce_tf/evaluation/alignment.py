@@ -1,8 +1,5 @@
 """Slow-feature alignment: the linear map that turns an embedding's axes onto the
-latents, fitted from positive pairs alone (no labels). Latents of equal concentration
-stay mixed; linear R^2 does not change.
-
-Method (why it works, how many pairs): docs/method.md#slow-feature-alignment.
+latents, fitted from positive pairs alone. Method: docs/method.md#slow-feature-alignment
 
 Example:
 
@@ -36,14 +33,12 @@ def slow_feature_alignment(first, second) -> np.ndarray:
         second: `[N, d]` embeddings of the other side.
 
     Returns:
-        Columns v_k, slowest first (the latent a pair changes least), each of unit
-        variance over the pairs' embeddings: `embeddings @ alignment` has one latent
-        per column.
+        Columns v_k, slowest first, of unit variance: `embeddings @ alignment` has one
+        latent per column.
 
     Raises:
         ValueError: when the two sides' shapes differ, there are fewer pairs than
-            twice the dimensions, or the embedding's dimensions are linearly dependent
-            (its covariance is singular: an embedding wider than the layer before it).
+            twice the dimensions, or the embedding's covariance is singular.
     """
     first = np.asarray(first, dtype="float64")
     second = np.asarray(second, dtype="float64")

@@ -42,8 +42,7 @@ def evaluate_all(
     Args:
         evaluators: the evaluators, run in order.
         model: the model they score.
-        progress: called as `progress(i, "")` before the i-th evaluator runs and
-            `progress(i, stage)` at each stage it reports.
+        progress: called as `progress(i, stage)` ("" as the i-th evaluator starts).
         directory: given to the evaluators whose `evaluate` takes it.
 
     Raises:
@@ -98,8 +97,8 @@ def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
 
 
 class StepCounter(keras.callbacks.Callback):
-    """A callback whose `step` counts the training steps from the batches of `fit`,
-    skipped ones included (docs/method.md#the-trainings-own-callbacks)."""
+    """A callback whose `step` counts the training steps from the batches of `fit`.
+    Details: docs/method.md#the-trainings-own-callbacks"""
 
     def __init__(self):
         super().__init__()
@@ -114,16 +113,14 @@ class StepCounter(keras.callbacks.Callback):
 
 
 class EvaluationCallback(StepCounter):
-    """Runs evaluators every `every_epochs` epochs, adds their scalars to the logs,
-    writes summary scores to TensorBoard (`scores/<name>`) and stops when every `stop_at`
-    target is reached (`reached`). Details: docs/method.md#evaluation-during-training
+    """Runs evaluators every `every_epochs` epochs, logs their scores and stops when every
+    `stop_at` target is reached. Details: docs/method.md#evaluation-during-training
 
     Args:
         evaluators: one evaluator or a list of them.
         log_dir: TensorBoard directory; None logs nothing to disk.
         every_epochs: evaluation period in epochs.
-        stop_at: `{score name: target}` as `parse_targets` returns them; a plain
-            number is a target in the score's natural direction.
+        stop_at: `{score name: target}` as `parse_targets` returns them.
         history: evaluations restored from an interrupted run.
         history_path: JSON file the history is written to.
         verbose: 1 prints a line per evaluation, within 100 columns.
@@ -296,9 +293,8 @@ class EvaluationCallback(StepCounter):
 
 
 class StopOnNonFiniteLoss(StepCounter):
-    """Stops training at the first step whose loss is NaN or infinite and says which
-    step it was (`stopped_at`, also printed; with `steps_per_execution` k, the last
-    step of that call).
+    """Stops training at the first step whose loss is NaN or infinite, saying which
+    (`stopped_at`). Details: docs/method.md#the-trainings-own-callbacks
 
     Example:
 
@@ -327,17 +323,12 @@ class StopOnNonFiniteLoss(StepCounter):
 
 
 class TrainingLogger(StepCounter):
-    """Writes the training metrics to TensorBoard every `every_steps` steps, against
-    the training step, and keeps the loss of each write in `history`.
-
-    Each write holds `train/<name>` (mean metrics over the steps since the last write),
-    the learning rate, and Lambda_hat per dimension with its histogram. Choose
-    `every_steps` dividing the epoch's steps: Keras resets its metrics at each epoch
-    (docs/method.md#the-trainings-own-callbacks).
+    """Writes the training metrics, the learning rate and Lambda_hat to TensorBoard
+    every `every_steps` steps (choose a divisor of the epoch's steps), and keeps the
+    loss of each write in `history`. Details: docs/method.md#the-trainings-own-callbacks
 
     Args:
-        log_dir: TensorBoard directory, its event file created at the first write;
-            None writes nothing to disk.
+        log_dir: TensorBoard directory (created at the first write); None: no files.
         every_steps: steps between two writes.
         history: writes restored from an interrupted run (`{"step", "loss"}` each).
         history_path: JSON file `history` is written to at the end of each epoch.

@@ -1,7 +1,6 @@
-"""What a run prints while it trains, each line within `CONSOLE_WIDTH` columns: Keras'
-line per epoch with a few training metrics (`EpochLine`), a line per evaluation
-(`evaluation_line`) and, on a terminal, a note rewritten in place that names the
-evaluation at work and its stage (`note`).
+"""What a run prints while it trains, within `CONSOLE_WIDTH` columns: `EpochLine`,
+`evaluation_line` and, on a terminal, a `note` rewritten in place.
+Details: docs/runner.md#outputs
 
 Example:
 
@@ -29,15 +28,13 @@ EPOCH_METRICS = ("loss", "accuracy")
 
 
 def on_terminal(stream: IO | None = None) -> bool:
-    """Whether `stream` (default: `sys.stdout`) is a terminal; False for a stream that
-    cannot say (a wrapper without `isatty`)."""
+    """Whether `stream` (default: `sys.stdout`) is a terminal (False: cannot say)."""
     stream = sys.stdout if stream is None else stream
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def format_score(value: float) -> str:
-    """A score as the console shows it: 3 decimals, or 3 significant digits beyond
-    +-1000 (an R^2 of a feature that predicts nothing can be -1.2e+03).
+    """A score as the console shows it: 3 decimals, or 3 significant digits beyond +-1000.
 
     Example:
 
@@ -54,10 +51,8 @@ def evaluation_line(
     seconds: float = 0.0,
     width: int = CONSOLE_WIDTH,
 ) -> str:
-    """`step 500 evaluation: mcc 0.912, ...`: the scores in `columns` (default: every
-    one of `scalars`) and, from `LONG_EVALUATION` seconds, the time the evaluation
-    took; broken after a comma into lines of at most `width` columns, the later ones
-    indented by two spaces."""
+    """`step 500 evaluation: mcc 0.912, ...` (`columns`, default every scalar; the time
+    from `LONG_EVALUATION` s), broken after a comma into lines of at most `width`."""
     shown = [name for name in columns or scalars if name in scalars]
     items = [f"{name} {format_score(scalars[name])}" for name in shown]
     items = [f"{item}," for item in items[:-1]] + items[-1:]
@@ -74,8 +69,7 @@ def evaluation_line(
 
 def note(step: int, evaluators: Sequence, index: int, stage: str = "") -> None:
     """Writes over the terminal's current line, within `CONSOLE_WIDTH` columns:
-    `evaluating step 500: LatentEvaluator (1 of 2), backbone: kernel ridge ...` (the
-    count with several evaluators, the stage when the evaluator reports one)."""
+    `evaluating step 500: LatentEvaluator (1 of 2), backbone: kernel ridge ...`."""
     count = len(evaluators)
     text = f"evaluating step {step}: {type(evaluators[index]).__name__}"
     text += f" ({index + 1} of {count})" if count > 1 else ""
@@ -89,10 +83,8 @@ def clear_note() -> None:
 
 
 class EpochLine(keras.callbacks.ProgbarLogger):
-    """Keras' progress bar and line per epoch (`fit`'s `verbose` 1 and 2) with only the
-    training metrics `metrics` of the logs, so that it keeps within `CONSOLE_WIDTH`
-    columns. Put it last in `fit`'s callbacks: Keras then adds no progress bar of its
-    own, and lines that other callbacks print at an epoch's start come before it.
+    """Keras' progress bar and line per epoch with only the training `metrics`; put it
+    last in `fit`'s callbacks (Keras then adds no progress bar of its own).
 
     Example:
 

@@ -1,8 +1,6 @@
 """Which augmentation-readout targets one view determines, as a supervised network
 finds them, and the readout averaged over those alone.
-
-A target is kept when the lower end of the 95 % interval of its supervised balanced
-accuracy exceeds `CHANCE + MARGIN` = 0.55. Method: docs/method.md#readout-check.
+Method: docs/method.md#readout-check
 
 Example (a grayscale flag that the views show, and a flag they do not):
 
@@ -61,8 +59,7 @@ ALL_TARGETS = "augmentation_readout_all_targets"
 
 
 def masked_binary_crossentropy(labels, logits):
-    """The sum over targets (columns) of the mean binary cross-entropy over the views
-    (rows) where each is defined (NaN labels add nothing)."""
+    """The sum over targets of the mean binary cross-entropy where each is defined."""
     defined = keras.ops.logical_not(keras.ops.isnan(labels))
     weights = keras.ops.cast(defined, logits.dtype)
     safe = keras.ops.where(defined, labels, keras.ops.zeros_like(labels))
@@ -72,8 +69,7 @@ def masked_binary_crossentropy(labels, logits):
 
 
 def label_thresholds(params: Mapping, channels: int = 3) -> tuple[dict, dict[str, str]]:
-    """The learnable targets' thresholds (None for a flag, else the median) and the
-    reason each other target is not learned."""
+    """The learnable targets' thresholds (None for a flag) and why each other is not learned."""
     thresholds, dropped = {}, {}
     for name, target in readout_targets(params).items():
         values = target[~np.isnan(target)]
@@ -89,8 +85,7 @@ def label_thresholds(params: Mapping, channels: int = 3) -> tuple[dict, dict[str
 
 
 def target_labels(params: Mapping, thresholds: Mapping[str, float | None]) -> np.ndarray:
-    """`[N, T]` float32 labels of the targets of `thresholds`, in its order, NaN where
-    a target is undefined."""
+    """`[N, T]` float32 labels of the targets of `thresholds` (NaN where undefined)."""
     targets = readout_targets(params)
     columns = []
     for name, threshold in thresholds.items():
@@ -144,11 +139,8 @@ def determinability(
 
     Args:
         encoder: builds a fresh backbone (views -> `[B, d]` features).
-        train_batches: `(views, params)` batches (`SimCLRAugment`'s), read twice from
-            the start: the first `THRESHOLD_VIEWS` views set the medians, then `steps`
-            batches train.
-        test_views, test_params: `[N, H, W, C]` fresh views of the test images (uint8,
-            or floats in [0, 1]) and their parameters.
+        train_batches: `(views, params)` batches, read twice: for the medians, then to train.
+        test_views, test_params: `[N, H, W, C]` fresh test views and their parameters.
         steps: training steps (batches).
         seed: of the network's initialisation (`keras.utils.set_random_seed`).
         learning_rate: Adam's, constant.
@@ -161,8 +153,8 @@ def determinability(
         [names]}`; an unscored target's accuracy and bound are None.
 
     Raises:
-        ValueError: for `steps` below 1, test views and parameters of different
-            lengths, or training batches on which no target varies (or none).
+        ValueError: for `steps` below 1, test views and parameters of other lengths,
+            or training batches on which no target varies.
     """
     if not (isinstance(steps, int) and steps >= 1):
         raise ValueError(f"`steps` must be an int of at least 1; got {steps!r}.")
@@ -211,8 +203,7 @@ def determinability(
 
 
 def _entry(name: str, truth, predicted, reason: str = "") -> dict:
-    """A target's entry of the record from its test views' labels and predictions (or
-    the `reason` it was not learned)."""
+    """A target's entry of the record, from its test labels and predictions (or `reason`)."""
     entry = {"balanced_accuracy": None, "lower_bound": None, "test_views": len(truth)}
     if reason or len(np.unique(truth)) < 2:
         return {**entry, "kept": False, "reason": reason or "its test views lie on one side"}
@@ -230,16 +221,14 @@ def _entry(name: str, truth, predicted, reason: str = "") -> dict:
 
 
 def determinable_readout(scores: Mapping[str, Any], record: Mapping[str, Any]) -> dict:
-    """A finished run's augmentation readout by the rule, without training again: its
-    per-target scores averaged over the targets a determinability record keeps.
+    """A finished run's per-target readout scores averaged over the targets a
+    determinability record keeps, without training again.
 
     Args:
-        scores: one variant's scores holding `<level>/readout/<target>`: nested as
-            `results.json`'s `variants[name]`, flat (`runner.report.variant_scores`),
-            or `summary.json`'s `variants[name]` (whose entries' `mean` is read).
-        record: `run.readout_determinable` of a run's `results.json`, or any
-            `determinability` record (its `kept`); a run without one:
-            docs/method.md#readout-check.
+        scores: one variant's scores with `<level>/readout/<target>`, nested, flat, or
+            `summary.json`'s (whose entries' `mean` is read).
+        record: `run.readout_determinable` of `results.json`, or any `determinability`
+            record (its `kept`).
 
     Returns:
         `{"<level>/augmentation_readout": mean over the kept targets scored,

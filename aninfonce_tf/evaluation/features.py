@@ -48,8 +48,7 @@ def on_devices(
     model, forward: Callable[[tf.Tensor], tf.Tensor], batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
     """`forward` of at most `batch_size` rows as one compiled function on `model`'s
-    devices, as float32 NumPy: split evenly over several replicas (zero-padded to a static
-    shape), else on the default device. Each output row must depend on its row only.
+    devices (split over replicas), as float32 NumPy; each output row must depend on its row.
 
     Example:
 
@@ -83,8 +82,8 @@ def on_devices(
 
 
 def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
-    """Per-column R^2 on `test_rows` of a ridge regression fitted on `fit_rows` (features
-    standardised there), each column's penalty from `RIDGE_ALPHAS` by leave-one-out.
+    """Per-column R^2 on `test_rows` of a ridge regression fitted on `fit_rows`, each
+    column's penalty from `RIDGE_ALPHAS` by leave-one-out.
 
     Args:
         features: `[N, d]`.
@@ -126,15 +125,12 @@ def unit_float32(images) -> np.ndarray:
 
 
 def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
-    """Features of `images` at one of `LEVELS`, in batches made float32 one at a time
-    (so images may be stored as uint8 or float16); over the replicas of a model with
-    several (`on_devices`).
+    """Features of `images` at one of `LEVELS`, in batches made float32 one at a time.
 
     Args:
         model: a `ContrastiveModel`.
         images: `[N, ...]` inputs.
-        level: "backbone" (the model's call), or any other for the projector
-            (`embed(..., scaled=False)`).
+        level: "backbone" (the model's call), else the projector (`embed(scaled=False)`).
         batch_size: inputs per forward pass.
 
     Returns:

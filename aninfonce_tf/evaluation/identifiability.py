@@ -92,20 +92,18 @@ def match_dimensions(latents, features, method: str = "pearson") -> tuple[np.nda
 
 
 def mean_correlation_coefficient(latents, features, method: str = "pearson") -> float:
-    """MCC: mean |correlation| of latents and features after Hungarian matching, one
-    feature dimension per latent (a latent left without one counts 0); 1 means recovery
-    up to permutation, sign flips and (Spearman) monotone maps."""
+    """MCC: mean |correlation| of latents and features after Hungarian matching (1:
+    recovery up to permutation, sign flips and, with Spearman, monotone maps)."""
     return float(np.sum(match_dimensions(latents, features, method)[2]) / np.shape(latents)[1])
 
 
 def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int = 0):
-    """The MCC of perfectly recovered latents seen through Haar-random rotations: the
-    chance score of a rotation-invariant loss.
+    """The MCC of perfectly recovered latents seen through Haar-random rotations.
+    Method: docs/method.md#held-out-scores
 
     Args:
         latents: `[N, n]` true latents (or latent parts).
-        width: the features' dimensions d (default n); the latents are padded with
-            zeros to max(n, d), rotated, and the first d dimensions kept.
+        width: the features' dimensions d (default n).
         draws: rotations averaged over (at least 2).
         seed: of the rotations.
 
@@ -143,8 +141,7 @@ def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int
 
 
 def subspace_r2(latents, features, blocks: dict[str, np.ndarray], seed: int = 0) -> dict:
-    """Per block, the mean held-out linear R^2 of its latents from its matched feature
-    dimensions only: lower when the features mix it with other blocks.
+    """Per block, the held-out linear R^2 of its latents from its matched dimensions only.
 
     Example:
 
@@ -188,12 +185,11 @@ def concentration_agreement(
         true: `[n]` ground-truth Lambda, one per latent.
         latents: `[N, n]` true latents, to match feature dimensions to latents.
         features: `[N, d]` features (before the scaling).
-        normalize: divide both by their mean first (Euclidean loss: Lambda_hat is
-            identified only up to a common factor).
+        normalize: divide both by their mean first (Euclidean losses).
 
     Returns:
-        `lambda_spearman` (rank correlation), `lambda_relative_error` (mean
-        |learned - true| / true) and `lambda_hat_matched` (learned, in latent order).
+        `lambda_spearman`, `lambda_relative_error` (mean |learned - true| / true) and
+        `lambda_hat_matched`.
     """
     learned = np.asarray(learned, dtype="float64")
     true = np.asarray(true, dtype="float64")
@@ -222,9 +218,8 @@ def identifiability_scores(
     """Every score of the paper's tables for one set of features.
 
     Returns:
-        `linear_r2` (mean over latents), `min_linear_r2`, `linear_r2_per_latent`, `mcc`
-        (Pearson), `mcc_spearman`, with `blocks` `block_r2` and `subspace_r2`, and
-        with `nonlinear` `nonlinear_r2`.
+        `linear_r2`, `min_linear_r2`, `linear_r2_per_latent`, `mcc`, `mcc_spearman`;
+        with `blocks` `block_r2` and `subspace_r2`; with `nonlinear` `nonlinear_r2`.
 
     Example:
 
@@ -256,21 +251,18 @@ PRIMARY_SCORES = ("mcc", "linear_r2", "block_r2/high", "block_r2/low")
 
 
 class IdentifiabilityEvaluator:
-    """Scores a `ContrastiveModel`'s unscaled embeddings (its "projector" level)
-    against true latents; an `Evaluator`.
+    """Scores a `ContrastiveModel`'s unscaled embeddings against true latents.
 
     Args:
         observations: `[N, ...]` held-out inputs.
         latents: `[N, n]` their true latents.
         blocks: named latent index blocks for per-block R^2.
         true_concentration: `[n]` ground-truth Lambda, to compare Lambda_hat with.
-        normalize_concentration: compare Lambda_hat up to a common factor
-            (Euclidean latent spaces).
+        normalize_concentration: compare Lambda_hat up to a common factor (Euclidean).
         nonlinear: also fit the kernel-ridge R^2 (slower).
         batch_size: observations per embedding call.
-        alignment_pairs: `(first, second)`, `[M, ...]` inputs of both sides of M
-            positive pairs; each evaluation fits the slow-feature alignment on them,
-            sets it as the model's `alignment` and adds `aligned_mcc`.
+        alignment_pairs: `(first, second)` inputs of M positive pairs, for the alignment
+            (docs/method.md#slow-feature-alignment).
 
     Example:
 
@@ -327,8 +319,7 @@ class IdentifiabilityEvaluator:
         nonlinear: bool = False,
         alignment_pairs: tuple | None = None,
     ) -> IdentifiabilityEvaluator:
-        """The evaluator of `setup`'s latents: its high and low blocks and its Lambda (up to
-        a common factor off the sphere).
+        """The evaluator of `setup`'s latents, with its blocks and its Lambda.
 
         Args:
             setup: the `SyntheticSetup` the latents come from.
@@ -396,8 +387,7 @@ class IdentifiabilityEvaluator:
         return first, second
 
     def evaluate(self, model) -> dict[str, Any]:
-        """`identifiability_scores` and `concentration_agreement`, with `mcc_floor` and
-        `mcc_floor_sd` (the `rotation_floor` at the features' width)."""
+        """`identifiability_scores`, `concentration_agreement` and the `rotation_floor`."""
         features = self.features(model)
         scores = identifiability_scores(self.latents, features, self.blocks, self.nonlinear)
         scores["mcc_floor"], scores["mcc_floor_sd"] = self.rotation_floor(features.shape[1])

@@ -80,8 +80,7 @@ def kernel_ridge_r2(
     alphas: Sequence[float] = KERNEL_ALPHAS,
     gammas: Sequence[float] = KERNEL_GAMMAS,
 ) -> np.ndarray:
-    """Per-column test R^2 of RBF kernel ridge fitted on `fit_rows`, `alphas` and `gammas`
-    chosen per column by validation R^2."""
+    """Per-column test R^2 of RBF kernel ridge, `alphas` and `gammas` chosen by validation."""
     features = np.asarray(features, "float64")
     features = StandardScaler().fit(features[fit_rows]).transform(features)
     best = np.full(targets.shape[1], -np.inf)
@@ -206,8 +205,7 @@ def _derived_names(continuous) -> tuple[str, ...]:
 
 
 def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows, test_rows):
-    """`latent_scores`' `mcc`, `mcc_floor`, `mcc_floor_sd` and `subspace_r2` of `features`
-    against the part columns `targets`."""
+    """`latent_scores`' orientation scores of `features` against the part columns `targets`."""
     mean, sd = rotation_floor(targets, features.shape[1])
     scores = {"mcc": mean_correlation_coefficient(targets, features), "mcc_floor": mean}
     scores["mcc_floor_sd"] = sd
@@ -230,14 +228,12 @@ def orientation_scores(features, targets, parts, blocks, names, specs, fit_rows,
 
 
 class LatentEvaluator:
-    """`latent_scores` of a `ContrastiveModel` at each of `features.LEVELS`, and the
-    augmentation readout when views are given. An `Evaluator`.
+    """`latent_scores` at each of `LEVELS`, and the readout when views are given.
 
     Args:
         images: `[N, S, S, 3]` held-out un-augmented renders.
         latents: `{name: [N]}` their latents.
-        blocks: `{block: latent or part names}` for block means (e.g.
-            `RenderedPairs.blocks()`).
+        blocks: `{block: latent or part names}` for block means.
         views, view_params: augmented views and their parameters, for the readout.
         nonlinear: also fit the kernel ridge.
         batch_size: images per forward pass.
@@ -294,9 +290,7 @@ class LatentEvaluator:
         self.blas_threads = blas_threads
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """Scalar scores `<level>/linear_r2/<latent>`, `linear_r2_mean`, `part_linear_r2/<part>`,
-        `block_linear_r2/<block>`, `<class latent>_accuracy`, their `nonlinear_` forms, the
-        readout, and `lambda_hat_low_dimensions` where `anisotropic`."""
+        """The scalar scores `evaluate` returns, `<level>/...` (see `latent_scores`)."""
         continuous = [n for n, s in self.specs.items() if not s.classes and n in self.latents]
         classes = [n for n, s in self.specs.items() if s.classes and n in self.latents]
         kinds = ("linear", "nonlinear") if self.nonlinear else ("linear",)

@@ -45,8 +45,7 @@ SCORE = "backbone/linear_eval_accuracy"
 def backbone_pass(
     model, batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """One compiled function: `model`'s float32 backbone features (inference) of at most
-    `batch_size` images."""
+    """One compiled function: `model`'s float32 backbone features of `batch_size` images."""
 
     def forward(images: tf.Tensor) -> tf.Tensor:
         unit = tf.cast(images, tf.float32)
@@ -69,8 +68,7 @@ def feature_bytes(model, examples: tf.data.Dataset) -> int:
 def features_on_disk(
     model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every `{image, label}` example's backbone features, written batch by batch to the
-    float32 file `path`.
+    """Every example's backbone features, written batch by batch to the float32 file `path`.
 
     Returns:
         `(features [N, d]` (a read-only memory map of `path`), `labels [N])`.
@@ -140,8 +138,7 @@ class LinearEvaluator:
     only; an `Evaluator`. Details: docs/method.md#linear-evaluation
 
     Args:
-        train: finite `tf.data.Dataset` of `{image, label}` examples to train on,
-            images uint8 (read as / 255) or float in [0, 1].
+        train: finite `tf.data.Dataset` of `{image, label}` examples (uint8 or [0, 1]).
         test: those it is scored on.
         classes: the number of classes.
         epochs: passes of the classifier over the training features.

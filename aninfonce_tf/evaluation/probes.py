@@ -98,8 +98,7 @@ def knn_accuracy(
     k: int = 200,
     temperature: float = KNN_TEMPERATURE,
 ) -> float:
-    """Test accuracy of InstDisc's weighted kNN vote: the `k` most cosine-similar train
-    features vote with weights exp(s / `temperature`)."""
+    """Test accuracy of InstDisc's weighted kNN vote (docs/method.md#image-probes)."""
     vote = KNeighborsClassifier(
         n_neighbors=min(k, len(train_labels)),
         metric="cosine",
@@ -152,8 +151,7 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
         features: `[N, d]` features of the views.
         params: the views' parameters, as the augmentation returned them.
         seed: of the split into the fitting and the scoring half.
-        channels: of the views; with 1 (grayscale), the `COLOUR_ONLY` targets are
-            left out.
+        channels: of the views; with 1, the `COLOUR_ONLY` targets are left out.
 
     Returns:
         `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
@@ -206,18 +204,15 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
 
 
 class ImageProbeEvaluator:
-    """Class accuracy (linear probe, kNN) and augmentation readout of a
-    `ContrastiveModel` at each of `features.LEVELS`. An `Evaluator`.
+    """Class accuracy (linear probe, kNN) and augmentation readout at each of `LEVELS`.
 
     Args:
         train_images, train_labels: what the class probes fit on.
         test_images, test_labels: what they are scored on.
-        views: `[N, ...]` augmented views for the readout. Images and views: uint8
-            (read as / 255) or float in [0, 1].
+        views: `[N, ...]` augmented views for the readout (images: uint8 or [0, 1]).
         view_params: their parameters, as the augmentation returned them.
         batch_size: images per forward pass.
-        blas_threads: threads of the probes' linear algebra (None: every core; why
-            1: docs/method.md#the-probes-threads).
+        blas_threads: threads of the probes' linear algebra (None: every core).
 
     Example:
 
@@ -281,8 +276,7 @@ class ImageProbeEvaluator:
         return len(np.union1d(self.train_labels, self.test_labels))
 
     def evaluate(self, model, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """`{level: {score: value}}` per `LEVELS`, a model's `lambda_hat`; `progress(stage)`
-        as each stage begins."""
+        """`{level: {score: value}}` per `LEVELS`, and a model's `lambda_hat`."""
         scores = {}
         for level in LEVELS:
             stage = level_stages(progress, level)

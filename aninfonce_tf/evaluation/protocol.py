@@ -1,6 +1,5 @@
-"""The evaluator protocol: what `callbacks.EvaluationCallback` and the runner call on
-every evaluator (`IdentifiabilityEvaluator`, `ImageProbeEvaluator`, `LatentEvaluator`
-or one of your own).
+"""The evaluator protocol: what `EvaluationCallback` and the runner call on every
+evaluator. Details: docs/method.md#the-evaluator-protocol
 
 Example:
 
@@ -28,11 +27,8 @@ LOW_CONCENTRATION_FRACTION = 0.1
 
 @runtime_checkable
 class Evaluator(Protocol):
-    """Scores a model on held-out data, during `fit` (`EvaluationCallback`) and after.
-
-    Any object with these two methods is one. Optional: `lower_is_better`,
-    `undirected_scores`, `summary_scores`, `classes`, `final_only`, and `evaluate`'s
-    `progress` and `directory` (docs/method.md#the-evaluator-protocol).
+    """Scores a model on held-out data; any object with these two methods is one.
+    Details: docs/method.md#the-evaluator-protocol
 
     Example:
 
@@ -53,8 +49,7 @@ class Evaluator(Protocol):
             model: the model to score, typically a `ContrastiveModel`.
 
         Returns:
-            `{score name: value}`, each value a number, a list of numbers or a dict
-            of them; the numbers of nested dicts are logged as `outer/inner`.
+            `{score name: value}`: numbers, lists of numbers or dicts (`outer/inner`).
         """
         ...
 
@@ -62,8 +57,7 @@ class Evaluator(Protocol):
         """The scalar scores `evaluate` returns, which `--stop-at` may name.
 
         Args:
-            anisotropic: whether the model learns a per-dimension Lambda_hat (the
-                scores comparing it with the true Lambda exist only then).
+            anisotropic: whether the model learns a per-dimension Lambda_hat.
 
         Returns:
             The names, nested ones as `outer/inner`.
@@ -72,8 +66,7 @@ class Evaluator(Protocol):
 
 
 def takes_argument(evaluator: Evaluator, name: str) -> bool:
-    """Whether `evaluator.evaluate` takes the argument `name` (by name, or in
-    `**kwargs`).
+    """Whether `evaluator.evaluate` takes the argument `name` (or `**kwargs`).
 
     Example:
 
@@ -110,10 +103,8 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
 
 
 def concentration_scores(model) -> dict[str, Any]:
-    """A model's learned Lambda_hat (`lambda_hat`) and its shape,
-    `lambda_hat_low_dimensions`: how many entries lie below
-    `LOW_CONCENTRATION_FRACTION` of their median (None where an entry is not finite;
-    not given for one learned concentration, `tied`); empty for a model without one.
+    """A model's `lambda_hat` and `lambda_hat_low_dimensions`, the entries below
+    `LOW_CONCENTRATION_FRACTION` of their median; empty for a model without one.
 
     Example:
 

@@ -18,11 +18,9 @@ _TARGET = re.compile(r"(?P<name>[^<>=]+?)\s*(?P<direction>[<>]?=)\s*(?P<value>[^
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A score's target: reached when the score is at least `value` (`direction`
-    `">="`), at most `value` (`"<="`) or, for `"="`, at `value` or beyond it in the
-    score's natural direction (`natural_direction`): down for the scores an evaluator
-    declares lower-is-better (`lambda_relative_error`), up for its others but those it
-    declares undirected (`augmentation_readout`), which take `>=` or `<=` only.
+    """A score's target: reached at `value` or beyond in its `direction` (`">="`, `"<="`,
+    or `"="`: the score's `natural_direction`).
+    Details: docs/runner.md#checks-before-and-during-training
 
     Example:
 
@@ -39,9 +37,7 @@ class Target:
 
 
 def parse_targets(text: str) -> dict[str, Target]:
-    """`--stop-at` text as targets: `"mcc=0.95,lambda_relative_error<=0.1"` ->
-    `{"mcc": Target(0.95), "lambda_relative_error": Target(0.1, "<=")}` ("" -> {}).
-    `=` stands for the score's natural direction, `>=` and `<=` for themselves.
+    """`--stop-at` text as `{score: Target}` ("" -> {}).
 
     Example:
 
@@ -50,8 +46,7 @@ def parse_targets(text: str) -> dict[str, Target]:
 'lambda_relative_error': Target(value=0.1, direction='<=')}
 
     Raises:
-        ValueError: for text of another form, a target that is not a finite number
-            (`mcc=nan` or `mcc=inf` would never stop, `mcc=-inf` at once), or a score
+        ValueError: for text of another form, a value not a finite number, or a score
             given two targets.
     """
     targets = {}
@@ -75,11 +70,8 @@ def parse_targets(text: str) -> dict[str, Target]:
 
 
 def canonical_targets(targets: Mapping[str, Target]) -> str:
-    """Parsed `--stop-at` targets in their one text form: sorted by score, no spaces,
-    each number as Python writes it as a float (`0.950` -> `0.95`, `1` -> `1.0`, `-0`
-    -> `0.0`) and `>=`, `<=` and `=` as given: `=` takes its direction from the
-    evaluators, known only once the experiment is built, so `mcc=0.95` and
-    `mcc>=0.95` stay two forms.
+    """Parsed `--stop-at` targets in their one text form, which a resume compares.
+    Details: docs/runner.md#checks-before-and-during-training
 
     Example:
 
@@ -91,10 +83,8 @@ def canonical_targets(targets: Mapping[str, Target]) -> str:
 
 
 def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
-    """`"<="` for a score that an evaluator declares lower-is-better (its
-    `lower_is_better`), `">="` for any other when every evaluator declares its
-    lower-is-better scores, None (no direction) otherwise and for a score that an
-    evaluator declares undirected (its `undirected_scores`: the augmentation readout).
+    """`"<="` for a score an evaluator declares `lower_is_better`, `">="` for others when
+    every evaluator declares those, else None (also for `undirected_scores`).
 
     Example:
 
@@ -118,12 +108,10 @@ def _undirected(name: str, evaluators: Sequence[Evaluator]) -> bool:
 def resolve_targets(
     stop_at: Mapping[str, Target | float], evaluators: Sequence[Evaluator]
 ) -> dict[str, Target]:
-    """`stop_at` with each `=` target (and each plain number, which is one) in its
-    score's natural direction (`natural_direction`).
+    """`stop_at` with each `=` target in its score's `natural_direction`.
 
     Raises:
-        ValueError: for a `=` target of a score whose direction no evaluator
-            declares, or that has none: it could be reached at once, or never.
+        ValueError: for a `=` target of a score without a direction.
     """
     resolved = {}
     for name, target in stop_at.items():
@@ -153,9 +141,8 @@ def resolve_targets(
 
 
 def targets_reached(scores: Mapping[str, float], targets: Mapping[str, Target]) -> bool:
-    """Whether there are `targets`, each in its direction (`resolve_targets`), and
-    `scores` (scalars, as `scalar_items` gives them) reach every one; a missing or NaN
-    score reaches none.
+    """Whether there are `targets` (`resolve_targets`) and `scores` reach every one; a
+    missing or NaN score reaches none.
 
     Example:
 
@@ -178,16 +165,16 @@ def check_targets(
     evaluators: Sequence[Evaluator],
     variants: dict[str, bool],
 ) -> dict[str, Target]:
-    """`stop_at` in its directions (`resolve_targets`), checked before any training:
-    raises `ValueError` when a target names a score that an evaluator does not produce
-    for one of the variants, or produces at the final evaluation only (its
-    `final_only`), or has no direction.
+    """`stop_at` in its directions (`resolve_targets`), checked before any training.
 
     Args:
         stop_at: `{score name: target}`, as `parse_targets` returns it.
         evaluators: the `Evaluator`s whose `score_names` the targets may name.
-        variants: `{variant name: anisotropic}`; only variants with a per-dimension
-            Lambda_hat have one to compare with the true concentrations.
+        variants: `{variant name: anisotropic}` (whether it has a per-dimension Lambda_hat).
+
+    Raises:
+        ValueError: for a score a variant lacks, a final-only score, or one without
+            a direction.
     """
     for name, anisotropic in variants.items():
         final = set().union(

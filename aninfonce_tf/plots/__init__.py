@@ -1,9 +1,5 @@
-"""Matplotlib figures of an experiment's results (written to PNG, no display needed),
-titled with what they show and the run (preset, seed), their axes labelled in words,
-R^2 and accuracies on fixed 0-1 axes with their chance levels.
-
-`style`: the words, ranges, chance levels and saving every figure shares; `runs`:
-the figures of one run; `summaries`: those over seeds; `tradeoff`: a sweep's.
+"""Matplotlib figures of an experiment's results, written to PNG, on fixed ranges with
+chance lines. Modules: docs/api.md#the-library-module-by-module (the `plots.*` rows)
 """
 
 from aninfonce_tf.plots.runs import (

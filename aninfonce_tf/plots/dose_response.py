@@ -1,5 +1,4 @@
-"""The dose-response's figure: each paired difference against the spread r of the true
-Lambda, on a log axis."""
+"""The dose-response's figure: each paired difference against the spread r of Lambda."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ def plot_dose_response(
     title: str = "",
 ) -> Path:
     """Per score a panel: each paired difference of `pairs` against r on a log axis,
-    its mean with the 95 % interval as bars, a zero line (`summaries`:
-    `sweep_tables.cell_summaries`)."""
+    its mean with the 95 % interval (`summaries`: `sweep_tables.cell_summaries`)."""
     figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 4), squeeze=False)
     spreads = np.array([spread for spread, _ in summaries])
     for axis, score in zip(axes[0], scores, strict=True):

@@ -1,5 +1,4 @@
-"""The figures of one run, R^2 and accuracies on fixed 0-1 axes with their chance
-levels (`style`)."""
+"""The figures of one run."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from aninfonce_tf.plots.style import LEARNED, score_label, variant_label
 
 
 def plot_concentration(learned, true, path: str | Path, title: str = "") -> Path:
-    """Learned Lambda_hat (matched to latents) against the true Lambda on log axes, with
-    y = x; non-finite or non-positive values left out."""
+    """Learned Lambda_hat (matched to latents) against the true Lambda on log axes."""
     learned, true = np.asarray(learned, "float64"), np.asarray(true, "float64")
     kept = np.isfinite(learned) & (learned > 0)
     figure, axis = plt.subplots(figsize=(4.8, 4.4), layout="constrained")
@@ -81,9 +79,7 @@ def plot_curves(
     title: str = "",
     classes: int | None = None,
 ) -> Path:
-    """A panel for the training loss (`loss_curves`) and one per score key (`curves`), a
-    line per variant, on the score's fixed range with its chance level; non-finite
-    values left out."""
+    """A panel for the training loss and one per score key, a line per variant."""
     panels = [("loss", loss_curves)] if any((loss_curves or {}).values()) else []
     panels += [(key, curves) for key in keys]
     columns = min(len(panels), 3)
@@ -129,8 +125,7 @@ def _lookup(scores: dict, key: str):
 def plot_identifiability(
     results: dict, run_dir: str | Path, true_concentration, title: str = ""
 ) -> list[Path]:
-    """`per_latent_r2.png` and, per loss with a Lambda_hat, `lambda_<loss>.png`; a loss
-    without scores is left out."""
+    """`per_latent_r2.png` and, per loss with a Lambda_hat, `lambda_<loss>.png`."""
     run_dir = Path(run_dir)
     per_latent = {
         name: r["linear_r2_per_latent"]
@@ -191,8 +186,8 @@ def plot_latent_r2_levels(
     accuracy: dict[str, dict[str, float]] | None = None,
     title: str = "",
 ) -> Path:
-    """A panel per level of grouped bars: a group per latent, a bar per variant (R^2
-    below 0 drawn at 0), and the class latent's accuracy with its chance level.
+    """A panel per level: a group of bars per latent, a bar per variant, and the class
+    latent's accuracy.
 
     Args:
         scores: `{level: {variant: {latent: R^2}}}`.
@@ -244,8 +239,7 @@ def plot_lambda_hat_dimensions(
     true_concentration=None,
     title: str = "",
 ) -> Path:
-    """Each variant's Lambda_hat per dimension, sorted, on a log axis, with the true
-    Lambda as dashed lines; non-finite or non-positive values left out."""
+    """Each variant's Lambda_hat per dimension, sorted, on a log axis, with the true Lambda."""
     figure, axis = plt.subplots(figsize=(5.6, 3.9), layout="constrained")
     for name, values in lambda_hats.items():
         values = np.sort(np.asarray(values, "float64"))[::-1]

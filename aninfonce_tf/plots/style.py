@@ -1,6 +1,4 @@
-"""What every figure shares: scores and loss variants in words, each score's fixed
-axis range and chance level (`fix_range` draws both), titles, and saving to PNG (no
-display needed)."""
+"""What every figure shares: labels, each score's fixed range and chance level, saving."""
 
 from __future__ import annotations
 
@@ -81,9 +79,7 @@ def variant_label(name: str) -> str:
 
 
 def score_limits(key: str) -> tuple[float, float] | None:
-    """The fixed axis range of a score, the same in every figure: 0 to 1 for R^2,
-    accuracies, readouts and MCC (an R^2 below 0, worse than the mean, is drawn at
-    0), -1 to 1 for a rank correlation; None (scaled to the data) for the others.
+    """The fixed axis range of a score, the same in every figure; None: scaled to the data.
 
     Example:
 
@@ -99,8 +95,7 @@ def score_limits(key: str) -> tuple[float, float] | None:
 
 
 def chance_level(key: str, classes: int | None = None) -> float | None:
-    """A score's chance level: 1/5 for the rendered shape, 0.5 for the augmentation
-    readout, 1/`classes` for a class probe (when `classes` is given), else None.
+    """A score's chance level (1/`classes` for a class probe), or None.
 
     Example:
 
@@ -120,9 +115,8 @@ def chance_line(axis, level: float, vertical: bool = False) -> None:
 
 
 def fix_range(axis, key: str, classes: int | None = None, vertical: bool = False) -> None:
-    """The score `key`'s fixed range (`score_limits`) and chance line (`chance_level`,
-    with `classes` for a class probe), if it has them, on the y axis of `axis` (or x,
-    `vertical`).
+    """The score `key`'s fixed range and chance line, if it has them, on the y axis of
+    `axis` (x with `vertical`).
 
     Example:
 

@@ -1,6 +1,4 @@
-"""The figures over seeds (`runner.run_seeds`' summary): scores per variant and
-each latent part's R^2 against its effective concentration, each point a mean with
-+- 1 sd bars, on the scores' fixed ranges with their chance levels (`style`)."""
+"""The figures over seeds: scores per variant, each part's R^2 against its Lambda_eff."""
 
 from __future__ import annotations
 
@@ -21,17 +19,15 @@ def plot_seeds(
     title: str = "",
     classes: int | None = None,
 ) -> Path:
-    """Scores over seeds (`run_seeds`' `summary.json`): a panel per score, a point
-    per loss variant at its mean with +- 1 sd bars and its number of seeds, on the
-    score's fixed range with its chance level.
+    """Scores over seeds (`summary.json`): a panel per score, a point per loss variant
+    at its mean with +- 1 sd bars and its number of seeds.
 
     Args:
         summary: `{"seeds", "variants": {variant: {score: {"mean", "sd", "n"}}}}`.
         path: the PNG to write.
         keys: the scores shown (default: every score of the summary).
         title: what the runs are (preset).
-        classes: the number of classes of the class probes (their chance: 1 /
-            `classes`).
+        classes: the number of classes of the class probes (chance: 1 / `classes`).
 
     Example:
 
@@ -85,11 +81,8 @@ def plot_r2_by_concentration(
     title: str = "",
     part_sd: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> Path:
-    """The paper's claim in one picture: each latent part's held-out linear R^2 (0-1)
-    against how strongly a positive pair keeps it, its effective concentration
-    Lambda_eff (log axis), one panel per level of the features, a point per part and
-    loss variant, the variants side by side (+- 1 sd bars over seeds with `part_sd`),
-    parts of about the same Lambda_eff named under one label.
+    """Each latent part's held-out linear R^2 against its effective concentration
+    Lambda_eff (log axis), a panel per level, a point per part and loss variant.
 
     Args:
         part_r2: `{level: {variant: {part: R^2}}}` (over seeds: the means).

@@ -1,6 +1,5 @@
-"""The figure of a sweep's trade-off (`sweep.run_cells`): per axis, each latent part's
-R^2 against its effective concentration per loss, and the class latent's accuracy
-per cell; each point a mean with +- 1 sd bars, chance lines (`style`)."""
+"""The figure of a sweep's trade-off: per axis, each latent part's R^2 against its
+effective concentration per loss, and the class latent's accuracy per cell."""
 
 from __future__ import annotations
 
@@ -67,8 +66,8 @@ def cell_label(values: dict) -> str:
 
 
 def axis_cells(cells: Sequence[dict]) -> dict[str, list[dict]]:
-    """The cells of each axis of a sweep (`sweep.run_cells`' records): the preset's
-    point (`changed` empty) and those that change that field alone, by its value.
+    """The cells of each axis of a sweep: the preset's point and those that change that
+    field alone, by its value.
 
     Example:
 
@@ -92,9 +91,7 @@ def _concentration(cell: dict) -> dict[str, float]:
 
 
 def concentration_axis(cells: Sequence[dict], parts: Sequence[str]) -> tuple[float, float, float]:
-    """The Lambda_eff axis of a sweep's panels: `(low, high, never)`, the measured
-    values of `parts` in `cells` widened by `MARGIN` (1 to 10 without any), and the
-    slot of the parts no pair changes, a factor `BREAK` above `high`.
+    """The Lambda_eff axis of a sweep's panels: `(low, high, never)` (see `MARGIN`, `BREAK`).
 
     Example:
 
@@ -114,8 +111,7 @@ def concentration_axis(cells: Sequence[dict], parts: Sequence[str]) -> tuple[flo
 
 
 def moved_parts(cells: Sequence[dict]) -> list[str]:
-    """The latent parts whose Lambda_eff (each cell's `run`) differs by a factor of
-    `MOVED` or more between `cells`.
+    """The latent parts whose Lambda_eff differs by a factor of `MOVED` or more between `cells`.
 
     Example:
 
@@ -139,10 +135,8 @@ def plot_tradeoff(
     levels: Sequence[str] = ("backbone", "projector"),
     accuracy: str = "shape_accuracy",
 ) -> Path:
-    """A sweep's trade-off, a row per level: per axis each latent part the axis moves,
-    its held-out linear R^2 against its Lambda_eff (log axis; a part no pair changes
-    beyond a shaded break), and the class latent's accuracy per cell; mean +- 1 sd over
-    the seeds. A grid's cells off the axes through the preset's point are left out.
+    """A sweep's trade-off, a row per level: per axis each moved part's linear R^2 against
+    its Lambda_eff, and the class latent's accuracy per cell; mean +- 1 sd over seeds.
 
     Args:
         cells: `run_cells`' records (`values`, `changed`, `summary`, `run`).
@@ -199,8 +193,7 @@ def plot_tradeoff(
 
 
 def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> bool:
-    """One axis's panel: each moved part's R^2 against its Lambda_eff per loss, on the
-    `concentration_axis` `scale`; whether it drew a part no pair changes."""
+    """One axis's panel of moved parts; whether it drew a part no pair changes."""
     low, high, slot = scale
     values = {part: np.array([_concentration(cell)[part] for cell in members]) for part in parts}
     changed = {part: values[part] < MAX_EFFECTIVE_CONCENTRATION for part in parts}
@@ -252,9 +245,7 @@ def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> 
 
 
 def _log_ticks(low: float, high: float) -> list[float]:
-    """1, 2 and 5 times the powers of ten in [`low`, `high`]; the powers alone over a
-    range wider than a factor of 30; the ends (to two digits) where fewer than two fall
-    inside.
+    """1, 2 and 5 times the powers of ten in [`low`, `high`] (or fewer, or the ends).
 
     Example:
 

@@ -1,26 +1,6 @@
-"""The runner every recipe shares, one module per job.
-
-A recipe hands `main` its config module (`aninfonce_tf.configs.*`): a config
-dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`. The runner owns the
-rest:
-
-- `cli`: the command line (`parse_config`, `main`);
-- `plan`: `RunPlan`, the config resolved and validated and its targets parsed, once;
-- `loop`: `run` (every loss variant of a config) and `run_seeds` (over seeds);
-- `context`: `RunContext`, the strategy and whether this process is the chief,
-  decided once per run and passed down;
-- `training`: one variant's model built (`build_model`) and trained
-  (`train_variant`);
-- `run_directory`: `RunDirectory`, claimed once, then each variant saved (with its
-  `files.json`) and the results written, atomically; `SeedsDirectory` of `--seeds`;
-- `identity`: the config fields a resume keeps and the code a run is trained by;
-- `lock`: the lock a run holds on its run directory;
-- `exits`: how a recipe ends on a usage error, a full disk, Ctrl-C or SIGTERM:
-  one line and an exit status;
-- `report`: `results.json`'s run record, the tables and figures.
-
-`Experiment` (the parts a config module builds) lives with the configs
-(`aninfonce_tf.configs.parts`).
+"""The runner every recipe shares, one module per job: a recipe hands `main` its config
+module (a config dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`).
+Modules: docs/api.md#the-library-module-by-module (the `runner.*` rows)
 """
 
 from aninfonce_tf.configs.parts import Experiment

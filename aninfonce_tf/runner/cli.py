@@ -43,35 +43,25 @@ def parse_config(
     hidden: Sequence[str] = (),
     smoke_full: dict | None = None,
 ) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: `--preset NAME`, `--smoke` (or `--smoke-full`),
-    `--out DIR`, `--seeds 0,1,2`, `--allow-code-change` and a `--field value` override
-    of every field of the presets' dataclass (but those in `hidden`); `@FILE` reads
-    flags from a file, as they would be typed (`_FlagsParser`).
-
-    The chosen preset (with its smoke overrides) gives the defaults `--help` shows, in
-    the sections of `GROUPS`. Unknown flags (abbreviations included) and bad values
-    exit with argparse's usage error.
+    """A config from the command line: the runner's flags and a `--field value` override
+    of every field of the presets' dataclass (but those in `hidden`).
+    Details: docs/runner.md#flags
 
     Args:
         presets: named configs of one dataclass; the first is the default.
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description, shown as written.
         smoke: field overrides of `--smoke`; None: no `--smoke` flag.
-        parents: parsers (made with `add_help=False`) of a recipe's own flags,
-            shown by `--help` and parsed into `options`.
-        epilog: the end of `--help` (examples), shown as written; `%(prog)s` is the
-            program's name.
+        parents: parsers (`add_help=False`) of a recipe's own flags, parsed into `options`.
+        epilog: the end of `--help` (examples), as written; `%(prog)s` is the program.
         prog: the program's name in `--help` and errors (default: the script's).
-        choices: the values a field's flag takes in this recipe, fewer than the
-            field's own `choices`.
+        choices: the values a field's flag takes in this recipe (fewer than its own).
         hidden: fields that are no flag in this recipe: they keep the preset's value.
-        smoke_full: field overrides of `--smoke-full` (sizes only shrink); None: no
-            `--smoke-full` flag.
+        smoke_full: field overrides of `--smoke-full`; None: no `--smoke-full` flag.
 
     Returns:
         `(config, options)`: the config `resolved()`; `options` has `preset`, `out`,
-        `seeds` (a list, or None), `allow_code_change`, `smoke`, `smoke_full` and
-        `changed` (`changed_flags`).
+        `seeds`, `allow_code_change`, `smoke`, `smoke_full` and `changed`.
     """
     choices = dict(choices or {})
     fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
@@ -190,8 +180,7 @@ def _smoke_usage(smoke: dict | None, smoke_full: dict | None) -> str:
 
 
 def changed_flags(config: RunConfig, preset: RunConfig) -> list[str]:
-    """The flags that turn `preset` into `config`: each field whose value differs,
-    as it would be typed.
+    """The flags, as typed, that turn `preset` into `config`.
 
     Example:
 
@@ -230,8 +219,7 @@ class _FlagsParser(argparse.ArgumentParser):
 
 
 def import_user_code(name: str) -> types.ModuleType:
-    """Imports a module by its dotted name, or a `.py` file by its path (as the module
-    named after the file), and returns it.
+    """Imports and returns a module by its dotted name, or a `.py` file by its path.
 
     Example:
 
@@ -259,8 +247,7 @@ def _scalar_type(hint) -> type:
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Shows the description and epilog as written and each default, except an unset
-    (None or empty) one."""
+    """Shows the description and epilog as written, and each default that is set."""
 
     def _get_help_string(self, action):
         if action.default in (None, ""):
@@ -269,8 +256,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def seed_list(text: str) -> list[int]:
-    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`), each
-    written as digits (`strict_int`: no `1_0`).
+    """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`).
 
     Raises:
         argparse.ArgumentTypeError: for any other text.
@@ -304,15 +290,11 @@ def _boolean(text: str) -> bool:
 
 
 def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> dict:
-    """The command line of a recipe: parses its config module's presets and flags,
-    then `run`s it into `--out`, or with `--seeds` `run_seeds`. Its first line names
-    the preset and the flags that differ from it (`run_line`). The plan (the config,
-    its inputs and `--stop-at`: `RunPlan.create`) and the strategy (TF_CONFIG, a TPU)
-    are checked before the run directory is made: a refusal is one line, exit status 2. A run that finishes with a variant stopped at
-    a non-finite loss ends with one line, exit status 1 (`loop.raise_if_diverged`).
+    """The command line of a recipe: parses its flags, then `run`s it into `--out`, or
+    with `--seeds` `run_seeds`. Details: docs/runner.md#flags
 
     Args:
-        config_module: a module with `PRESETS`, `SMOKE` and `build`, and optionally
+        config_module: a module with `PRESETS`, `SMOKE`, `build`, and optionally
             `FLAG_CHOICES` and `NOT_FLAGS` (`parse_config`'s `choices` and `hidden`).
         argv: arguments (default `sys.argv[1:]`).
         description: the `--help` description.
@@ -355,8 +337,7 @@ def run_name(options: argparse.Namespace) -> str:
 
 
 def run_line(options: argparse.Namespace) -> str:
-    """The first line of a run: the preset, `--smoke`, `--seeds` and the flags that
-    differ from the preset (`parse_config`'s `options`).
+    """The first line of a run: the preset, `--smoke`, `--seeds` and the changed flags.
 
     Example:
 
@@ -386,17 +367,15 @@ def _seeds_text(seeds: Sequence[int]) -> str:
 
 
 def refuse_out(message: str, prog: str | None) -> typing.NoReturn:
-    """Ends the command with `message` on one line, as argparse ends a bad flag
-    (status 2), before a run directory is made."""
+    """Ends the command with `message` on one line, status 2, as argparse does."""
     print(f"{prog or Path(sys.argv[0]).name}: error: {message}", file=sys.stderr)
     raise SystemExit(exits.USAGE)
 
 
 @contextlib.contextmanager
 def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
-    """A recipe's run directory (`run_directory.run_directory`), in which a refusal, a
-    full disk, Ctrl-C or SIGTERM ends in one line starting with `prog`
-    (`exits.one_line_exit`), leaving no empty directory behind."""
+    """A recipe's run directory, in which a refusal, a full disk, Ctrl-C or SIGTERM ends
+    in one line starting with `prog` (`exits.one_line_exit`)."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
         refuse_out(

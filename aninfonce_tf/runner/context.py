@@ -17,8 +17,7 @@ class RunContext:
 
     Args:
         strategy: the `tf.distribute` strategy every variant trains under.
-        chief: whether this process writes the run's outputs (results, figures,
-            models, TensorBoard): the only process of a single-host run.
+        chief: whether this process writes the run's outputs.
         multi_worker: whether the strategy spans several workers.
 
     Example:
@@ -37,8 +36,7 @@ class RunContext:
         """The context of the strategy named `strategy` (`distribute.STRATEGIES`).
 
         Raises:
-            UsageError: for a strategy that cannot be made here (`distribute.get_strategy`:
-                a malformed TF_CONFIG, no TPU at `tpu`).
+            UsageError: for a strategy that cannot be made here.
         """
         try:
             instance = distribute.get_strategy(strategy, tpu)
@@ -47,8 +45,7 @@ class RunContext:
         return cls(instance, distribute.is_chief(instance), distribute.is_multi_worker(instance))
 
     def work_dir(self, run_dir: Path) -> Path:
-        """The directory of this worker's own files (histories, backups): `run_dir` on
-        the chief, `run_dir/workers/<task>` on every other worker."""
+        """This worker's own files: `run_dir` on the chief, else `run_dir/workers/<task>`."""
         if self.chief:
             return run_dir
         resolver = self.strategy.cluster_resolver

@@ -1,5 +1,4 @@
-"""TensorBoard's event files of a resumed run: the summaries after the step it resumes
-from are dropped, since the run writes them again."""
+"""TensorBoard's event files of a resumed run, the summaries after its step dropped."""
 
 from __future__ import annotations
 
@@ -11,10 +10,8 @@ from aninfonce_tf.checkpoints import replace_atomically
 
 
 def drop_events_after(log_dir: Path, step: int, aside: Path) -> None:
-    """Removes from the TensorBoard event files in `log_dir` the summaries after `step`,
-    which the run resumed there writes again (a file left without any is deleted). A
-    file whose first record does not read is moved to the directory `aside`, out of
-    TensorBoard's way, saying so: its curve may still be recovered."""
+    """Removes from the event files in `log_dir` the summaries after `step`; a file whose
+    first record does not read is moved to `aside`. Details: docs/runner.md#resume"""
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
         records = []
         try:

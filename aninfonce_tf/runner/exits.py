@@ -1,7 +1,5 @@
 """How a recipe ends when it cannot go on: one line and an exit status, never a
-traceback, for a usage error, a full disk, a lost worker, a non-finite loss, Ctrl-C
-and SIGTERM (`one_line_exit`, `sigterm_as_interrupt`), the full disk, the lost
-worker and the signals saying that the same command resumes.
+traceback (`one_line_exit`, `sigterm_as_interrupt`). Details: docs/runner.md#resume
 
 Example:
 
@@ -25,8 +23,7 @@ USAGE, FAILURE, INTERRUPTED, TERMINATED = 2, 1, 128 + signal.SIGINT, 128 + signa
 
 
 class Terminated(KeyboardInterrupt):
-    """A SIGTERM, raised where the run is (`sigterm_as_interrupt`) so that it unwinds
-    as Ctrl-C does: its lock released, every file written atomically kept.
+    """A SIGTERM, raised where the run is so that it unwinds as Ctrl-C does.
 
     Example:
 
@@ -37,8 +34,7 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Within it, SIGTERM raises `Terminated` (in the main thread; elsewhere nothing
-    changes); the previous handler is restored after."""
+    """Within it, SIGTERM raises `Terminated` (in the main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -55,12 +51,8 @@ def sigterm_as_interrupt():
 
 def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None:
     """`(status, line)` a recipe exits with for `error` raised in its run into
-    `run_dir`, or None for an error that keeps its traceback.
-
-    A full disk (`OutOfSpace`, or an `OSError` saying so), a lost worker
-    (`WorkerLost`) and a non-finite loss (`Diverged`) exit with `FAILURE`, a
-    `UsageError` with `USAGE`, Ctrl-C with `INTERRUPTED` and SIGTERM (`Terminated`)
-    with `TERMINATED`.
+    `run_dir` (`FAILURE`, `USAGE`, `INTERRUPTED` or `TERMINATED`), or None for an error
+    that keeps its traceback.
     """
     if not isinstance(error, (UsageError, KeyboardInterrupt)) and is_out_of_space(error):
         # An OSError, or TensorFlow's own error from its writers (event files, say).

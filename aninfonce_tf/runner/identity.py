@@ -1,6 +1,5 @@
-"""A run's identity: the config fields a resume keeps and the code that trains it,
-compared with what a `config.json`, a backup or the other workers recorded
-(docs/runner.md#resume).
+"""A run's identity: the config fields a resume keeps and the code that trains it.
+Details: docs/runner.md#resume
 
 >>> sorted(code_version())[:2]
 ['aninfonce_tf', 'source_sha256']
@@ -34,9 +33,8 @@ UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": No
 
 
 def config_changes(saved: dict, plan: RunPlan) -> str:
-    """How `plan` differs from the `saved` config in the fields a resume must keep
-    (`stop_at` in its one form, `canonical_targets`; a field `saved` lacks at its
-    default): `steps: 40 -> 80, ...`, empty where they agree."""
+    """How `plan` differs from the `saved` config in the fields a resume must keep:
+    `steps: 40 -> 80, ...`, empty where they agree."""
     current = json.loads(json.dumps(plan.config.resume_key()))
     current["stop_at"] = canonical_targets(plan.stop_at)
     exempt = (*EXECUTION_FIELDS, *plan.config.resume_exempt, CODE)
@@ -50,8 +48,7 @@ def config_changes(saved: dict, plan: RunPlan) -> str:
 
 
 def resume_defaults(config: RunConfig) -> dict:
-    """The default of each of `config`'s resume fields, as JSON gives it back: what a
-    field a saved config lacks counts as."""
+    """The default of each of `config`'s resume fields, as JSON gives it back."""
     resumed = config.resume_key()
     values = {
         f.name: f.default
@@ -62,18 +59,14 @@ def resume_defaults(config: RunConfig) -> dict:
 
 
 def backup_identity(config: RunConfig) -> dict:
-    """What each backup checkpoint of a run of `config` records of it (`Backup`'s
-    `identity`): the fields a resume keeps (`RunConfig.resume_key`) and the code that
-    writes it (`code_version`)."""
+    """What each backup checkpoint of a run of `config` records: its resume fields and code."""
     return {"config": json.loads(json.dumps(config.resume_key())), CODE: code_version()}
 
 
 def check_backup_identity(
     backup: Backup, plan: RunPlan, code: Sequence[dict], variant: str
 ) -> None:
-    """Checks that the checkpoint `backup` has restored (`Backup.restore`) was written
-    by this run: of `plan`, by one of the codes that trained it (`code`,
-    `code_history`).
+    """Checks that the checkpoint `backup` restored was written by this run (`plan`, `code`).
 
     Raises:
         UsageError: naming the checkpoint, what differs and the fix.
@@ -96,9 +89,7 @@ def check_backup_identity(
 
 
 def check_workers_agree(strategy, config: RunConfig) -> None:
-    """Checks, before any worker trains, that every worker of a multi-worker run has
-    the same config (every field) and code (`code_version`), by a digest each passes
-    through `distribute.gather_from_workers`.
+    """Checks, before any worker trains, that every worker has the same config and code.
 
     Raises:
         UsageError: on every worker, when the digests differ.
@@ -118,8 +109,7 @@ def check_workers_agree(strategy, config: RunConfig) -> None:
 
 
 def code_version() -> dict[str, str]:
-    """This package's version and the sha256 of its source, of the `--import`ed files
-    (`USER_CODE`) and of the loaded backbone files: what a resume compares."""
+    """This package's version and the sha256 of its source and of the user's code files."""
     version = {"aninfonce_tf": aninfonce_tf.__version__, "source_sha256": _source_sha256()}
     user_code = [*USER_CODE, *backbones.LOADED_FILES]  # `--import`, `--backbone FILE.py:F`
     if user_code:
@@ -147,13 +137,11 @@ def _source_sha256() -> str:
 def code_history(
     run_dir: Path, saved: dict | None, training: bool, allow_code_change: bool
 ) -> list[dict]:
-    """The code the run in `run_dir` (its `config.json`: `saved`, None when new) is
-    trained by, oldest first, each with the date it first ran; `training`: whether
-    the run trains a variant (docs/runner.md#the-code-a-run-was-trained-by).
+    """The code the run in `run_dir` (`saved`: its config, None when new) is trained by,
+    oldest first. Details: docs/runner.md#the-code-a-run-was-trained-by
 
     Raises:
-        ValueError: when training would resume a run trained by other code (or by an
-            aninfonce_tf that recorded none), without `allow_code_change`.
+        ValueError: when `training` would resume other code without `allow_code_change`.
     """
     history = saved.get(CODE, []) if saved else []
     if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
@@ -184,15 +172,13 @@ def code_history(
 
 
 def recorded_code(saved: dict | None) -> list[dict]:
-    """The code that trained a run, by its `config.json` (`saved`; None: a run not
-    trained yet, this code), without the dates."""
+    """The code that trained a run, by its config (`saved`), without the dates."""
     history = saved.get(CODE, [UNRECORDED_CODE]) if saved else [code_version()]
     return [_without_date(entry) for entry in history if isinstance(entry, dict)]
 
 
 def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> bool:
-    """Whether the seeds of a `--seeds` summary were trained by different code
-    (`{seed: recorded_code}`), which `allow_code_change` (`--allow-code-change`) allows.
+    """Whether the seeds (`codes`: `{seed: recorded_code}`) were trained by different code.
 
     Raises:
         ValueError: when they were, without `allow_code_change`, naming each seed's code.

@@ -1,17 +1,5 @@
-"""The lock that keeps a run directory to one run at a time.
-
-`lock_run_directory` holds an exclusive `fcntl.flock` on an open descriptor of the run
-directory itself for the life of a run, so that the lock holds while its holder lives,
-whatever happens to the files in it. A second run on the same directory is refused at
-once, naming the holder (its pid, host and start time, which the holder writes into
-`RUN/.lock`, a file kept for this message only: deleting it releases nothing). The
-kernel releases the lock when its process ends, however it ends: the `.lock` a killed
-run leaves behind names a holder that is gone, and the next run takes over, saying whose
-it was.
-
-POSIX only (there is no `fcntl` elsewhere: runs are then not locked), and reliable on
-local filesystems only: over NFS `flock` is emulated with byte-range locks, or is local
-to each machine.
+"""The lock that keeps a run directory to one run at a time (POSIX, local filesystems).
+Details: docs/runner.md#one-run-at-a-time
 
 Not the `filelock` package: it locks a separate lock file, which deleting releases, and
 its refusal cannot name the holder.
@@ -58,9 +46,8 @@ HOLDER_WAIT_SECONDS = 2.0
 
 @contextlib.contextmanager
 def lock_run_directory(run_dir: Path) -> Iterator[None]:
-    """Holds the exclusive lock of `run_dir` (created if need be) while the block runs:
-    a `flock` on a descriptor of the directory, with this process's details in
-    `run_dir/.lock`, which is removed on release.
+    """Holds the exclusive lock of `run_dir` (created if need be) while the block runs,
+    with this process's details in `run_dir/.lock`.
 
     Raises:
         UsageError: when another process holds it, naming that process.
@@ -89,8 +76,7 @@ def lock_run_directory(run_dir: Path) -> Iterator[None]:
 
 
 def _write_holder(path: Path) -> None:
-    """Writes this process's details into the holder file `path`, saying whose they
-    replace: a holder that ended without releasing the lock (killed)."""
+    """Writes this process's details into the holder file `path`, saying whose they replace."""
     previous = _read(path)
     if previous:
         print(
@@ -103,9 +89,8 @@ def _write_holder(path: Path) -> None:
 
 
 def _written_holder(path: Path) -> str | None:
-    """The holder file's text, once its holder has written its details (a holder that
-    has just taken the lock writes them at once; waited for up to
-    `HOLDER_WAIT_SECONDS`); None when there is no such file."""
+    """The holder file's text once written (waited for up to `HOLDER_WAIT_SECONDS`);
+    None when there is no such file."""
     deadline = time.monotonic() + HOLDER_WAIT_SECONDS
     while True:
         text = _read(path)
@@ -123,8 +108,7 @@ def _read(path: Path) -> str | None:
 
 
 def _holder(text: str | None) -> str:
-    """`pid 12 on host, started 2026-11-27T10:00:00+00:00`, from a lock file's text
-    (None: there is no file)."""
+    """`pid 12 on host, started 2026-11-27T10:00:00+00:00` from a lock file's text, or None."""
     if text is None:
         return GONE
     try:

@@ -1,5 +1,4 @@
-"""`RunPlan`: a run's config resolved and validated, its variants and `--stop-at`
-targets parsed, once, before anything is claimed; the runner passes it down."""
+"""`RunPlan`: a run's config resolved and validated, its targets parsed, once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a run reports: the `run` record of `results.json`, the printed tables and
-the figures (also as TensorBoard images)."""
+"""What a run reports: the `run` record of `results.json`, the tables and the figures."""
 
 from __future__ import annotations
 
@@ -37,10 +36,8 @@ RUN_ENTRIES = (
 
 
 def scored_on(run: dict) -> dict:
-    """What a run's scores are computed on beside its config, from its `run` record:
-    its blocks (rendered runs) and the readout targets it averages (image runs with
-    the readout check); None where it has none. Two runs' scores compare only where
-    these agree.
+    """What a run's scores are computed on beside its config (blocks, readout targets),
+    from its `run` record; two runs' scores compare only where these agree.
 
     Example:
 
@@ -54,10 +51,9 @@ def scored_on(run: dict) -> dict:
 
 
 def scoring_changes(saved: dict, record: dict) -> list[str]:
-    """Where a resumed run's `run` record (`record`) is scored on other blocks or
-    readout targets (`scored_on`), or by another final linear evaluation (its
-    protocol, `linear_evaluation`, whose settings a resume may change), than the one
-    saved with its finished variants (`saved`), in words; empty where they agree."""
+    """Where a resumed run's `record` is scored otherwise (`scored_on`, the final linear
+    evaluation) than its finished variants' `saved` one, in words; empty where they agree.
+    Details: docs/runner.md#the-code-a-run-was-trained-by"""
     before, now = (
         {**scored_on(run), "linear_evaluation": run.get("linear_evaluation")}
         for run in (saved, record)
@@ -72,12 +68,8 @@ def run_record(
     smoke: bool = False,
     code: Sequence[dict] = (),
 ) -> dict:
-    """The `run` entry of `results.json`: what ran, where and when. The preset, the
-    seed, the date (UTC), the versions of this package, TensorFlow, Keras, NumPy and
-    Python, the code the run was trained by (`code`: the version and source sha256
-    of this package, oldest first, `identity.code_history`), the whole config,
-    the endpoint (the final step and the experiment's primary scores) and the
-    experiment's `metadata` (e.g. the true Lambda, `true_concentration`)."""
+    """The `run` entry of `results.json`: what ran, where and when.
+    Details: docs/results.md#the-layout-of-resultsjson"""
     return {
         **experiment.metadata,
         "preset": preset,
@@ -111,9 +103,7 @@ def preset_label(preset: str | None, smoke: bool = False) -> str:
 def write_seeds_figures(
     summary: dict, experiment: Experiment, run_dir: Path, preset: str | None, smoke: bool
 ) -> list[Path]:
-    """`seeds.png`: each table score's mean +- sd over the seeds, per variant (class
-    accuracies with their chance, as `write_plots`); and the experiment's own figures
-    over seeds (`Experiment.seeds_plots`)."""
+    """`seeds.png` and the experiment's own figures over seeds."""
     keys = list(experiment.table_columns or experiment.curve_keys)
     title = preset_label(preset, smoke)
     paths = [
@@ -127,9 +117,7 @@ def write_seeds_figures(
 def write_plots(
     results: dict, experiment: Experiment, run_dir: Path, title: str = ""
 ) -> list[Path]:
-    """`curves.png` of the training loss and the scores over training (class
-    accuracies with their chance, 1 / the `classes` an evaluator declares), and the
-    experiment's own figures, each titled `title` (and what it shows)."""
+    """`curves.png` and the experiment's own figures, each titled `title`."""
     curves = {name: r["curve"] for name, r in results.items()}
     losses = {name: r.get("loss_curve", []) for name, r in results.items()}
     keys = list(experiment.curve_keys) or scalar_columns(results)
@@ -143,14 +131,12 @@ def write_plots(
 
 
 def probe_classes(experiment: Experiment) -> int | None:
-    """The number of classes the experiment's class probes tell apart (the first
-    evaluator that declares `classes`), None without class probes."""
+    """The first `classes` an evaluator declares (None without class probes)."""
     return next((e.classes for e in experiment.evaluators if getattr(e, "classes", 0)), None)
 
 
 def log_figures(paths: Sequence[Path], log_dir: Path, step: int) -> None:
-    """The figures as TensorBoard images at `step` (tag: the file name without
-    `.png`), in one event file that replaces the one of an earlier (resumed) run."""
+    """The figures as TensorBoard images at `step`, in one event file."""
 
     def write(directory: Path) -> None:
         writer = tf.summary.create_file_writer(str(directory))
@@ -176,9 +162,8 @@ def scalar_columns(results: dict) -> list[str]:
 
 
 def results_table(results: dict, columns: Sequence[str] = (), width: int = TABLE_WIDTH) -> str:
-    """A row per loss variant: a column per scalar score (3 decimals; or those in
-    `columns`), steps, seconds; at most `width` characters wide where it can be
-    (`fit_table`).
+    """A row per loss variant: a column per scalar score (or those in `columns`), steps,
+    seconds; at most `width` characters wide where it can be (`fit_table`).
 
     Example:
 
@@ -204,9 +189,7 @@ def results_table(results: dict, columns: Sequence[str] = (), width: int = TABLE
 
 def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
     """Right-aligned columns under a header, at most `width` characters wide where it
-    can be: wider, each header is broken after its `/` and `_` into lines no longer
-    than its column's cells (or its longest part); still wider, the columns are split
-    into several tables, each led by the first column.
+    can be: headers broken after `/` and `_`, then the columns split into several tables.
 
     Example:
 
@@ -239,8 +222,7 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) 
 
 
 def _broken(name: str, width: int) -> list[str]:
-    """`name` in lines of at most `width` characters (or its longest part), broken
-    after `/` and `_`."""
+    """`name` broken after `/` and `_` into lines of at most `width` (or its longest part)."""
     parts = re.findall(r"[^/_]*[/_]|[^/_]+$", name)
     lines = [""]
     for part in parts:

@@ -1,6 +1,5 @@
 """A run's directory (`RunDirectory`) and a `--seeds` run's (`SeedsDirectory`), each
-claimed once for a plan, their files written atomically. Their files and the rules of
-resume: docs/runner.md#outputs and docs/runner.md#resume."""
+claimed once for a plan. Details: docs/runner.md#resume"""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ _CONFIG_ENTRIES = {"losses", "steps", "seed"}
 
 
 class AnotherConfig(ValueError):
-    """The refusal of a run directory that holds a run of another config
-    (`RunDirectory.claim`); a `--seeds` summary leaves such a seed out.
+    """The refusal of a run directory that holds a run of another config.
 
     Example:
 
@@ -55,8 +53,7 @@ class AnotherConfig(ValueError):
 
 
 def run_directory(out: str | None, name: str) -> Path:
-    """`out` (made if missing), or a new `runs/<name>-<UTC time>Z` (`-2`, ... appended
-    when taken): a run without `--out` never shares a directory."""
+    """`out` (made if missing), or a new `runs/<name>-<UTC time>Z` never shared."""
     if out:
         path = Path(out)
         path.mkdir(parents=True, exist_ok=True)
@@ -77,8 +74,7 @@ class RunDirectory:
 
     Args:
         path: the directory.
-        finished: `{variant: result}` of the plan's variants finished there, every
-            final file as written (or diverged).
+        finished: `{variant: result}` of the plan's variants finished there.
         incomplete: `{variant: what is wrong}` of the others saved there.
         code: the code that trains the run, oldest first (`identity.code_history`).
         record: the `run` record of its `results.json` ({}: none).
@@ -104,9 +100,8 @@ class RunDirectory:
 
         Raises:
             AnotherConfig: (a `ValueError`) when `path` holds a run of another config.
-            ValueError: when it holds files that are not a run's, a `config.json` or
-                `results.json` that does not read, or a run of other code that would
-                train again (`identity.code_history`); each names the fix.
+            ValueError: for files not a run's, a damaged `config.json` or
+                `results.json`, or a run of other code; each names the fix.
         """
         saved = _claimed_config(path, plan)
         finished, incomplete, record = _saved_variants(path, plan.losses)
@@ -115,8 +110,7 @@ class RunDirectory:
         return cls(path, finished, incomplete, code, record)
 
     def write_config(self, config: RunConfig) -> None:
-        """`config.json`: `config` and `code`, written when the first variant starts
-        training and on a resume across a code change."""
+        """`config.json`: `config` and `code` (written as training starts)."""
         path = self.path / "config.json"
         saved = read_json(path) if path.exists() else dataclasses.asdict(config)
         if saved.get(CODE) != list(self.code):
@@ -124,9 +118,8 @@ class RunDirectory:
             write_json(path, {**saved, CODE: list(self.code)})
 
     def save_variant(self, name: str, model: ContrastiveModel, input_spec, export: bool) -> None:
-        """`<name>/model.keras` and, with `export`, the encoder SavedModel and
-        Lambda_hat, each replaced atomically, then `<name>/files.json`, which a rerun
-        checks."""
+        """`<name>/model.keras`, with `export` the encoder SavedModel and Lambda_hat,
+        then `<name>/files.json`, each replaced atomically."""
         variant_dir = self.path / name
         # Room for twice the variables (h5py may crash on a full disk rather than raise).
         replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
@@ -135,8 +128,7 @@ class RunDirectory:
         _write_files_record(variant_dir)
 
     def export_saved_variant(self, name: str, input_spec) -> None:
-        """Exports the encoder of the finished variant `name` if it was saved without
-        one (`--export false`), from its `model.keras`."""
+        """Exports the encoder of the finished variant `name` saved without one."""
         variant_dir = self.path / name
         if "stopped" in self.finished[name] or (variant_dir / "encoder").exists():
             return
@@ -158,8 +150,7 @@ class SeedsDirectory:
     Args:
         path: the directory.
         plan: the `--seeds` plan.
-        earlier: `{seed: {variant: result}}` of other seeds an earlier run finished
-            with this config.
+        earlier: `{seed: {variant: result}}` of seeds an earlier run finished.
 
     Example:
 
@@ -176,8 +167,7 @@ class SeedsDirectory:
 
     @classmethod
     def claim(cls, path: Path, plan: RunPlan) -> SeedsDirectory:
-        """`path`, holding nothing but a `--seeds` run's files, with its earlier seeds
-        (a seed of another config left out).
+        """`path`, holding nothing but a `--seeds` run's files, with its earlier seeds.
 
         Raises:
             ValueError: naming other files, a damaged earlier seed, or seeds trained by
@@ -211,8 +201,7 @@ class SeedsDirectory:
         return self.path / f"seed_{seed}"
 
     def code_of_seeds(self) -> dict[int, list[dict]] | None:
-        """`{seed: the code that trained it}` when codes differ (`--allow-code-change`),
-        None when one code trained every seed.
+        """`{seed: the code that trained it}` when codes differ, None otherwise.
 
         Raises:
             ValueError: when they differ without `--allow-code-change`, naming each.
@@ -245,8 +234,7 @@ class SeedsDirectory:
 
 
 def _claimed_config(run_dir: Path, plan: RunPlan) -> dict | None:
-    """`run_dir/config.json`, checked to hold a run of `plan`'s config (None: a new run,
-    `run_dir` holding no files of others); `RunDirectory.claim`'s refusals."""
+    """`run_dir/config.json`, checked to hold a run of `plan`'s config (None: a new run)."""
     saved = _saved_config(run_dir)
     if saved is None:
         refuse_others(run_dir, "a run of aninfonce_tf", lambda path: False, "no config.json")
@@ -266,9 +254,7 @@ def _claimed_config(run_dir: Path, plan: RunPlan) -> dict | None:
 
 
 def _saved_variants(run_dir: Path, names: Sequence[str]) -> tuple[dict, dict, dict]:
-    """`(finished, incomplete, run record)` of `run_dir/results.json`: the results of
-    the variants `names` finished with every final file as written (or diverged), and
-    `{variant: what is wrong}` of the others saved."""
+    """`(finished, incomplete, run record)` of `run_dir/results.json` for `names`."""
     path = run_dir / "results.json"
     saved = read_json(path) if path.exists() else {"run": {}, "variants": {}}
     # A results.json written before the `run` / `variants` layout holds the variants
@@ -303,9 +289,8 @@ def _saved_config(run_dir: Path) -> dict | None:
 
 
 def load_config(run_dir: Path, config_type: type[RunConfig]) -> RunConfig:
-    """The config a run in `run_dir` was trained with, as a `config_type`: the fields
-    of its `config.json` that `config_type` has (a field the file lacks keeps its
-    default).
+    """The config a run in `run_dir` was trained with, as a `config_type` (a field the
+    file lacks keeps its default).
 
     Example:
 
@@ -323,8 +308,7 @@ def load_config(run_dir: Path, config_type: type[RunConfig]) -> RunConfig:
 
 
 def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why: str) -> None:
-    """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor left
-    by a run before its config.json (the lock, temporaries, the other workers')."""
+    """Raises a ValueError when `run_dir` holds a file that is neither `ours` nor a run's."""
     others = sorted(
         path.name
         for path in (run_dir.iterdir() if run_dir.exists() else ())
@@ -366,8 +350,7 @@ def _write_files_record(variant_dir: Path) -> None:
 
 
 def final_files_problem(variant_dir: Path) -> str | None:
-    """What is wrong with the final files of a saved variant (those `files.json`
-    lists, at its sizes and sha256), or None.
+    """What is wrong with the final files `files.json` lists of a saved variant, or None.
 
     Example:
 

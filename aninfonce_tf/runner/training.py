@@ -1,5 +1,4 @@
-"""Training one loss variant: its model built and compiled, then `fit` with
-evaluation, targets, NaN stop and checkpoint-and-resume."""
+"""Training one loss variant: its model built and compiled, then `fit`."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ from aninfonce_tf.runner.run_directory import RunDirectory, points_until
 
 
 def build_model(config: RunConfig, experiment: Experiment, variant: str) -> ContrastiveModel:
-    """The encoder, projector, optional Lambda_hat and alignment, and compiled loss of
-    one variant, under `config`'s precision (call it inside the strategy's scope)."""
+    """One variant's compiled model (call it inside the strategy's scope)."""
     previous_policy = keras.config.dtype_policy()
     if config.mixed_precision:
         keras.config.set_dtype_policy("mixed_bfloat16")
@@ -81,9 +79,8 @@ LOST_WORKER_ERRORS = (
 
 @contextlib.contextmanager
 def worker_lost_as_one_line(context: RunContext, during: str):
-    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run
-    (TensorFlow's own spans dozens of lines); `during`: what the run was doing, as
-    "while aninfonce trained". Other runs' errors pass as they are.
+    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run;
+    `during`: what the run was doing. Other errors pass as they are.
 
     Example:
 
@@ -118,13 +115,8 @@ def train_variant(
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
-    """Trains one loss variant (resuming its backup, if any) and returns the model
-    and its result: final scores, steps, seconds, final loss, score and loss curves.
-
-    Keras' epochs last `config.epoch_steps()` steps, each ending in a backup
-    checkpoint (`checkpoints.Backup`) that records the run (`backup_identity`); the
-    evaluators score the model every `eval_every` steps, and `fit` stops at `targets`
-    (`plan.stop_at` in their directions). What it writes: docs/runner.md#outputs."""
+    """Trains one loss variant (resuming its backup, if any), a backup checkpoint ending
+    each epoch, and returns the model and its result. Details: docs/runner.md#resume"""
     config, run_dir, strategy = plan.config, directory.path, context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
