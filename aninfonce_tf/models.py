@@ -398,7 +398,8 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         z = u if self.scaling is None else self.scaling(u)
         z1, z2 = z[:batch], z[batch:]
         z1_all, z2_all, offset = distribute.gather_across_replicas(z1, z2)
-        # `fit_input` has checked every batch's rows: no assertion in the compiled step.
+        # `fit` and `evaluate` check every batch's rows (`fit_input`): no assertion in the
+        # compiled step.
         with functional.rows_checked_upstream():
             row_losses, stats = self.contrastive_loss.per_row_losses(
                 z1, z2, z1_all=z1_all, z2_all=z2_all, row_offset=offset
@@ -450,6 +451,11 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
                 "drop_remainder=True, fewer rows than `batch_size` give none)."
             )
         return history
+
+    def evaluate(self, x=None, *args, **kwargs):
+        """Keras' `evaluate` of the pairs `x`, checked as `fit` checks them (`fit_input`)."""
+        x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+        return super().evaluate(x, *args, **kwargs)
 
     def train_step(self, data):
         main_variables, concentration_variables = self._split_variables()

@@ -237,7 +237,7 @@ def test_bad_model_arguments_raise():
     assert type(model.concentration_optimizer) is keras.optimizers.Adam
 
 
-def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step():
+def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step_in_fit_and_evaluate():
     x1, x2 = _pairs(9)
     model = _model()
     model.compile()  # XLA, which drops the assertion inside the step
@@ -246,8 +246,13 @@ def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step():
     rows = tf.data.Dataset.from_tensor_slices({"view1": x1, "view2": x2}).batch(4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="at least 2 rows"):
         model.fit(rows, verbose=0)
+    with pytest.raises(ValueError, match="9 rows in batches of 4 leave a last batch of one row"):
+        model.evaluate((x1, x2), batch_size=4, verbose=0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least 2 rows"):
+        model.evaluate(rows, verbose=0)
     history = model.fit((x1[:8], x2[:8]), batch_size=4, verbose=0)  # 8 rows: no lone row
     assert np.isfinite(history.history["loss"][0])
+    assert np.isfinite(model.evaluate((x1[:8], x2[:8]), batch_size=4, verbose=0)[0])
 
 
 def test_a_training_step_checks_its_pair_once_and_the_loss_options_not_again(monkeypatch):
