@@ -120,7 +120,9 @@ def test_the_presets_own_model_runs_two_steps_under_mirrored_on_two_cpus(
     monkeypatch.setattr(images, "pair_batches", recording_pairs)
     monkeypatch.setattr(runner_training, "build_model", recording_model)
     data = str(tmp_path / "data")
+    # No export: CIFAR10's smoke under Mirrored exports (tests/recipes/test_images.py).
     argv = ["--smoke-full", "--strategy", "mirrored", "--data-dir", data, "--losses", "infonce"]
+    argv += ["--export", "false"]
     results = runner.main(module, [*argv, "--out", str(tmp_path / "run")])["infonce"]
     assert results["steps"] == 2 and 0 <= results["backbone"]["linear_eval_accuracy"] <= 1
     assert seen["replicas"] == 2 and seen["view_size"] == views

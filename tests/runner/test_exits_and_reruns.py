@@ -4,8 +4,10 @@ unexported, and keeps an unreadable TensorBoard event file aside."""
 
 import dataclasses
 import os
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import tensorflow as tf
@@ -56,25 +58,39 @@ def test_ctrl_c_and_sigterm_end_in_one_line_saying_how_to_resume(
     assert f"{said}: rerun the same command to resume the run in {tmp_path}." in error
 
 
-def test_a_seeds_run_after_one_of_more_seeds_summarises_every_seed(tmp_path):
-    runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
+@pytest.fixture(scope="module")
+def _two_seeds(tmp_path_factory) -> Path:
+    """Seeds 0 and 1 of CONFIG run once for the module; each test copies them."""
+    out = tmp_path_factory.mktemp("two_seeds")
+    runner.run_seeds(CONFIG, synthetic.build, out, [0, 1], verbose=0)
+    return out
+
+
+@pytest.fixture
+def two_seeds(_two_seeds, tmp_path) -> Path:
+    """A fresh copy of seeds 0 and 1 of CONFIG run into one directory, with its summary."""
+    out = tmp_path / "run"
+    shutil.copytree(_two_seeds, out)
+    return out
+
+
+def test_a_seeds_run_after_one_of_more_seeds_summarises_every_seed(two_seeds):
     # A seed's run of another config is not this summary's.
-    run_directory.RunDirectory(tmp_path / "seed_2").write_config(
+    run_directory.RunDirectory(two_seeds / "seed_2").write_config(
         dataclasses.replace(CONFIG, steps=40)
     )
-    write_json(tmp_path / "seed_2" / "results.json", {"run": {}, "variants": {}})
-    summary = runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
+    write_json(two_seeds / "seed_2" / "results.json", {"run": {}, "variants": {}})
+    summary = runner.run_seeds(CONFIG, synthetic.build, two_seeds, [0], verbose=0)
     assert summary["seeds"] == [0, 1]
     assert summary["variants"]["aninfonce"]["mcc"]["n"] == 2
 
 
 @pytest.mark.parametrize("name", ["results.json", "config.json"])
-def test_a_damaged_earlier_seed_is_named_not_left_out_of_the_summary(tmp_path, name):
-    runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0, 1], verbose=0)
-    (tmp_path / "seed_1" / name).write_text('{"variants": ')
+def test_a_damaged_earlier_seed_is_named_not_left_out_of_the_summary(two_seeds, name):
+    (two_seeds / "seed_1" / name).write_text('{"variants": ')
     with pytest.raises(UsageError, match=f"seed_1/{name} does not read as JSON .*new --out"):
-        runner.run_seeds(CONFIG, synthetic.build, tmp_path, [0], verbose=0)
-    assert read_json(tmp_path / "summary.json")["seeds"] == [0, 1]  # kept as it was
+        runner.run_seeds(CONFIG, synthetic.build, two_seeds, [0], verbose=0)
+    assert read_json(two_seeds / "summary.json")["seeds"] == [0, 1]  # kept as it was
 
 
 def test_export_true_on_the_rerun_of_an_unexported_run_exports_it(tmp_path, capsys):
