@@ -193,6 +193,12 @@ def _shown(logs):
     return None if logs is None else {k: v for k, v in logs.items() if k not in PROGRESS_HIDDEN}
 
 
+def _checked_pairs(x, args: tuple, kwargs: dict):
+    """`fit_input` of the `x` of Keras' `fit` or `evaluate`, whose `batch_size` comes
+    by keyword or third in order (after `x` and `y`)."""
+    return fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+
+
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
     """Contrastive learner over positive pairs, for any `losses.ContrastiveLoss`.
@@ -426,7 +432,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         Raises:
             ValueError: for an infinite dataset without `steps_per_epoch`, or no batch.
         """
-        x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+        x = _checked_pairs(x, args, kwargs)
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
             steps_per_epoch = kwargs.get("steps_per_epoch") or (
@@ -454,7 +460,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
 
     def evaluate(self, x=None, *args, **kwargs):
         """Keras' `evaluate` of the pairs `x`, checked as `fit` checks them (`fit_input`)."""
-        x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+        x = _checked_pairs(x, args, kwargs)
         return super().evaluate(x, *args, **kwargs)
 
     def train_step(self, data):
