@@ -1,10 +1,6 @@
 """aninfonce-tf: contrastive learning that recovers all latent factors (AnInfoNCE).
 
-InfoNCE and AnInfoNCE (Rusak et al., AISTATS 2025) for TensorFlow / Keras 3: AnInfoNCE
-learns a diagonal concentration Lambda_hat and recovers the latents that augmentations
-change strongly, which InfoNCE's single temperature loses.
-
-The public API, importable from `aninfonce_tf`:
+InfoNCE and AnInfoNCE (Rusak et al., AISTATS 2025) for TensorFlow / Keras 3. The public API:
 
 Losses and model:
     ContrastiveLoss: the base class (and protocol) of every loss the model trains.
@@ -24,7 +20,7 @@ Layers and encoders:
     backbone: a backbone by name (keras.applications too) for images in [0, 1].
     for_unit_images: a backbone that expects pixel values in [0, 255], fed [0, 1] views.
 
-Optimizers (their weight decay an L2 term of the gradient, as in PyTorch and SimCLR):
+Optimizers (weight decay an L2 term of the gradient):
     LARS: SimCLR's layer-wise adaptive optimizer.
     CoupledSGD: SGD with momentum as PyTorch's `torch.optim.SGD`.
 

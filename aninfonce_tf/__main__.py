@@ -1,10 +1,4 @@
-"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: one recipe's run.
-
-Example:
-
->>> print(usage("aninfonce-tf").splitlines()[0])
-usage: aninfonce-tf RECIPE [flags]
-"""
+"""`python -m aninfonce_tf RECIPE [flags]` and the `aninfonce-tf` script: one recipe's run."""
 
 from __future__ import annotations
 
@@ -16,7 +10,13 @@ from aninfonce_tf.recipes import RECIPES, run
 
 
 def usage(prog: str) -> str:
-    """The help of the command `prog`: every recipe with its first line, and examples."""
+    """The help of the command `prog`: every recipe with its first line, and examples.
+
+    Example:
+
+    >>> print(usage("aninfonce-tf").splitlines()[0])
+    usage: aninfonce-tf RECIPE [flags]
+    """
     width = max(map(len, RECIPES))
     lines = [
         f"usage: {prog} RECIPE [flags]",
@@ -35,8 +35,7 @@ def usage(prog: str) -> str:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
-    """Runs the recipe named by the first argument with the rest as its flags (`usage`
-    for none or `--help`, the version for `--version`, status 2 for an unknown recipe).
+    """Runs the recipe named by the first argument with the rest as its flags.
 
     Args:
         argv: arguments (default `sys.argv[1:]`).

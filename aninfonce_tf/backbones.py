@@ -1,13 +1,5 @@
 """Backbones by name for images in [0, 1]: the package's encoders, `keras.applications`
-models with their input scaling, KerasHub presets, or a user's `file.py:function`.
-Details: docs/backbones.md#backbones---backbone
-
-Example:
-
->>> encoder = backbone("MobileNetV3Small", (32, 32, 3))
->>> expects_pixel_values(encoder), [layer.name for layer in encoder.layers][:2]
-(False, ['images', 'pixel_values'])
-"""
+models, KerasHub presets, or `file.py:function`. Details: docs/backbones.md#backbones---backbone"""
 
 from __future__ import annotations
 
@@ -33,8 +25,7 @@ PIXEL_SCALE = 1 / 50
 
 
 def expects_pixel_values(encoder: keras.layers.Layer) -> bool:
-    """Whether `encoder`'s first layer (nested models too) is a `Rescaling` by at most
-    `PIXEL_SCALE`: it expects pixel values in [0, 255].
+    """Whether `encoder`'s first layer is a `Rescaling` by at most `PIXEL_SCALE` ([0, 255] input).
 
     Example:
 
@@ -174,14 +165,10 @@ def backbone(
     """A backbone for `[B, *input_shape]` images in [0, 1] that returns `[B, d]` features.
 
     Args:
-        name: this package's encoder, a `keras.applications` constructor, `hub:DIR` or
-            `FILE.py:FUNCTION` (docs/backbones.md#backbones---backbone).
+        name: a package encoder, `keras.applications` constructor, `hub:DIR` or `FILE.py:FUNCTION`.
         input_shape: `(height, width, channels)`.
         weights: a `keras.applications` model's weights: None (random) or a local file.
         features: `small_cnn`'s feature width.
-
-    Raises:
-        ValueError: naming `name` or `weights` for a backbone or weights not there.
 
     Example:
 

@@ -1,26 +1,5 @@
-"""Run files that survive a kill at any instant: atomic writes, JSON with NaN written
-as null, and the backup checkpoints a resumed `fit` starts from.
-Details: docs/runner.md#how-the-files-are-written
-
-Example:
-
->>> import tempfile
->>> path = Path(tempfile.mkdtemp()) / "scores.json"
->>> _ = write_json(path, {"loss": float("nan"), "steps": 3})
->>> print(path.read_text())  # doctest: +ELLIPSIS
-{
-  "loss": null,
-  "steps": 3,
-  "null_values": {
-    "note": "JSON has no NaN or infinity: ...",
-    "values": {
-      "/loss": "NaN"
-    }
-  }
-}
->>> read_json(path)
-{'loss': nan, 'steps': 3}
-"""
+"""Run files that survive a kill at any instant: atomic writes, JSON with NaN as null, and
+the backup checkpoints of a resumed `fit`. Details: docs/runner.md#how-the-files-are-written"""
 
 from __future__ import annotations
 
@@ -54,10 +33,8 @@ STALE_TEMPORARY_SECONDS = 3600.0
 def replace_atomically(
     path: str | Path, write: Callable[[Path], object], needed: int = 0, shared: bool = False
 ) -> Path:
-    """Calls `write(temporary)` on a file beside `path`, flushes it, then renames it
-    to `path`: readers find the old file or the new one, never part of one.
-    `shared`: several processes may write `path` at once.
-    Details: docs/runner.md#how-the-files-are-written
+    """Calls `write(temporary)` on a file beside `path`, flushes it, then renames it to
+    `path` (`shared`: several processes may write it at once).
 
     Raises:
         OutOfSpace: when fewer than `needed` bytes (0: no check) are free, or the disk
@@ -104,8 +81,7 @@ def _remove_stale_temporaries(path: Path) -> None:
 def replace_directory_atomically(
     path: str | Path, write: Callable[[Path], object], needed: int = 0
 ) -> Path:
-    """`replace_atomically` for a directory (a SavedModel), not flushed to disk; a kill
-    leaves the old directory, the new one, or neither."""
+    """`replace_atomically` for a directory (a SavedModel), not flushed to disk."""
     path = Path(path)
     temporary, old = path.with_name(f".partial-{path.name}"), path.with_name(f".old-{path.name}")
     for stale in (temporary, old):
@@ -121,7 +97,27 @@ def replace_directory_atomically(
 
 def write_json(path: str | Path, data, shared: bool = False) -> Path:
     """Writes `data` to `path` as JSON, atomically; NaN and infinities become null,
-    listed under `null_values` (`read_json` restores them)."""
+    listed under `null_values` (`read_json` restores them).
+
+    Example:
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "scores.json"
+    >>> _ = write_json(path, {"loss": float("nan"), "steps": 3})
+    >>> print(path.read_text())  # doctest: +ELLIPSIS
+    {
+      "loss": null,
+      "steps": 3,
+      "null_values": {
+        "note": "JSON has no NaN or infinity: ...",
+        "values": {
+          "/loss": "NaN"
+        }
+      }
+    }
+    >>> read_json(path)
+    {'loss': nan, 'steps': 3}
+    """
     values = {}
     data = _finite_or_null(data, "", values)
     if values and isinstance(data, dict):
@@ -131,11 +127,8 @@ def write_json(path: str | Path, data, shared: bool = False) -> Path:
 
 
 def read_json(path: str | Path, fix: str = "delete it, or pass a new --out"):
-    """The data `write_json` wrote to `path`, NaN and infinities restored.
-
-    Raises:
-        ValueError: when the file is not JSON (damaged, or not written by
-            `write_json`), in one line naming `path` and `fix`, what to do about it.
+    """The data `write_json` wrote to `path`, NaN and infinities restored; a file that is
+    not JSON raises a ValueError naming `path` and `fix`.
 
     Example:
 
@@ -186,9 +179,8 @@ def _pointer_key(part: str) -> str:
 
 
 class Backup(keras.callbacks.Callback):
-    """Saves weights and optimizer state at the end of every epoch with a finite loss,
-    and restores the newest readable checkpoint at the start of `fit` (call `restore()`
-    first). Details: docs/runner.md#how-the-files-are-written
+    """Saves weights and optimizer state after every epoch with a finite loss; `fit`
+    starts from the checkpoint `restore()` found. Details: docs/runner.md#resume
 
     Args:
         directory: where the checkpoints go (one per run of `fit`).
@@ -240,11 +232,7 @@ class Backup(keras.callbacks.Callback):
 
     def restore(self, at_most: int | None = None) -> int:
         """The step of the newest readable checkpoint (at most `at_most`; 0: none), which
-        `fit` will load (also `restored_logs`, `restored_identity`).
-
-        Raises:
-            UsageError: for a checkpoint that records another step than its name's.
-        """
+        `fit` will load (also `restored_logs`, `restored_identity`)."""
         self._restore_from, self.restored_logs, self.restored_identity = None, {}, None
         for step, path in self.checkpoints():
             if at_most is not None and step > at_most:
@@ -266,14 +254,8 @@ class Backup(keras.callbacks.Callback):
         return 0
 
     def restore_on_every_worker(self, gather: Callable[[int], Sequence[int]]) -> int:
-        """`restore()` on every worker of a cluster at once, at the newest step every
-        worker's backup holds; `gather(step)` returns every worker's `step`
-        (`functools.partial(distribute.gather_from_workers, strategy)`).
-
-        Raises:
-            RuntimeError: on every worker, when one has no readable checkpoint at
-                that step.
-        """
+        """`restore()` on every worker at the newest step all of them hold; `gather(step)`
+        returns every worker's `step`. Raises RuntimeError when they cannot agree."""
         steps = gather(self.restore())
         agreed = min(steps)
         if max(steps) == agreed:

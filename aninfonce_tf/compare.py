@@ -1,22 +1,5 @@
 """Variants of several run directories ("arms") compared, paired by seed.
-Method: docs/method.md#comparing-run-directories
-
-Command line (writes the summary as JSON and prints its table):
-
-    python -m aninfonce_tf.compare --out summary.json \\
-        --arm aninfonce=runs/quick:aninfonce --arm "tau 0.05=runs/tau-0.05:infonce" \\
-        --pair "aninfonce:tau 0.05" --scores backbone/block_r2/style
-
-Example:
-
->>> summary = compare(
-...     {"a": {0: {"r2": 0.9}, 1: {"r2": 0.8}, 2: {"r2": 0.85}},
-...      "b": {0: {"r2": 0.5}, 1: {"r2": 0.6}, 2: {"r2": 0.5}}},
-...     pairs=[("a", "b")], scores=["r2"])
->>> entry = summary["differences"]["a - b"]["r2"]
->>> round(entry["mean"], 3), entry["n"], round(entry["p_holm"], 3)
-(0.317, 3, 0.034)
-"""
+Details and command line: docs/method.md#comparing-run-directories"""
 
 from __future__ import annotations
 
@@ -44,9 +27,6 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
 
     >>> parse_arm("tau 0.05=runs/tau:infonce")
     ('tau 0.05', PosixPath('runs/tau'), 'infonce')
-
-    Raises:
-        ValueError: for text of another form.
     """
     label, _, rest = text.partition("=")
     directory, _, variant = rest.rpartition(":")
@@ -59,11 +39,7 @@ def parse_arm(text: str) -> tuple[str, Path, str]:
 
 
 def read_arm(directory: Path, variant: str) -> tuple[dict[int, dict], dict[int, dict]]:
-    """`variant`'s scalar scores in every finished seed of `directory`, and what pairing compares.
-
-    Raises:
-        ValueError: when no seed of `directory` has finished `variant`.
-    """
+    """`variant`'s scalar scores in each finished seed of `directory`, and what pairing compares."""
     found = _arm_results(directory, variant)
     scores = {seed: variant_scores(result) for seed, (result, _) in found.items()}
     return scores, {seed: _endpoint(result, run) for seed, (result, run) in found.items()}
@@ -107,8 +83,7 @@ def endpoint_mismatches(
     pairs: Sequence[tuple[str, str]],
     readout: bool = True,
 ) -> list[str]:
-    """Where two paired arms' runs of one seed differ in steps, blocks or (with
-    `readout`) readout targets, in words.
+    """Where paired runs of one seed differ in steps, blocks or (`readout`) readout targets.
 
     Example:
 
@@ -135,14 +110,7 @@ def common_readout(
     endpoints: Mapping[str, Mapping[int, dict]],
     check_seed: int | None = None,
 ) -> list[str]:
-    """Adds `<level>/augmentation_readout_common` to every arm's scores, over the
-    targets every check kept (or `check_seed`'s), and returns those targets.
-    Method: docs/method.md#comparing-run-directories
-
-    Raises:
-        ValueError: when a run has no readout check, no target is kept in all, or the
-            runs of `check_seed` are missing or kept other targets.
-    """
+    """Adds `<level>/augmentation_readout_common` over the targets every check kept."""
     if check_seed is None:
         kept_sets = [entry["readout_kept"] for e in endpoints.values() for entry in e.values()]
     else:
@@ -187,8 +155,7 @@ def common_readout(
 def listed_readout(
     arms: Mapping[str, dict[int, dict[str, float]]], targets: Sequence[str]
 ) -> list[str]:
-    """Adds `<level>/augmentation_readout_common` to every arm's scores, over the fixed
-    list `targets`; returns the targets, each once, in their order.
+    """Adds `<level>/augmentation_readout_common` over the fixed `targets`; returns them.
 
     Example:
 
@@ -197,10 +164,6 @@ def listed_readout(
     ['grayscale', 'hue']
     >>> arms["a"][0]["projector/augmentation_readout_common"]
     0.6
-
-    Raises:
-        ValueError: for no target, or a target some run did not score at a level
-            where it scored readout targets.
     """
     targets = list(dict.fromkeys(targets))
     if not targets:
@@ -249,16 +212,20 @@ def compare(
     pairs: Sequence[tuple[str, str]],
     scores: Sequence[str] = (),
 ) -> dict:
-    """Per arm and score the `describe` over its seeds; per pair and score (default:
-    every score both have) that of the per-seed difference, with `p` and `p_holm`.
+    """`describe` per arm and score, and per pair of the per-seed difference with `p_holm`.
 
     Returns:
-        `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":
-        {"first - second": {score: entry}}}`; `statistics.summary_table` prints it.
+        `{"seeds", "variants": {arm: {score: entry}}, "differences": {"a - b": {...}}}`.
 
-    Raises:
-        ValueError: for a score no arm has, a pair naming an unknown arm, or a pair
-            without a shared seed.
+    Example:
+
+    >>> summary = compare(
+    ...     {"a": {0: {"r2": 0.9}, 1: {"r2": 0.8}, 2: {"r2": 0.85}},
+    ...      "b": {0: {"r2": 0.5}, 1: {"r2": 0.6}, 2: {"r2": 0.5}}},
+    ...     pairs=[("a", "b")], scores=["r2"])
+    >>> entry = summary["differences"]["a - b"]["r2"]
+    >>> round(entry["mean"], 3), entry["n"], round(entry["p_holm"], 3)
+    (0.317, 3, 0.034)
     """
     known = {
         score for per_seed in arms.values() for values in per_seed.values() for score in values
@@ -321,7 +288,7 @@ def _score_names(per_seed: ArmScores) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    """The command line (see the module's docstring)."""
+    """The command line (docs/method.md#comparing-run-directories)."""
     parser = argparse.ArgumentParser(
         prog="python -m aninfonce_tf.compare",
         description="Variants of several run directories compared, paired by seed.",

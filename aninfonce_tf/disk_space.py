@@ -1,11 +1,5 @@
 """A full disk, found before a large write or by the write itself, as one `OutOfSpace`.
-Details: docs/runner.md#a-full-disk
-
-Example:
-
->>> print(OutOfSpace(Path("run/aninfonce/model.keras"), 2_000_000, 1_000))
-No space left in run/aninfonce for model.keras: it needs about 2,000,000 bytes and 1,000 are free. Free space or pass another --out; the run resumes.
-"""
+Details: docs/runner.md#a-full-disk"""
 
 from __future__ import annotations
 
@@ -39,8 +33,7 @@ def is_out_of_space(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def room_for(path: Path, temporary: Path, needed: int):
-    """Raises `OutOfSpace` before a write of about `needed` bytes (0: the replaced file's
-    size) that the disk has no room for, or when it fills up during it (deleting `temporary`)."""
+    """Raises `OutOfSpace` before a write of `needed` bytes that cannot fit, or as it fills."""
     free = free_bytes(path.parent)
     if needed > free:
         raise OutOfSpace(path, needed, free)

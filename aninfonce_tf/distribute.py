@@ -23,14 +23,10 @@ _TF_CONFIG_FIX = (
 
 def get_strategy(name: str = "default", tpu_address: str = "local") -> tf.distribute.Strategy:
     """A `tf.distribute.Strategy` by name, created once per process (but "default").
-    Details: docs/runner.md#several-devices-and-machines
 
     Args:
         name: one of `STRATEGIES`.
         tpu_address: `"tpu"`'s TPU: `"local"`, a Cloud TPU name, or `grpc://ADDRESS`.
-
-    Raises:
-        ValueError: for an unknown `name`, a bad `TF_CONFIG`, or an unreachable TPU.
 
     Example:
 
@@ -149,16 +145,13 @@ def distribute_global_batches(
     make_dataset: Callable[[], tf.data.Dataset],
     global_batch_size: int,
 ):
-    """Splits every global batch of `make_dataset()` among all replicas of all workers.
-    Details: docs/runner.md#several-devices-and-machines
+    """A distributed dataset for `Model.fit` splitting every global batch of
+    `make_dataset()` among all replicas. Details: docs/runner.md#several-devices-and-machines
 
     Args:
         strategy: a strategy with one or more replicas.
         make_dataset: builds the dataset of global batches (static row shapes).
         global_batch_size: rows per global batch; divisible by the replicas.
-
-    Returns:
-        A distributed dataset for `Model.fit`.
     """
     replicas = strategy.num_replicas_in_sync
     if global_batch_size % replicas:
@@ -207,8 +200,7 @@ def gather_from_workers(strategy: tf.distribute.Strategy, value: int) -> list[in
 
 
 def supports_jit(strategy: tf.distribute.Strategy) -> bool:
-    """False for several replicas and for any TPUStrategy; True otherwise.
-    Why: docs/runner.md#several-devices-and-machines
+    """False for several replicas or a TPUStrategy (docs/runner.md#several-devices-and-machines).
 
     Example:
 
@@ -281,12 +273,8 @@ def apply_unless_overflow(
 
 
 def gather_across_replicas(z1, z2):
-    """Gathers both views from every replica, differentiably.
-
-    Returns:
-        `(z1_all, z2_all, row_offset)`: the global batches and the index of this
-        replica's first row in them; `(None, None, 0)` with a single replica.
-    """
+    """`(z1_all, z2_all, row_offset)`: both views gathered differentiably from every
+    replica, and this replica's first row in them; `(None, None, 0)` with one replica."""
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return None, None, 0

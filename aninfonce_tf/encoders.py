@@ -20,8 +20,7 @@ def mlp_encoder(
     name: str = "mlp_encoder",
     rotation_gain: float = 0.0,
 ) -> keras.Model:
-    """The authors' synthetic encoder: Dense + LeakyReLU blocks and a linear output
-    `features`. Details: docs/backbones.md#the-packages-encoders
+    """The authors' synthetic MLP encoder. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -72,8 +71,7 @@ def pooled_cnn(
     dense_units: int = 256,
     name: str = "pooled_cnn",
 ) -> keras.Model:
-    """The rendered presets' CNN: global pooling reads what an object is, a 1x1
-    convolution of `where_channels` where it lies. Details: docs/backbones.md#the-packages-encoders
+    """The rendered presets' CNN. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -118,8 +116,7 @@ def resnet18_cifar(
     synchronized_batch_norm: bool = False,
     name: str = "resnet18_cifar",
 ) -> keras.Model:
-    """ResNet-18 with the CIFAR stem, as SimCLR and SimSiam train on CIFAR10; 512
-    pooled features. Details: docs/backbones.md#the-packages-encoders
+    """ResNet-18 with the CIFAR stem; 512 features. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 
@@ -154,8 +151,7 @@ def resnet50(
     synchronized_batch_norm: bool = False,
     name: str = "resnet50",
 ) -> keras.Model:
-    """ResNet-50 v1.5 as SimCLR trains it; 2048 pooled features.
-    Details: docs/backbones.md#the-packages-encoders
+    """ResNet-50 v1.5 as in SimCLR; 2048 features. Details: docs/backbones.md#the-packages-encoders
 
     Example:
 

@@ -1,12 +1,5 @@
 """The error types every tier raises (`UsageError`, `OutOfSpace`, `Diverged`,
-`WorkerLost`); this module imports nothing of the package.
-
-Example:
-
->>> from pathlib import Path
->>> print(OutOfSpace(Path("run/aninfonce/model.keras"), 2_000_000, 1_000))
-No space left in run/aninfonce for model.keras: it needs about 2,000,000 bytes and 1,000 are free. Free space or pass another --out; the run resumes.
-"""
+`WorkerLost`); this module imports nothing of the package."""
 
 from __future__ import annotations
 
@@ -26,8 +19,7 @@ class UsageError(ValueError):
 
 
 class OutOfSpace(UsageError):
-    """A write that the disk has no room for: one line, exit status 1, earlier files kept.
-    Details: docs/runner.md#a-full-disk
+    """A write the disk has no room for: exit status 1. Details: docs/runner.md#a-full-disk
 
     Args:
         path: the file (or directory) that was to be written.
@@ -36,6 +28,8 @@ class OutOfSpace(UsageError):
 
     Example:
 
+    >>> print(OutOfSpace(Path("run/aninfonce/model.keras"), 2_000_000, 1_000))
+    No space left in run/aninfonce for model.keras: it needs about 2,000,000 bytes and 1,000 are free. Free space or pass another --out; the run resumes.
     >>> error = OutOfSpace(Path("run/seed_0/results.json"), 0, 512)
     >>> isinstance(error, UsageError), str(error)
     (True, 'No space left in run/seed_0 for results.json: 512 are free. Free space or pass another --out; the run resumes.')
@@ -61,8 +55,7 @@ class Diverged(RuntimeError):
 
 
 class WorkerLost(RuntimeError):
-    """A worker of a multi-worker run that stopped answering: exit status 1; rerun every
-    worker to resume.
+    """A worker of a multi-worker run that stopped answering: exit status 1.
 
     Example:
 

@@ -21,22 +21,14 @@ def export_encoder(
     input_spec: tf.TensorSpec | None = None,
     value_range: tuple[float, float] = (0.0, 1.0),
 ) -> Path:
-    """Exports a trained model as a TF SavedModel with float32 endpoints `serve`, `embed`,
-    `embed_scaled` and `embed_aligned`, plus `inputs.json` and `concentration.json`.
-    Details: docs/api.md#exported-encoders
+    """Exports a trained model as a TF SavedModel in `directory` (returned), with float32
+    endpoints (`serve`, `embed`, ...). Details: docs/api.md#exported-encoders
 
     Args:
         model: a trained `ContrastiveModel`.
         directory: the SavedModel directory to write, replaced whole.
         input_spec: a batch of observations' spec (default: the encoder's input).
         value_range: the range of the float images the endpoints take: (0, 1) or (0, 255).
-
-    Returns:
-        `directory`.
-
-    Raises:
-        ValueError: when `directory` holds something other than an export, when
-            `input_spec` is needed and missing, or for another `value_range`.
 
     Example:
 

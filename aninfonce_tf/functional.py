@@ -1,5 +1,5 @@
-"""Pure functions of the InfoNCE family: similarities, candidate sets, the loss, all
-in float32 or wider. Details: docs/method.md#the-loss-family"""
+"""Pure functions of the InfoNCE family (similarities, candidate sets, the loss) in
+float32 or wider. Details: docs/method.md#the-loss-family"""
 
 from __future__ import annotations
 
@@ -31,13 +31,9 @@ def validate_pair(z1, z2, min_batch: int = 2) -> None:
     """Raises ValueError unless `[B, d]` `z1` and `z2` can form positive pairs.
 
     Args:
-        z1: first view embeddings, shape `[B, d]`.
-        z2: second view embeddings, shape `[B, d]`.
-        min_batch: the smallest batch size accepted.
-
-    Raises:
-        ValueError: on ranks other than 2, shapes that differ, or a batch below
-            `min_batch` (on static shapes when known, else a graph assertion).
+        z1: `[B, d]` first views.
+        z2: `[B, d]` second views.
+        min_batch: the smallest batch size (a graph assertion when it is unknown).
     """
     for name, z in (("z1", z1), ("z2", z2)):
         if len(z.shape) != 2:
@@ -95,17 +91,14 @@ def l2_normalize(x, epsilon: float = 1e-12):
 
 
 def pairwise_similarity(a, b, similarity: str = "euclidean", temperature: float = 1.0):
-    """Similarity of every row of `a` with every row of `b` over `temperature`:
-    `euclidean` -1/2 ||a_i - b_j||^2, `cosine` the dot product of L2-normalised rows.
+    """`[N, M]` float32 similarity of every row of `a` with every row of `b` over
+    `temperature`: `euclidean` -1/2 ||a_i - b_j||^2, `cosine` of L2-normalised rows.
 
     Args:
         a: `[N, d]` embeddings.
         b: `[M, d]` embeddings.
         similarity: `"euclidean"` or `"cosine"`.
         temperature: positive divisor of the similarity.
-
-    Returns:
-        `[N, M]` float32 similarity matrix.
 
     Example:
 
@@ -132,15 +125,8 @@ def contrastive_logits(
     z2_all=None,
     row_offset=0,
 ):
-    """Logits of each anchor row against its candidates (`nt_xent`: the 2B rows `[z1;
-    z2]` against the other 2B - 1; `one_directional`: `z1` against `z2`), arguments as
-    `info_nce`.
-
-    Returns:
-        `(logits, positive_index, self_mask)`: `[R, C]` float32 logits (masked
-        entries included), `[R]` int32 column of each row's positive, and an
-        `[R, C]` float32 mask that is 1 on candidates that count.
-    """
+    """`(logits, positive_index, self_mask)` of each anchor row against its candidates
+    (`[R, C]`, `[R]` int32, `[R, C]` 1 on candidates that count); arguments as `info_nce`."""
     check_similarity(similarity)
     check_candidates(candidates)
     return _contrastive_logits(
@@ -183,18 +169,14 @@ def _positive_mask_and_logit(logits, positive_index):
 
 
 def info_nce_from_logits(logits, positive_index, candidate_mask, hard_negative_beta: float = 0.0):
-    """Per-row InfoNCE loss: -logit of the positive + logsumexp over the candidates.
+    """`[R]` float32 InfoNCE losses: -logit of the positive + logsumexp of the candidates.
 
     Args:
         logits: `[R, C]` logits.
         positive_index: `[R]` column of each row's positive.
         candidate_mask: `[R, C]`, 1 where a column is a candidate of the row.
-        hard_negative_beta: weights each negative by exp(beta * logit), normalised to
-            mean 1 over the row's negatives and held constant (Robinson et al., 2021);
-            0 gives the plain loss.
-
-    Returns:
-        `[R]` float32 losses.
+        hard_negative_beta: weights each negative by exp(beta * logit) (mean 1,
+            no gradient; Robinson et al., 2021); 0 gives the plain loss.
     """
     positive_mask, positive_logit = _positive_mask_and_logit(logits, positive_index)
     log_weights = ops.zeros_like(logits)
@@ -223,9 +205,7 @@ def info_nce(
     block_size: int | None = None,
     return_stats: bool = False,
 ):
-    """Per-row InfoNCE losses of positive pairs `(z1[i], z2[i])` (Rusak et al., AISTATS
-    2025); AnInfoNCE is it on `DiagonalScaling`'s embeddings. Details:
-    docs/method.md#the-loss-family
+    """Per-row InfoNCE losses of the pairs `(z1[i], z2[i])`. Details: docs/method.md#the-loss-family
 
     Args:
         z1: `[B, d]` first views.
@@ -234,20 +214,17 @@ def info_nce(
         temperature: positive float, or a sequence of them for an ensemble.
         candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
         hard_negative_beta: hard-negative reweighting strength; 0 is plain.
-        ensemble_weights: weights of an ensemble's temperatures (default uniform,
-            normalised to sum 1).
+        ensemble_weights: weights of an ensemble's temperatures (default uniform).
         z1_all: gathered global first views (distributed training).
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
-        block_size: the log-sum-exp over blocks of this many candidates (same value
-            and gradients, memory rows x block); None: dense.
-        return_stats: also return, at the first temperature, the fraction of rows
-            whose positive beats every negative (`accuracy`) and the mean number of
-            candidates per row (`candidates`).
+        block_size: the log-sum-exp over blocks of this many candidates; None: dense.
+        return_stats: also return the first temperature's top-1 `accuracy` and
+            mean `candidates` per row.
 
     Returns:
-        `[R]` float32 losses, R = 2B for NT-Xent, B for one-directional; with
-        `return_stats`, the pair `(losses, {"accuracy": ..., "candidates": ...})`.
+        `[R]` float32 losses (R = 2B for NT-Xent, B for one-directional); with
+        `return_stats`, `(losses, stats)`.
 
     Example:
 
@@ -279,8 +256,7 @@ def check_info_nce_options(
     ensemble_weights: Sequence[float] | None = None,
     block_size: int | None = None,
 ) -> None:
-    """Raises `ValueError` naming the first of `info_nce`'s options that it cannot use;
-    `info_nce` and `losses.InfoNCE` (when made) check them here, once."""
+    """Raises `ValueError` naming the first of `info_nce`'s options it cannot use."""
     check_similarity(similarity)
     check_candidates(candidates)
     temperatures = check_temperature(temperature)
@@ -314,8 +290,7 @@ def info_nce_unchecked(
     z2_all=None,
     row_offset=0,
 ):
-    """`info_nce(..., return_stats=True)` of options already checked
-    (`check_info_nce_options`) and a checked pair (`validate_pair`): it checks neither."""
+    """`info_nce(..., return_stats=True)` without checking the options or the pair."""
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
     weights = [1.0] * len(temperatures) if ensemble_weights is None else ensemble_weights
     total_weight = float(sum(weights))
@@ -381,12 +356,7 @@ def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
 
 
 def check_temperature(temperature, name: str = "temperature") -> list[float]:
-    """`temperature` (a number or a non-empty sequence) as a list of floats.
-
-    Raises:
-        ValueError: naming `name`, unless every temperature is finite and at least
-            `MIN_TEMPERATURE`.
-    """
+    """`temperature` as a list of floats, each finite and >= `MIN_TEMPERATURE` (else ValueError)."""
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
     if not temperatures or not all(
         math.isfinite(float(t)) and float(t) >= MIN_TEMPERATURE for t in temperatures

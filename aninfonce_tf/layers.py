@@ -1,5 +1,4 @@
-"""Keras layers of the contrastive head: Lambda_hat, the unit sphere, the slow-feature
-alignment and the projection head."""
+"""Keras layers of the contrastive head: Lambda_hat, sphere, alignment, projection head."""
 
 from __future__ import annotations
 
@@ -30,20 +29,15 @@ def _inverse(parametrization: str, value: np.ndarray) -> np.ndarray:
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class DiagonalScaling(keras.layers.Layer):
-    """Multiplies embeddings by sqrt(Lambda_hat), a trainable positive diagonal
-    (Lambda_hat = softplus or exp of theta; float32 unless given another `dtype`).
-    Details: docs/method.md#the-loss-family
+    """Multiplies embeddings by sqrt(Lambda_hat), trainable. Details: docs/method.md#the-loss-family
 
     Args:
-        initial_concentration: positive float (isotropic start) or a sequence of
-            per-dimension values.
-        trainable: `False` gives a fixed Lambda (plain InfoNCE when isotropic).
+        initial_concentration: positive float, or one value per dimension.
+        trainable: `False` gives a fixed Lambda.
         parametrization: `"softplus"` or `"exp"`.
-        initial_noise: standard deviation of Gaussian noise added to theta at
-            initialisation (the authors use 0.1 around theta = 0).
+        initial_noise: standard deviation of Gaussian noise added to theta at the start.
         seed: seed of that noise.
-        tied: one trainable value shared by every dimension (a learned temperature,
-            `losses.IsotropicAnInfoNCE`).
+        tied: one value shared by every dimension (`losses.IsotropicAnInfoNCE`).
 
     Example:
 
@@ -180,9 +174,7 @@ class SphereNormalization(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LinearAlignment(keras.layers.Layer):
-    """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment (the
-    identity until an `IdentifiabilityEvaluator` with `alignment_pairs` sets it); not
-    trained, saved with the model, exported as `embed_aligned`.
+    """Multiplies embeddings by a fixed `[d, d]` matrix, the slow-feature alignment.
 
     Example:
 
@@ -197,8 +189,7 @@ class LinearAlignment(keras.layers.Layer):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("dtype", "float32")
-        # Fitted, never trained: its matrix is a non-trainable variable whatever
-        # `trainable` a model sets on its layers (and so saves in their configs).
+        # Never trained, whatever `trainable` a model sets (and saves in configs).
         kwargs.pop("trainable", None)
         super().__init__(trainable=False, **kwargs)
 
@@ -214,11 +205,7 @@ class LinearAlignment(keras.layers.Layer):
         )
 
     def set_matrix(self, matrix) -> None:
-        """Sets the `[d, d]` matrix embeddings are multiplied by (on the right).
-
-        Raises:
-            ValueError: when `matrix` is not square, not of the layer's `d`, or not finite.
-        """
+        """Sets the finite `[d, d]` matrix embeddings are multiplied by (on the right)."""
         matrix = np.asarray(matrix, dtype="float64")
         dim = self.matrix.shape[0] if self.built else None
         if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or dim not in (None, len(matrix)):
@@ -238,8 +225,7 @@ class LinearAlignment(keras.layers.Layer):
 
 
 def batch_normalization(synchronized: bool = False, **kwargs) -> keras.layers.BatchNormalization:
-    """Batch norm as SimCLR's and torchvision's ResNets (momentum 0.9, epsilon 1e-5),
-    statistics over every replica when `synchronized`.
+    """Batch norm as SimCLR's ResNets (momentum 0.9, epsilon 1e-5); `synchronized`: all replicas.
 
     Example:
 
@@ -267,12 +253,10 @@ def projection_head(
         hidden_units: widths of the hidden layers.
         output_dim: width of the output.
         activation: of the hidden layers.
-        batch_norm: SimCLR's ImageNet head: Dense layers without bias, each followed
-            by batch norm (before the activation), the output's without offset.
+        batch_norm: SimCLR's ImageNet head: batch norm after each bias-free Dense.
         synchronized_batch_norm: its statistics over every replica.
         name: of the head.
-        kernel_initializer: of every Dense layer (default Glorot uniform; SimCLR's:
-            `keras.initializers.RandomNormal(stddev=0.01)`).
+        kernel_initializer: of every Dense layer (default Glorot uniform).
 
     Example:
 
@@ -284,8 +268,7 @@ def projection_head(
     """
 
     def dense(units, **kwargs):
-        # An initializer object is copied per layer: one unseeded instance draws the
-        # same values at every call, which would start layers of a shape equal.
+        # Copied per layer: one unseeded instance draws the same values at every call.
         initializer = kernel_initializer
         if isinstance(initializer, keras.initializers.Initializer):
             initializer = initializer.from_config(initializer.get_config())

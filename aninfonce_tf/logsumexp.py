@@ -1,6 +1,5 @@
 """The InfoNCE log-sum-exp over candidates with a hand-written gradient, dense or over
-blocks of candidates; values and gradients equal the logits matrix's up to float32
-rounding. Details: docs/speed.md#large-global-batches-the-blockwise-loss"""
+blocks of candidates. Details: docs/speed.md#large-global-batches-the-blockwise-loss"""
 
 from __future__ import annotations
 
@@ -19,23 +18,17 @@ def logsumexp_over_candidates(
     temperature: float,
     block_size: int | None = None,
 ):
-    """Per-row log-sum-exp of `sim(row, column) / temperature` over the candidates, and
-    each row's margin of its positive over its largest negative.
-    Its caller, `functional.info_nce`, has checked the arguments.
+    """`(lse, margin)`, each `[R]`: per-row log-sum-exp of `sim(row, column) / temperature`
+    over the candidates (with a gradient), and the positive's margin over the negatives.
 
     Args:
         rows: `[R, d]` float32 anchors.
         columns: `[C, d]` float32 candidates (already unit-normalised for cosine).
         self_index: `[R]` column that is the row itself (excluded), or None.
         positive_index: `[R]` column of each row's positive.
-        similarity: `"dot"` (cosine on unit vectors) or `"euclidean"`
-            (-1/2 ||row - column||^2).
+        similarity: `"dot"` or `"euclidean"` (-1/2 ||row - column||^2).
         temperature: divides the similarity.
-        block_size: candidate columns per block; None: all in one (dense).
-
-    Returns:
-        `(lse, margin)`, each `[R]`: the log-sum-exp, and the positive's logit minus
-        the largest negative logit (a tie is 0). Only `lse` has a gradient.
+        block_size: candidate columns per block; None: dense.
     """
     excluded = tf.fill([tf.shape(rows)[0]], -1) if self_index is None else self_index
     if block_size is None:
@@ -44,8 +37,7 @@ def logsumexp_over_candidates(
 
 
 def similarity_logits(rows, columns, similarity: str, temperature: float):
-    """`[R, C]` similarities / temperature: `"dot"`, or `"euclidean"` as one matmul,
-    row.column - 1/2 ||row||^2 - 1/2 ||column||^2."""
+    """`[R, C]` similarities / temperature, `"dot"` or `"euclidean"`, as one matmul."""
     logits = tf.matmul(rows, columns, transpose_b=True)
     if similarity == "euclidean":
         logits -= 0.5 * tf.reduce_sum(tf.square(rows), axis=1, keepdims=True)
@@ -60,8 +52,7 @@ def _masks(index, excluded, positive_index):
 
 
 def _gradients(upstream, weights, row_sums, rows, columns, similarity: str, temperature: float):
-    """Gradients of `sum(upstream * lse)` for the rows and columns, from `[R, C]` softmax
-    `weights` (up to a per-row factor `upstream` holds) and their `row_sums`."""
+    """Gradients of `sum(upstream * lse)` for the rows and columns from softmax `weights`."""
     scale = upstream / temperature
     rows_gradient = scale[:, None] * tf.matmul(weights, columns)
     # [scaled rows, scale]^T x weights in one matmul: the columns' gradient and, in

@@ -54,9 +54,6 @@ class LossOptions:
     def starting_concentration(self) -> float:
         """`initial_concentration`, or 1 / `infonce_temperature` without one.
 
-        Raises:
-            ValueError: naming `infonce_temperature` when it gives none.
-
         Example:
 
         >>> LossOptions(infonce_temperature=0.5).starting_concentration
@@ -105,10 +102,7 @@ RUN_DIRECTORY_NAMES = ("backup", "tensorboard", "tensorboard_unreadable", "worke
 
 
 def check_loss_name(name) -> str:
-    """`name` if it can name a loss variant: a plain identifier, none of `RUN_DIRECTORY_NAMES`.
-
-    Raises:
-        ValueError: for any other name, saying what a name may be.
+    """`name` if it can name a loss variant, else a ValueError saying what a name may be.
 
     Example:
 
@@ -129,12 +123,7 @@ def check_loss_name(name) -> str:
 
 
 def register_loss(name: str, **options):
-    """Class decorator registering a `ContrastiveLoss` subclass as the variant `name`.
-    Details: docs/api.md#your-own-loss
-
-    Raises:
-        TypeError: for a class that is not a `ContrastiveLoss`.
-        ValueError: for a name `check_loss_name` refuses, or one held by another class.
+    """Registers a `ContrastiveLoss` subclass as variant `name`. Details: docs/api.md#your-own-loss
 
     Example (a loss defined in a user's file):
 
@@ -260,14 +249,12 @@ def _concentration_layer(
 
 
 def loss_variant(name: str, **options) -> tuple[ContrastiveLoss, DiagonalScaling | None]:
-    """The loss and Lambda_hat layer of the registered variant `name`.
+    """`(loss, scaling)` of the registered variant `name`: its loss and Lambda_hat layer
+    (None without Lambda_hat).
 
     Args:
         name: a key of `LOSS_VARIANTS`.
         **options: fields of `LossOptions`.
-
-    Returns:
-        `(loss, scaling)`; `scaling` is None for a variant without Lambda_hat.
 
     Example:
 

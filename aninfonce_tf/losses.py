@@ -16,8 +16,7 @@ CONCENTRATIONS = ("diagonal", "isotropic")
 
 class ContrastiveLoss(keras.losses.Loss):
     """Base class of the contrastive losses: subclasses implement `per_row_losses` and
-    set `concentration` (None, `"diagonal"` or `"isotropic"`: the Lambda_hat the model
-    must hold) and `stat_names`. Details: docs/api.md#your-own-loss
+    set `concentration` and `stat_names`. Details: docs/api.md#your-own-loss
 
     Example (a loss defined in a user's file):
 
@@ -33,18 +32,15 @@ class ContrastiveLoss(keras.losses.Loss):
     stat_names: ClassVar[tuple[str, ...]] = ()
 
     def per_row_losses(self, z1, z2, z1_all=None, z2_all=None, row_offset=0):
-        """Per-anchor-row losses and statistics of the pairs `(z1[i], z2[i])`.
+        """`(losses, stats)`: `[R]` float32 losses of the pairs `(z1[i], z2[i])` and
+        `{name: scalar}` for each of `stat_names`.
 
         Args:
-            z1: `[B, d]` first views' embeddings (this replica's rows).
-            z2: `[B, d]` second views' embeddings.
+            z1: `[B, d]` first views (this replica's rows).
+            z2: `[B, d]` second views.
             z1_all: the first views gathered over every replica (None: `z1`).
             z2_all: the second views gathered likewise.
             row_offset: index of this replica's first row in the gathered batch.
-
-        Returns:
-            `(losses, stats)`: `[R]` float32 losses and `{name: scalar}` for each of
-            `stat_names`.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement `per_row_losses`.")
 
@@ -71,15 +67,11 @@ class InfoNCE(ContrastiveLoss):
 
     Args:
         similarity: `"cosine"` (default, SimCLR) or `"euclidean"` (-1/2 ||u - v||^2).
-        temperature: positive float, or a sequence of them for a loss ensemble
-            (default 0.1, SimCLR's; the recipes use `--infonce-temperature`, 0.2).
-        candidates: `"nt_xent"` (both views as anchors, each of the 2B rows against
-            the other 2B - 1) or `"one_directional"` (z1 rows against z2).
-        hard_negative_beta: weights negatives by exp(beta * similarity / temperature)
-            (Robinson et al., 2021); 0 is plain.
+        temperature: positive float (default 0.1, SimCLR's), or several for an ensemble.
+        candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
+        hard_negative_beta: hard-negative reweighting strength; 0 is plain.
         ensemble_weights: weights of an ensemble's temperatures (default uniform).
-        block_size: the loss over blocks of this many candidates (memory batch x
-            block; no hard negatives). None: dense.
+        block_size: the loss over blocks of this many candidates; None: dense.
         name: name of the loss.
 
     Example:
@@ -152,8 +144,7 @@ class InfoNCE(ContrastiveLoss):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class AnInfoNCE(InfoNCE):
-    """Anisotropic InfoNCE (Rusak et al., AISTATS 2025): Euclidean InfoNCE on embeddings
-    passed through `layers.DiagonalScaling`. Details: docs/method.md#the-loss-family
+    """Euclidean InfoNCE on `DiagonalScaling`'s embeddings. Details: docs/method.md#the-loss-family
 
     Args:
         temperature: divides the similarity; keep 1 when Lambda_hat is trained.
@@ -183,8 +174,7 @@ class AnInfoNCE(InfoNCE):
         name: str = "an_info_nce",
         **kwargs,
     ):
-        # The similarity is what makes this AnInfoNCE; only its own value (as in a
-        # saved config) is accepted, so that a user's other choice never vanishes.
+        # Only the Euclidean similarity (as in a saved config) is accepted.
         similarity = kwargs.pop("similarity", "euclidean")
         if similarity != "euclidean":
             raise ValueError(
@@ -205,8 +195,7 @@ class AnInfoNCE(InfoNCE):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class IsotropicAnInfoNCE(AnInfoNCE):
-    """AnInfoNCE with one learned concentration (a learned temperature): the control
-    for anisotropy. The model holds `DiagonalScaling(..., tied=True)`.
+    """AnInfoNCE with one learned concentration, for `DiagonalScaling(..., tied=True)`.
 
     Args:
         **kwargs: as for `AnInfoNCE`.

@@ -1,11 +1,5 @@
 """The memory a setting needs, estimated before anything is built and refused, naming
-the fix, where it cannot fit. Details: docs/runner.md#checks-before-and-during-training
-
-Example:
-
->>> f"{loss_bytes(100_000) / 1e9:.0f} GB dense, {loss_bytes(100_000, 1024) / 1e9:.1f} GB in blocks"
-'640 GB dense, 3.3 GB in blocks'
-"""
+the fix, where it cannot fit. Details: docs/runner.md#checks-before-and-during-training"""
 
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ CGROUP_MEMORY_LIMIT = "/sys/fs/cgroup/memory.max"
 
 
 def physical_memory() -> int | None:
-    """The host memory this process may use, in bytes (a cgroup limit when lower; None:
-    unknown); an accelerator's own memory is not counted."""
+    """The host memory this process may use in bytes (a cgroup limit when lower; None: unknown)."""
     limits = []
     with contextlib.suppress(AttributeError, OSError, ValueError):  # not POSIX
         limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
@@ -44,14 +37,19 @@ def physical_memory() -> int | None:
 
 
 def loss_bytes(batch_size: int, block_size: int = 0) -> int:
-    """Bytes of the contrastive loss of `batch_size` pairs (dense, or in `block_size` blocks)."""
+    """Bytes of the contrastive loss of `batch_size` pairs (dense, or in `block_size` blocks).
+
+    Example:
+
+    >>> f"{loss_bytes(100_000) / 1e9:.0f} GB dense, {loss_bytes(100_000, 1024) / 1e9:.1f} GB in blocks"
+    '640 GB dense, 3.3 GB in blocks'
+    """
     rows = 2 * batch_size
     return LOGIT_COPIES * rows * min(block_size or rows, rows) * FLOAT_BYTES
 
 
 def embedding_bytes(batch_size: int, inputs: int, width: int) -> int:
-    """Bytes of the layer that outputs `width`-dimensional embeddings from `inputs`
-    features, and of a batch's 2B embeddings.
+    """Bytes of the layer mapping `inputs` features to `width` dimensions and of 2B embeddings.
 
     Example:
 
@@ -78,8 +76,7 @@ class Allocation:
 
 
 def image_set(count: int, side: int, channels: int, field: str) -> Allocation:
-    """`count` float32 images a run holds whole (a held-out set sized by `field`), with
-    the views made of them.
+    """`count` float32 images a run holds whole (a held-out set sized by `field`).
 
     Example:
 
@@ -94,8 +91,7 @@ def image_set(count: int, side: int, channels: int, field: str) -> Allocation:
 
 
 def check_allocations(allocations: Sequence[Allocation], memory: int | None = None) -> None:
-    """Raises `ValueError` when `allocations` together exceed the machine's memory
-    (`check_fits`), naming the largest of them, its fix and the total.
+    """Raises `ValueError` naming the largest of `allocations` if together they exceed memory.
 
     Example:
 
@@ -153,8 +149,7 @@ def check_fits(
 
 
 def check_loss(batch_size: int, block_size: int = 0, blockwise: bool = True) -> None:
-    """Raises `ValueError` for a batch whose loss TensorFlow cannot index (int32) or the
-    machine cannot hold, naming the fix.
+    """Raises `ValueError` for a batch whose loss int32 cannot index or memory cannot hold.
 
     Example:
 

@@ -66,8 +66,7 @@ CONVOLUTIONS = (
 
 
 def automatic_jit(model: keras.Model, strategy) -> tuple[bool, str]:
-    """What `compile(jit_compile="auto")` chooses, and why: XLA off for several replicas
-    or a convolutional encoder without a GPU, on otherwise.
+    """What `compile(jit_compile="auto")` chooses, and why.
 
     Example:
 
@@ -146,8 +145,7 @@ class _TwoOptimizers:
 
 
 class _UnrolledStepsUnderMirrored:
-    """`steps_per_execution` k under `MirroredStrategy`: k replicated steps unrolled in
-    one `tf.function`. Why: docs/api.md#contrastivemodels-training-step"""
+    """`steps_per_execution` k under `MirroredStrategy`: k steps unrolled in one `tf.function`."""
 
     def _make_function(self, step_function):
         strategy = self.distribute_strategy
@@ -194,18 +192,14 @@ def _shown(logs):
 
 
 def _checked_pairs(x, args: tuple, kwargs: dict):
-    """`fit_input` of the `x` of Keras' `fit` or `evaluate`, whose `batch_size` comes
-    by keyword or third in order (after `x` and `y`)."""
+    """`fit_input` of the `x` of Keras' `fit` or `evaluate`."""
     return fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
-    """Contrastive learner over positive pairs, for any `losses.ContrastiveLoss`.
-
-    `model(x)` returns encoder features, `model.embed(x)` the embeddings the loss sees.
-    Fit on `(view1, view2)` or dicts with `view1`, `view2` and extra keys.
-    Details: docs/api.md#contrastivemodels-training-step
+    """Contrastive learner over positive pairs `(view1, view2)`, for any `ContrastiveLoss`;
+    `model(x)` gives encoder features. Details: docs/api.md#contrastivemodels-training-step
 
     Args:
         encoder: any Keras model or layer, images/observations -> features.
@@ -289,8 +283,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return self.encoder(unit_views(inputs), training=training)
 
     def embed(self, inputs, training=False, scaled=True):
-        """Embeddings the loss sees: projected, normalised, scaled by sqrt(Lambda_hat)
-        (`scaled=False`: before the scaling)."""
+        """Embeddings the loss sees (`scaled=False`: before Lambda_hat)."""
         z = self(inputs, training=training)
         if self.projector is not None:
             z = self.projector(z, training=training)
@@ -302,11 +295,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return z
 
     def embed_aligned(self, inputs, training=False):
-        """The unscaled embeddings times the fitted slow-feature alignment.
-
-        Raises:
-            ValueError: for a model without an `alignment`.
-        """
+        """The unscaled embeddings times the fitted slow-feature alignment."""
         if self.alignment is None:
             raise ValueError(
                 "This model has no `alignment`: build it with "
@@ -334,14 +323,10 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         Args:
             optimizer: optimizer (or its name) of the encoder and projector.
             loss: a `ContrastiveLoss`; default AnInfoNCE with a `scaling`, else InfoNCE.
-            concentration_optimizer: Lambda_hat's optimizer, or a learning rate (Adam);
-                None trains Lambda_hat with `optimizer`.
+            concentration_optimizer: Lambda_hat's optimizer or Adam's rate; None: `optimizer`.
             jit_compile: XLA-compile the train step: True, False or "auto" (`automatic_jit`).
             steps_per_execution: steps per `tf.function` call.
             **kwargs: passed to `keras.Model.compile` (not `metrics`, `weighted_metrics`).
-
-        Raises:
-            ValueError: for `metrics` or `weighted_metrics`.
         """
         refuse_compile_metrics(kwargs)
         if loss is None:
@@ -427,11 +412,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return loss, values
 
     def fit(self, x=None, *args, **kwargs):
-        """Keras' `fit` of the pairs `x` (checked by `fit_input`).
-
-        Raises:
-            ValueError: for an infinite dataset without `steps_per_epoch`, or no batch.
-        """
+        """Keras' `fit` of the pairs `x` (checked by `fit_input`)."""
         x = _checked_pairs(x, args, kwargs)
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn

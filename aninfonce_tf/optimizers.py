@@ -1,6 +1,5 @@
-"""LARS and PyTorch's SGD, whose `weight_decay` is an L2 term added to the gradient
-(through the momentum: at 0.9 about 10x Keras' decoupled decay of the same value);
-the encoder's and Lambda_hat's optimizers of a run. Details: docs/api.md#optimizers"""
+"""LARS and PyTorch's SGD (`weight_decay` an L2 term of the gradient), and the encoder's
+and Lambda_hat's optimizers of a run. Details: docs/api.md#optimizers"""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         self.exclude_names = tuple(exclude_names)
 
     def excluded(self, variable) -> bool:
-        """Whether `variable` goes without decay (and, in LARS, adaptation): a vector under
-        `exclude_vectors`, a path holding one of `exclude_names`, or Keras' exclusions."""
+        """Whether `variable` goes without decay (and, in LARS, adaptation)."""
         return (
             (self.exclude_vectors and len(variable.shape) <= 1)
             or any(name in variable.path for name in self.exclude_names)
@@ -88,9 +86,7 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class LARS(_CoupledWeightDecay):
-    """Layer-wise Adaptive Rate Scaling (You et al., 2017) as SimCLR's
-    `lars_optimizer.py`; vectors (biases, batch-norm) get neither decay nor adaptation.
-    Details: docs/api.md#optimizers
+    """LARS (You et al., 2017) as SimCLR's `lars_optimizer.py`. Details: docs/api.md#optimizers
 
     Args:
         learning_rate: float or `LearningRateSchedule` (SimCLR: 0.3 x B / 256).
@@ -99,8 +95,7 @@ class LARS(_CoupledWeightDecay):
         trust_coefficient: eta (SimCLR's `eeta`).
         exclude_vectors: exclude variables of rank <= 1.
         exclude_names: exclude variables whose path contains one of these.
-        **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, `name`, ...),
-            except `weight_decay`'s decoupled form.
+        **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, ...).
 
     Example:
 
@@ -161,17 +156,15 @@ class LARS(_CoupledWeightDecay):
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class CoupledSGD(_CoupledWeightDecay):
-    """SGD with momentum as PyTorch's `torch.optim.SGD` (no dampening, no Nesterov), its
-    `weight_decay` an L2 term added before the momentum. Details: docs/api.md#optimizers
+    """SGD with momentum as PyTorch's `torch.optim.SGD`. Details: docs/api.md#optimizers
 
     Args:
         learning_rate: float or `LearningRateSchedule`.
         momentum: in [0, 1).
         weight_decay: coefficient of the L2 term (SimSiam's CIFAR10: 5e-4).
-        exclude_vectors: no decay on variables of rank <= 1 (PyTorch's default,
-            False, decays every parameter).
+        exclude_vectors: no decay on variables of rank <= 1.
         exclude_names: no decay on variables whose path contains one of these.
-        **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, `name`, ...).
+        **kwargs: Keras' optimizer arguments (`use_ema`, `clipnorm`, ...).
 
     Example (a weight under zero gradient, PyTorch's decay):
 
@@ -216,8 +209,7 @@ def uses_weight_average(optimizer) -> bool:
 
 @contextlib.contextmanager
 def averaged_weights(model: keras.Model):
-    """Within the block the model holds its optimizer's moving average of the weights
-    (`use_ema=True`; `keras.callbacks.SwapEMAWeights`), afterwards its own again."""
+    """Within the block the model holds its optimizer's moving average of the weights."""
     if not uses_weight_average(model.optimizer):
         yield model
         return
@@ -231,8 +223,7 @@ def averaged_weights(model: keras.Model):
 
 
 def concentration_optimizer(value) -> keras.optimizers.Optimizer | None:
-    """`compile`'s `concentration_optimizer` as an optimizer: a rate gives Adam at that
-    rate, a name or optimizer `keras.optimizers.get`'s, None stays None."""
+    """`compile`'s `concentration_optimizer` as an optimizer (a rate: Adam; None: None)."""
     if isinstance(value, bool):
         raise TypeError(
             "`concentration_optimizer` must be an optimizer, its name or a learning rate; "
@@ -276,8 +267,7 @@ def check_settings(config) -> None:
 
 
 def encoder_optimizer(config) -> keras.optimizers.Optimizer:
-    """The encoder's and projector's optimizer and schedule of a `RunConfig`; no weight
-    decay on a `LearnedRotation`'s angles (it would pull towards the identity)."""
+    """The encoder's and projector's optimizer and schedule of a `RunConfig`."""
     optimizer = _encoder_optimizer(config)
     optimizer.exclude_from_weight_decay(var_names=[ROTATION_ANGLES])
     return optimizer

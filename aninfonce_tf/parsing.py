@@ -1,11 +1,5 @@
 """Numbers as a command line writes them (`strict_float`, `strict_int`, and the argparse
-types `INTEGER_FLAG`, `NUMBER_FLAG`): `1_0` is refused. Imports nothing of the package.
-
-Example:
-
->>> [strict_int(item) for item in "64, 32".split(",")]
-[64, 32]
-"""
+types `INTEGER_FLAG`, `NUMBER_FLAG`): `1_0` is refused. Imports nothing of the package."""
 
 from __future__ import annotations
 
@@ -19,16 +13,10 @@ _INTEGER = re.compile(r"[-+]?\d+")
 
 
 def strict_float(text: str) -> float:
-    """`text` as a float, refused unless written as a plain number (not `1_0`).
+    """`text` as a float; a ValueError unless written as a plain number (not `1_0`).
 
     Args:
         text: a number such as `0.95`, `-1e-3` or `inf` (spaces around it allowed).
-
-    Returns:
-        The number.
-
-    Raises:
-        ValueError: for any other text.
 
     Example:
 
@@ -45,10 +33,7 @@ def strict_float(text: str) -> float:
 
 
 def strict_int(text: str) -> int:
-    """`text` as an int, refused unless written as digits with an optional sign.
-
-    Raises:
-        ValueError: for any other text.
+    """`text` as an int, refused (ValueError) unless digits with an optional sign.
 
     Example:
 

@@ -1,13 +1,5 @@
 """Every recipe by name: its config module, what it runs and two example commands;
-`run` runs one (for `python -m aninfonce_tf`, `aninfonce-tf` and `recipes/`).
-
-Example:
-
->>> list(RECIPES)[:2], RECIPES["photos"].config
-(['synthetic', 'dose_response'], 'photos')
->>> RECIPES["synthetic"].summary()
-"Synthetic identifiability experiment: AnInfoNCE vs InfoNCE on the paper's DGP."
-"""
+`run` runs one (for `python -m aninfonce_tf`, `aninfonce-tf` and `recipes/`)."""
 
 from __future__ import annotations
 
@@ -28,8 +20,7 @@ class Recipe:
         config: its module in `aninfonce_tf.configs` (`PRESETS`, `SMOKE`, `build`).
         description: `--help`'s description; the package's `--help` lists its first line.
         examples: two `(flags, what they do)` of the epilog of `--help`.
-        command: `"module:function"`, the command line (as `runner.cli.main`), imported
-            when it runs.
+        command: `"module:function"`, the command line (as `runner.cli.main`).
 
     Example:
 
@@ -194,8 +185,7 @@ TensorBoard, model.keras and the exported encoder; the same command resumes.""",
 
 
 def run(name: str, argv=None, prog: str | None = None):
-    """Runs the recipe `name` with the flags `argv` (default `sys.argv[1:]`), `prog`
-    naming it (default `script_command`); returns what its command returns."""
+    """Runs the recipe `name` with the flags `argv`; returns what its command returns."""
     recipe = RECIPES[name]
     config_module = importlib.import_module(f"aninfonce_tf.configs.{recipe.config}")
     module, _, function = recipe.command.partition(":")
@@ -210,8 +200,7 @@ def run(name: str, argv=None, prog: str | None = None):
 
 
 def script_command(name: str) -> str:
-    """The command that runs recipe `name` as this program was run: `python
-    recipes/NAME.py` as typed, else `python -m aninfonce_tf NAME`.
+    """The command that runs recipe `name` as this program was run.
 
     Example:
 

@@ -1,16 +1,5 @@
 """A learned rotation of an embedding, whose angles Adam turns as fast for latents of
-close concentration as for far ones. Details: docs/tuning.md (point 10)
-
-Example:
-
->>> rotation = LearnedRotation()
->>> z = np.array([[1.0, 2.0, 3.0]], "float32")
->>> [float(v) for v in rotation(z)[0]]
-[1.0, 2.0, 3.0]
->>> _ = rotation.angles.assign([np.pi / 2, 0.0, 0.0])
->>> [round(float(v), 5) + 0.0 for v in rotation(z)[0]]
-[-2.0, 1.0, 3.0]
-"""
+close concentration as for far ones. Details: docs/tuning.md (point 10)"""
 
 from __future__ import annotations
 
@@ -60,11 +49,8 @@ def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
 
 
 def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each of the `dim * (dim - 1) / 2` angles sits in a `[dim, dim]` skew matrix.
-
-    Returns:
-        `index`: `[dim, dim]` positions into `[0, *angles]` (0 on the diagonal), and
-        `sign`: +1 above the diagonal, -1 below it, 0 on it.
+    """`(index, sign)`: where each of the `dim * (dim - 1) / 2` angles sits in a `[dim, dim]`
+    skew matrix (positions into `[0, *angles]`), and its sign (+1 above the diagonal).
 
     Example:
 
@@ -81,13 +67,10 @@ def skew_index(dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rotation_matrix(generator):
-    """exp(`generator`), a rotation, for a `[d, d]` skew-symmetric float generator.
+    """The `[d, d]` rotation exp(`generator`), in the generator's dtype.
 
     Args:
-        generator: a `[d, d]` tensor with `generator == -generator.T`.
-
-    Returns:
-        The `[d, d]` matrix exponential, in the generator's dtype.
+        generator: a `[d, d]` float tensor with `generator == -generator.T`.
 
     Example:
 
@@ -114,10 +97,7 @@ class LearnedRotation(keras.layers.Layer):
     skew-symmetric with `gain * angles[k]` above the diagonal, in float32.
 
     Args:
-        gain: angle per unit of each variable (under Adam, how far a step turns it).
-
-    Raises:
-        ValueError: for a `gain` that is not a finite number in (0, `MAX_GAIN`].
+        gain: angle per unit of each variable, in (0, `MAX_GAIN`].
 
     Example:
 

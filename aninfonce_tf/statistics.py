@@ -1,18 +1,5 @@
-"""Scores over several seeds (`--seeds`, `summary.json`): mean, sd and the paired
-difference AnInfoNCE - InfoNCE with its 95 % t-interval, taken within each seed.
-Method: docs/method.md#statistics-over-seeds
-
-Example:
-
->>> summary = summarize({
-...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
-...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
-... })
->>> summary["variants"]["aninfonce"]["mcc"]["n"]
-2
->>> round(summary["differences"]["aninfonce - infonce"]["mcc"]["mean"], 3)
-0.3
-"""
+"""Scores over seeds (`--seeds`, `summary.json`): mean, sd and paired differences.
+Details: docs/method.md#statistics-over-seeds"""
 
 from __future__ import annotations
 
@@ -55,8 +42,7 @@ DETECTION_POWER = 0.8
 
 
 def describe(values: Mapping[int, float | None], interval: bool = False) -> dict:
-    """Mean, sd, `n`, `seeds` and `values` of the finite values of `{seed: value}`; with
-    `interval`, `ci95`, `ci90`, `p` and `detectable`. None where n is too small.
+    """Mean, sd, `n`, `seeds`, `values` of the finite `{seed: value}` (`interval`: `ci95`, ...).
 
     Example:
 
@@ -86,8 +72,7 @@ def describe(values: Mapping[int, float | None], interval: bool = False) -> dict
 
 
 def paired_p_value(differences: Sequence[float]) -> float | None:
-    """The two-sided p-value of a paired t-test that the mean of `differences` is 0;
-    None for fewer than 2.
+    """The two-sided paired t-test's p that the mean of `differences` is 0 (None below 2).
 
     Example:
 
@@ -122,16 +107,14 @@ def holm(p_values: Mapping) -> dict:
 
 
 def summarize(scores: Mapping[int, SeedScores], family: Sequence[str] = ()) -> dict:
-    """Per variant and score the `describe` over the seeds, and per `paired_variants`
-    pair that of the per-seed difference; the `family`'s differences get `p_holm`.
+    """`describe` per variant and score, and per `paired_variants` pair of the difference.
 
     Args:
         scores: `{seed: {variant: {score: value}}}`, scalar scores only.
         family: the scores whose differences are tested as one family.
 
     Returns:
-        `{"seeds": [...], "variants": {variant: {score: entry}},
-        "differences": {"A - B": {score: entry}}, "family": [...]}`.
+        `{"seeds", "variants": {variant: {score: entry}}, "differences", "family"}`.
     """
     names = list(dict.fromkeys(name for per_seed in scores.values() for name in per_seed))
 
@@ -177,8 +160,7 @@ def _subtract(first: dict, second: dict) -> dict[int, float | None]:
 
 
 def summary_table(summary: dict, scores: Sequence[str] = ()) -> str:
-    """The `summarize` result as text: per score a row per variant and per pair (with
-    the 95 % interval and Holm's p; unresolved: the 90 % one and the detectable difference).
+    """The `summarize` result as text: per score a row per variant and per pair.
 
     Example:
 

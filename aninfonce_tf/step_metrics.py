@@ -1,6 +1,4 @@
-"""What a `ContrastiveModel` step logs: the loss, alignment and uniformity, the loss's
-own statistics (`ContrastiveLoss.stat_names`) and Lambda_hat's extremes, as Keras
-metrics averaged over the steps since the last reset."""
+"""What a `ContrastiveModel` step logs (loss, alignment, uniformity, ...) as Keras metrics."""
 
 from __future__ import annotations
 
@@ -61,11 +59,7 @@ class StepMetrics:
         self.statistics = {}
 
     def track_statistics(self, stat_names) -> None:
-        """A mean metric per statistic of the compiled loss, replacing earlier ones.
-
-        Raises:
-            ValueError: for a statistic named like a value the model logs itself.
-        """
+        """A mean metric per statistic of the compiled loss, replacing earlier ones."""
         reserved = set(stat_names) & set(RESERVED_LOG_NAMES)
         if reserved:
             raise ValueError(

@@ -49,11 +49,7 @@ DESIGNS = ("star", "product")
 def grid_cells(
     grid: Mapping[str, Sequence], seeds: Sequence[int], corner_seeds: Sequence[int]
 ) -> list[Cell]:
-    """Every combination of the `grid`'s values (the first field slowest) with `seeds`,
-    or `corner_seeds` where every field sits at its first or last value.
-
-    Raises:
-        ValueError: for an empty grid, a field without values, or no seeds.
+    """Every combination of the `grid`'s values with `seeds` (`corner_seeds` at corners).
 
     Example:
 
@@ -77,9 +73,6 @@ def grid_cells(
 
 def star_cells(axes: Mapping[str, Sequence], center: Mapping, seeds: Sequence[int]) -> list[Cell]:
     """The `center`, then each axis's other values with that field alone changed.
-
-    Raises:
-        ValueError: for no axes, an axis the center lacks, or no seeds.
 
     Example:
 
@@ -181,10 +174,9 @@ def plan_cells(
     Args:
         config: the config every cell starts from.
         cells: `(values, seeds)` of `star_cells` or `grid_cells`.
-        limits: `check_limits`' lower limits of the values (None: none).
+        limits: `check_limits`' lower limits (None: none).
 
     Raises:
-        ValueError: for a field `config` does not have.
         UsageError: for a cell `validate` refuses, below `limits`, or sharing a directory.
 
     Example:
@@ -229,24 +221,22 @@ def run_cells(
     context: RunContext | None = None,
     **labels,
 ) -> list[dict]:
-    """`run_seeds` of each cell into `run_dir/<cell_name>/`, then on the chief
-    `run_dir/grid.json` and `report(records)`; rerun, it resumes.
+    """`run_seeds` of each cell into `run_dir/<cell_name>/`, then `grid.json` and `report`.
 
     Args:
         config: the config every cell starts from.
         build: `config -> Experiment`.
         run_dir: the sweep's directory.
         cells: `(values, seeds)` of `star_cells` or `grid_cells`.
-        limits: `check_limits`' lower limits of the values (None: none).
-        report: writes the sweep's tables and figure from its records.
-        context: the sweep's `RunContext` (default: made from `config`).
-        **labels: `preset`, `smoke` and `allow_code_change`, as for `run_seeds`.
+        limits: `check_limits`' lower limits (None: none).
+        report: writes the tables and figure from the records.
+        context: default: made from `config`.
+        **labels: `preset`, `smoke`, `allow_code_change`, as for `run_seeds`.
 
     Returns:
         Per cell `{"cell", "values", "changed", "summary", "seed_scores", "run"}`.
 
     Raises:
-        ValueError: for a field `config` does not have.
         UsageError: as `plan_cells`, or for a `run_dir` holding other files than a sweep's.
     """
     planned = plan_cells(config, cells, limits)
@@ -310,16 +300,7 @@ def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequen
 
 
 def grid_values(text: str) -> list[float]:
-    """`"0.4, 0.8"` -> `[0.4, 0.8]`, a `--grid-<field>` axis ("" -> []).
-
-    Raises:
-        argparse.ArgumentTypeError: unless each item is a plain number.
-
-    Example:
-
-    >>> grid_values("0.4, 0.8")
-    [0.4, 0.8]
-    """
+    """`"0.4, 0.8"` -> `[0.4, 0.8]`, a `--grid-<field>` axis ("" -> [])."""
     try:
         return split_list(text, strict_float)
     except ValueError:
@@ -336,20 +317,16 @@ def main(
     prog: str | None = None,
     write_report: Callable[[list[dict], Path, str, Sequence[str]], None] = write_tradeoff,
 ) -> list[dict]:
-    """The command line of a sweep: the recipe's flags plus `--design`, `--grid-<field>`,
-    `--corner-seeds` and `--allow-below-limits`.
+    """A sweep's command line (`--design`, `--grid-<field>`, ...); returns `run_cells`'.
 
     Args:
-        config_module: a module with `PRESETS`, `SMOKE`, `build`, `SWEEP`,
-            `SWEEP_AXES`, `SWEEP_LIMITS`, `SWEEP_SCORES` and `check_sweep(config)`.
-        argv: arguments (default `sys.argv[1:]`).
+        config_module: with `PRESETS`, `SMOKE`, `build`, `SWEEP`, `SWEEP_AXES`,
+            `SWEEP_LIMITS`, `SWEEP_SCORES` and `check_sweep(config)`.
+        argv: default `sys.argv[1:]`.
         description: the `--help` description.
-        epilog: the end of `--help` (examples).
-        prog: the program's name in `--help` and errors (default: the script's).
-        write_report: writes the sweep's table and figure (default: `write_tradeoff`).
-
-    Returns:
-        The cells of `run_cells`.
+        epilog: the end of `--help`.
+        prog: the program's name (default: the script's).
+        write_report: writes the table and figure.
     """
     limits = config_module.SWEEP_LIMITS
     flags = argparse.ArgumentParser(add_help=False, allow_abbrev=False)

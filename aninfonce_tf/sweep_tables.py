@@ -1,13 +1,5 @@
 """The Markdown tables of a sweep from each cell's per-seed scores.
-Method: docs/method.md#a-sweeps-tables
-
-Example:
-
->>> cell = {"changed": {"jitter_strength": 1.0},
-...         "seed_scores": {0: {"infonce": {"acc": 0.3}}, 1: {"infonce": {"acc": 0.5}}}}
->>> print(tradeoff_table([cell], ["acc"]).splitlines()[-1])
-| jitter 1 | InfoNCE | 0.400 ± 0.141 | 2 |
-"""
+Details: docs/method.md#a-sweeps-tables"""
 
 from __future__ import annotations
 
@@ -26,9 +18,6 @@ PART_SCORE = "{level}/part_linear_r2/{part}"
 def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
     """A cell's scores per seed from its record's `seed_scores` (seeds as numbers).
 
-    Raises:
-        ValueError: for a record without them.
-
     Example:
 
     >>> seed_scores({"seed_scores": {"1": {"infonce": {"acc": 0.5}}}})
@@ -45,8 +34,7 @@ def seed_scores(cell: Mapping) -> dict[int, dict[str, dict[str, float | None]]]:
 def paired_scores(
     scores: Mapping[int, SeedScores], names: Sequence[str]
 ) -> dict[int, dict[str, dict[str, float | None]]]:
-    """`scores` of the scores `names`, each kept only on the seeds where every variant
-    has a finite value (None on the others).
+    """`scores` of `names`, each kept on the seeds where every variant has it finite.
 
     Example:
 
@@ -82,8 +70,7 @@ def swept_parts(cells: Sequence[dict]) -> list[str]:
 def table_scores(
     cells: Sequence[dict], scores: Sequence[str], level: str = "backbone"
 ) -> list[str]:
-    """The columns of the tables: `scores` but block scores, then `level`'s linear R^2
-    of each latent part the sweep moves (`swept_parts`).
+    """The tables' columns: `scores` but block scores, then `level`'s R^2 of each moved part.
 
     Example:
 
@@ -99,8 +86,7 @@ def table_scores(
 
 
 def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of `run_cells`' result: per cell a row per loss variant and per
-    paired difference.
+    """A Markdown table of `run_cells`' result: per cell a row per variant and difference.
 
     Example:
 
@@ -126,8 +112,7 @@ def tradeoff_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
 def difference_changes(
     cell: Mapping, center: Mapping, scores: Sequence[str]
 ) -> dict[str, dict[str, dict]]:
-    """Per paired difference `"A - B"` and score, the `statistics.describe` of its
-    change from `center` to `cell`, seed by seed over the seeds both share.
+    """Per difference `"A - B"` and score, `describe` of its change from `center` to `cell`.
 
     Example:
 
@@ -162,8 +147,7 @@ def difference_changes(
 
 
 def change_table(cells: Sequence[dict], scores: Sequence[str]) -> str:
-    """A Markdown table of how each paired difference changes from the centre cell to
-    each other cell; empty without a centre.
+    """A Markdown table of each difference's change from the centre cell (empty without).
 
     Example:
 
@@ -216,8 +200,7 @@ def blocks_table(cells: Sequence[dict]) -> str:
 
 
 def tradeoff_markdown(cells: Sequence[dict], scores: Sequence[str], what: str) -> str:
-    """A sweep's tradeoff.md: `what` ran, how to read it, `tradeoff_table` and
-    `change_table` of `table_scores(cells, scores)`, and `blocks_table`.
+    """A sweep's tradeoff.md: `what` ran, how to read it, and its tables.
 
     Example:
 
@@ -339,8 +322,7 @@ def _p(value: float) -> str:
 
 
 def dose_response_markdown(cells: Sequence[Mapping], scores: Sequence[str], what: str) -> str:
-    """Per score a table: a row per spread r with each variant's mean ± sd and the
-    paired differences (`DOSE_PAIRS`) with their intervals, p and Holm p.
+    """Per score a table: a row per spread r, each variant's mean ± sd and `DOSE_PAIRS`.
 
     Example:
 

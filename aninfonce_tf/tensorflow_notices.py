@@ -1,18 +1,5 @@
 """TensorFlow's start-up notices, kept off the command line's stderr while TensorFlow is
-imported; every other line is passed on. Details: docs/runner.md#tensorflows-start-up-notices
-
-Example:
-
->>> import io
->>> read, write = os.pipe()
->>> _ = os.write(write, b"I0000 port.cc:153] oneDNN custom operations are on.\\nan error\\n")
->>> os.close(write)
->>> out = io.BytesIO()
->>> pass_on(read, out)
->>> os.close(read)
->>> out.getvalue()
-b'an error\\n'
-"""
+imported; every other line is passed on. Details: docs/runner.md#tensorflows-start-up-notices"""
 
 from __future__ import annotations
 
@@ -53,7 +40,20 @@ def is_notice(line: str) -> bool:
 
 
 def pass_on(source: int = 0, out: BinaryIO | None = None) -> None:
-    """Writes each line read from `source` to `out` (default: stderr), but the notices."""
+    """Writes each line read from `source` to `out` (default: stderr), but the notices.
+
+    Example:
+
+    >>> import io
+    >>> read, write = os.pipe()
+    >>> _ = os.write(write, b"I0000 port.cc:153] oneDNN custom operations are on.\\nan error\\n")
+    >>> os.close(write)
+    >>> out = io.BytesIO()
+    >>> pass_on(read, out)
+    >>> os.close(read)
+    >>> out.getvalue()
+    b'an error\\n'
+    """
     out = sys.stderr.buffer if out is None else out
     pending = b""
     while chunk := os.read(source, 1 << 16):

@@ -1,10 +1,5 @@
-"""The run configuration every experiment shares.
-
-An experiment's config (`aninfonce_tf.configs.synthetic.SyntheticConfig`, ...)
-subclasses `RunConfig`, adds its own fields with `option(...)` and may change the
-defaults of the shared ones. Every field is a flag (`aninfonce_tf.runner.cli`):
-`batch_size` is `--batch-size`.
-"""
+"""The run configuration every experiment shares: an experiment's config subclasses
+`RunConfig` and adds its fields with `option(...)`; every field is a flag."""
 
 from __future__ import annotations
 
@@ -58,9 +53,7 @@ CONVOLUTIONAL_JIT_HELP = "XLA-compile the train step (slower for convolutions on
 
 @contextlib.contextmanager
 def as_usage_errors():
-    """Raises the `ValueError`s of checks of the user's input (the config, `--stop-at`,
-    the run directory) as `UsageError`s, which the recipes print as one line; every
-    other error keeps its traceback.
+    """Raises the `ValueError`s of checks of the user's input as `UsageError`s (one line).
 
     Example:
 
@@ -84,8 +77,7 @@ def split_list(text: str, kind: type = str) -> list:
 
 
 def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") -> None:
-    """Raises `ValueError` naming the field `name` of `config` when it is below `minimum`
-    (`why`: what the minimum is for).
+    """Raises `ValueError` naming the field `name` of `config` when below `minimum`.
 
     Example:
 
@@ -103,8 +95,7 @@ def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") 
 def require_between(
     config: RunConfig, name: str, minimum: int, maximum: int, why: str = ""
 ) -> None:
-    """Raises `ValueError` naming the field `name` of `config` and its allowed range
-    when it lies outside `[minimum, maximum]` (`why`: what the bounds are for).
+    """Raises `ValueError` naming the field `name` of `config` outside `[minimum, maximum]`.
 
     Example:
 
@@ -120,12 +111,7 @@ def require_between(
 
 
 def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
-    """The comma-separated layer widths of the field `name` of `config`.
-
-    Raises:
-        ValueError: naming the field unless every width is a positive integer and,
-            unless `allow_empty`, there is one.
-    """
+    """The comma-separated layer widths of the field `name` of `config` (positive ints)."""
     text = getattr(config, name)
     try:
         widths = split_list(text, strict_int)
@@ -142,9 +128,7 @@ def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> lis
 def option(
     default, help: str, choices: typing.Sequence[str] | None = None, group: str | None = None
 ):
-    """A config field whose `help` is its command-line help, `choices` its values and
-    `group` its section of `--help`, one of `GROUPS` (None: the section `RUN_GROUPS`
-    gives the field's name, else `experiment`)."""
+    """A config field with its flag's `help`, `choices` and `--help` section (`GROUPS`)."""
     if group is not None and group not in GROUPS:
         raise ValueError(f"Unknown `group` {group!r}; expected one of {GROUPS}.")
     metadata = {"help": help, "choices": choices, "group": group}
@@ -153,8 +137,7 @@ def option(
 
 @dataclasses.dataclass
 class RunConfig:
-    """What every experiment's run shares: loss variants, optimisation, evaluation,
-    precision, strategy, outputs.
+    """What every experiment's run shares: losses, optimisation, evaluation, devices, outputs.
 
     Example:
 
@@ -266,12 +249,7 @@ class RunConfig:
     resume_exempt: typing.ClassVar[tuple[str, ...]] = ()
 
     def loss_names(self) -> list[str]:
-        """`losses` as a list of registered variants' names.
-
-        Raises:
-            ValueError: for a name that cannot name a variant (`check_loss_name`),
-                that no variant has, or that is given twice.
-        """
+        """`losses` as a list of registered variants' names (ValueError: unknown, twice)."""
         names = [check_loss_name(name) for name in split_list(self.losses)]
         unknown = sorted(set(names) - set(LOSS_VARIANTS))
         if unknown or not names:
@@ -291,9 +269,7 @@ class RunConfig:
         return split_list(self.muon_exclude)
 
     def epoch_steps(self) -> int:
-        """Steps between backup checkpoints, each at the end of a Keras epoch:
-        `save_every`, or by default the largest divisor of `eval_every` from 100 to 1000
-        that `steps_per_execution` divides, else `eval_every` (a prime one, or below 100).
+        """Steps between backups: `save_every`, or a divisor of `eval_every` (100 to 1000).
 
         Example:
 
@@ -307,10 +283,7 @@ class RunConfig:
         return max(fits, default=self.eval_every)
 
     def log_steps(self) -> int:
-        """Steps between the training metrics written to TensorBoard: `log_every`, at
-        most `eval_every`, moved to the nearest (by ratio) divisor of `epoch_steps()`
-        that `steps_per_execution` divides, so that each point is the mean of its own
-        steps and a resumed run writes the points of an uninterrupted one.
+        """Steps between TensorBoard's points: `log_every`, moved to a divisor of `epoch_steps()`.
 
         Example:
 
@@ -338,13 +311,10 @@ class RunConfig:
         )
 
     def check_inputs(self) -> None:
-        """Checks what the run reads from outside its config (files, prepared
-        datasets), after `validate` and before a run directory is claimed; raises
-        ValueError saying what is missing and how to fix it. None here."""
+        """Raises ValueError for inputs the run reads from outside its config (none here)."""
 
     def validate(self) -> None:
-        """Raises `ValueError` naming the field whose value cannot run, for every loss
-        variant before any of them trains."""
+        """Raises `ValueError` naming a field whose value cannot run, before any training."""
         names = self.loss_names()
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -427,13 +397,7 @@ class RunConfig:
         check_variants(names, **options)
 
     def resolved(self) -> RunConfig:
-        """This config with the fields that other fields set filled in: none here; a
-        subclass may have rules (the image configs set `steps` from `epochs` and the
-        batch size, ...). `run` and `parse_config` (after the command line) resolve.
-
-        Raises:
-            ValueError: for a field given a value that contradicts its rule.
-        """
+        """This config with the fields that other fields set filled in (none here)."""
         return self
 
     def resume_key(self) -> dict:

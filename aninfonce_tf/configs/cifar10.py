@@ -1,6 +1,5 @@
-"""CIFAR10 in SimSiam's setting (Chen and He, 2021), which the paper's CIFAR10 result
-follows: ResNet-18, SGD, 800 epochs at batch 512, SimCLR's linear evaluation.
-Sources: docs/method.md#cifar10
+"""CIFAR10 in SimSiam's setting, which the paper's CIFAR10 result follows: ResNet-18, SGD,
+800 epochs at batch 512. Sources: docs/method.md#cifar10
 
 Example:
 

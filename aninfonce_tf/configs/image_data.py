@@ -1,5 +1,4 @@
-"""Where the image experiment's examples come from (photos, tfds' CIFAR10 and ImageNet,
-or `mock_data`): held in memory, or ImageNet's read from its files.
+"""Where the image experiment's examples come from (photos, tfds, `mock_data`).
 Details: docs/api.md#data-pipelines
 
 Example:
@@ -46,7 +45,7 @@ class ImageSource:
         dataset: "photos", "cifar10" or "imagenet2012".
         data_dir: tfds' data directory ("": its default).
         mock_data: random tfds examples instead of the dataset.
-        batch_size: the training batch (tfds' mock data holds at least as many).
+        batch_size: the training batch.
         seed: seed of the photos' patches.
         test_size: test examples the probes draw from.
         patches_per_photo: training patches cut from each photo.
@@ -128,8 +127,7 @@ def final_evaluators(
     image_size: int,
     decode: Callable[[dict], dict] | None,
 ) -> list[LinearEvaluator]:
-    """The final linear evaluation on `final_examples(source)`, in a list (empty without
-    `linear_eval_epochs`; within `data_source`)."""
+    """The final linear evaluation on `final_examples(source)`, in a list (maybe empty)."""
     if not config.linear_eval_epochs:
         return []
     train, test = final_examples(source)

@@ -1,6 +1,5 @@
-"""ImageNet in SimCLR v1's setting (Chen et al., 2020): ResNet-50, LARS, 100 epochs at
-batch 1024, SimCLR's linear evaluation; `mocov2` with MoCo v2's views.
-Sources: docs/method.md#imagenet
+"""ImageNet in SimCLR v1's setting: ResNet-50, LARS, 100 epochs at batch 1024; `mocov2`
+with MoCo v2's views. Sources: docs/method.md#imagenet
 
 Example:
 

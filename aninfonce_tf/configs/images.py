@@ -1,7 +1,5 @@
-"""The real-image experiment shared by the photos, CIFAR10 and ImageNet recipes:
-SimCLR views with their parameters, an encoder with a projection head and Lambda_hat,
-and frozen-feature probes at the backbone and projector. Details:
-docs/method.md#the-image-experiments-probe-sets-and-schedule"""
+"""The real-image experiment of the photos, CIFAR10 and ImageNet recipes.
+Details: docs/method.md#the-image-experiments-probe-sets-and-schedule"""
 
 from __future__ import annotations
 
@@ -120,9 +118,7 @@ _RECORDS: dict[str, dict] = {}
 
 @dataclasses.dataclass
 class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
-    """Every hyperparameter of the real-image experiment; positive epoch fields set the
-    step fields in `resolved()`.
-    Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
+    """Every hyperparameter of the real-image experiment (epoch fields set step fields).
 
     Example:
 
@@ -215,11 +211,7 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         return max(1, examples // max(1, self.batch_size))
 
     def resolved(self) -> ImageConfig:
-        """This config with the fields the positive epoch fields and `base_learning_rate` set.
-
-        Raises:
-            ValueError: for a field given a value other than 0 or the one its rule sets.
-        """
+        """This config with the fields the epoch fields and `base_learning_rate` set."""
         per_epoch = self.steps_per_epoch()
         rules = {
             "steps": ("epochs", self.epochs * per_epoch),
@@ -292,8 +284,7 @@ def preset_readout_check(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """The preset's `readout_check` (within `image_data.data_source`), once per process.
-    Details: docs/method.md#the-check-in-the-image-runs"""
+    """The preset's `readout_check` (within `image_data.data_source`), once per process."""
     check_config = dataclasses.replace(config, seed=CHECK_SEED)
     key = json.dumps(dataclasses.asdict(check_config), sort_keys=True, default=str)
     if key not in _RECORDS:
@@ -319,8 +310,7 @@ def readout_probes(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> tuple[type[ImageProbeEvaluator], dict, dict]:
-    """The image probes' evaluator class, its extra keyword arguments and its `run`
-    record entries (with the check: `DeterminableProbeEvaluator`)."""
+    """The image probes' evaluator class, its extra keyword arguments and `run` entries."""
     if not config.readout_check_steps:
         return ImageProbeEvaluator, {}, {}
     record = preset_readout_check(config, encoder, augment, canvas, decode)

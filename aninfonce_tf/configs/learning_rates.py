@@ -1,7 +1,5 @@
-"""The learning rate of a base rate per batch: the two scaling rules and the check that
-a base rate is used with the rule it was tuned for.
-Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
-"""
+"""The learning rate of a base rate per batch: the scaling rules and their check.
+Details: docs/method.md#the-image-experiments-probe-sets-and-schedule"""
 
 from __future__ import annotations
 
@@ -32,8 +30,7 @@ def scaled_learning_rate(base: float, batch_size: int, scaling: str) -> float:
 
 
 def check_learning_rate_scaling(base: float, batch_size: int, scaling: str) -> None:
-    """Refuses a `scaling` that does nothing (no `base`) or that `base` was not tuned for
-    (`PUBLISHED_BASE_LEARNING_RATES`).
+    """Refuses a `scaling` without `base` or one that `base` was not tuned for.
 
     Example:
 

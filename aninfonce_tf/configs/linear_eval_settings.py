@@ -1,13 +1,5 @@
-"""The final linear evaluation of the CIFAR10 and ImageNet presets
-(`evaluation.linear_evaluation`): its settings (`LinearEvaluationConfig`), evaluator and
-`results.json` record. Method: docs/method.md#linear-evaluation
-
-Example:
-
->>> config = LinearEvaluationConfig(linear_eval_epochs=90, linear_eval_batch_size=4096)
->>> config.linear_eval_learning_rate()
-1.6
-"""
+"""The final linear evaluation's settings, evaluator and `results.json` record.
+Details: docs/method.md#linear-evaluation"""
 
 from __future__ import annotations
 
@@ -32,8 +24,7 @@ LINEAR_EVAL_SPLITS = ("train", "10pct")
 
 @dataclasses.dataclass
 class LinearEvaluationConfig(RunConfig):
-    """A run config with the settings of the final linear evaluation (beside
-    `RunConfig`'s); a resumed run may change them.
+    """A run config with the final linear evaluation's settings (a resume may change them).
 
     Example:
 
@@ -86,8 +77,7 @@ class LinearEvaluationConfig(RunConfig):
     def validate_linear_evaluation(
         self, dataset: str, data_dir: str | None = None, mock_data: bool = False
     ) -> None:
-        """Raises `ValueError` naming the field of the linear evaluation that cannot
-        run on `dataset` (e.g. SimCLR's 10 % subset not prepared in `data_dir`)."""
+        """Raises `ValueError` naming a linear-evaluation field that cannot run on `dataset`."""
         require_at_least(self, "linear_eval_epochs", 0, "0: no final linear evaluation")
         require_at_least(self, "linear_eval_batch_size", 1)
         if self.linear_eval_base_learning_rate <= 0:
@@ -123,8 +113,7 @@ def linear_evaluator(
     classes: int,
     decode: Callable[[dict], dict] | None = None,
 ) -> LinearEvaluator:
-    """The final linear evaluation of `config` on `{image, label}` examples (decoded by
-    `decode`, where given), each image's centre crop resized to `image_size`."""
+    """The final linear evaluation of `config` on `{image, label}` examples."""
     proportion = crop_proportion(image_size)
 
     def crop(example: dict) -> dict:
@@ -149,8 +138,7 @@ def linear_evaluator(
 
 
 def linear_evaluation_record(config: LinearEvaluationConfig, image_size: int) -> dict:
-    """The protocol of the final linear evaluation, as `results.json` records it
-    (`run["linear_evaluation"]`).
+    """The final linear evaluation's protocol, as `run["linear_evaluation"]` records it.
 
     Example:
 

@@ -1,5 +1,4 @@
-"""Images with known latents: the frozen decoder of a VAE renders latent pairs as digit
-pairs (the paper's MNIST experiment), scored against the latents.
+"""Images with known latents: a frozen VAE decoder renders latent pairs as digits.
 Details: docs/method.md#the-vae-decoder-experiment
 
 Example:
@@ -204,14 +203,10 @@ def trained_decoder(
     cache_dir: str | Path = "~/.cache/aninfonce_tf/vae",
     data_dir: str | None = None,
 ) -> tuple[keras.Model, Path]:
-    """The frozen decoder of a VAE trained with these settings, loaded from `cache_dir`
-    or trained and saved there. Details: docs/method.md#the-vae-decoder-experiment
-
-    Returns:
-        `(decoder, directory)`; the decoder is not trainable.
+    """`(decoder, directory)`: the frozen decoder of a VAE of these settings, cached in
+    `cache_dir`.
 
     Raises:
-        ValueError: for fewer than 1 `steps` (`train_vae`).
         UsageError: for a cached decoder that does not load, naming it and the fix.
     """
     settings = dict(latent_dim=latent_dim, source=source, steps=steps, beta=beta, seed=seed)
@@ -241,11 +236,7 @@ def trained_decoder(
 
 
 def _cached_decoder(path: Path) -> keras.Model:
-    """The decoder saved at `path`.
-
-    Raises:
-        UsageError: for a file that does not load, naming it and the fix.
-    """
+    """The decoder saved at `path` (a `UsageError` if it does not load)."""
     try:
         return keras.saving.load_model(path)
     except Exception as error:  # whatever a damaged file raises; Ctrl-C is not one

@@ -15,8 +15,7 @@ class Experiment:
     """The parts of an experiment that a config module's `build(config)` returns.
 
     Args:
-        train_data: `start_step -> tf.data.Dataset` of global batches of pairs (batch i
-            independent of `start_step`).
+        train_data: `start_step -> tf.data.Dataset` of global batches of pairs.
         encoder: builds a fresh encoder (observations -> features).
         evaluators: `Evaluator`s (`evaluate(model)`, `score_names(anisotropic)`).
         projector: builds a fresh projection head, or None.
@@ -28,8 +27,7 @@ class Experiment:
         plots: `(results, run_dir, title=...) -> [paths]`, the experiment's figures.
         seeds_plots: `(summary, run_dir, title=...) -> [paths]`, its figures over seeds.
         aligned: the model holds a `layers.LinearAlignment` its evaluators fit.
-        worker_train_data: optional `(start_step, input_context) -> tf.data.Dataset`,
-            one worker's shard in per-replica batches (multi-worker runs).
+        worker_train_data: `(start_step, input_context) -> tf.data.Dataset`, a worker's shard.
 
     Example (what a config module's `build` returns; `runner.run` trains it):
 

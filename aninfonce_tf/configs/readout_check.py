@@ -1,5 +1,4 @@
-"""The supervised readout check (`evaluation.determinable`) as the image experiments run
-it: its settings (`ReadoutCheckConfig`), its test views and its run, at `CHECK_SEED`.
+"""The supervised readout check as the image experiments run it, at `CHECK_SEED`.
 Details: docs/method.md#the-check-in-the-image-runs
 
 Example:
@@ -73,8 +72,7 @@ def readout_check(
     canvas: int | None = None,
     decode: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """The `determinability` record of `config`'s check: `encoder` trained on views of
-    `train` (`pair_batches` with `canvas` and `decode`), scored on `test_views`."""
+    """The `determinability` record of `config`'s check, scored on `test_views`."""
     pairs = pair_batches(
         train,
         augment,

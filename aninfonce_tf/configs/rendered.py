@@ -1,17 +1,5 @@
-"""Rendered images with known latents (`aninfonce_tf.data.rendered_pairs`): pairs by
-SimCLR's augmentations, the anisotropic conditional or its spike and slab; a small CNN;
-every latent's R^2 and the shape accuracy (`evaluation.latents`). The augment presets
-crop at least `AUGMENT_CROP_SCALE`, not SimCLR's 8 %: the object is small.
-Evidence: docs/results.md#quick-simclrs-views-five-seeds
-
-Example:
-
->>> config = dataclasses.replace(PRESETS["latent"], concentration="100,100,100,5,5,5")
->>> pairs(config).concentration_values.tolist()
-[100.0, 100.0, 100.0, 5.0, 5.0, 5.0]
->>> pairs(PRESETS["quick"]).augmentation.crop_scale
-(0.4, 1.0)
-"""
+"""Rendered images with known latents, pairs by SimCLR's views (crops of at least
+`AUGMENT_CROP_SCALE`: docs/results.md#quick-simclrs-views-five-seeds) or conditionals."""
 
 from __future__ import annotations
 
@@ -148,10 +136,15 @@ def _numbers(config: RenderedConfig, field: str) -> list[float]:
 
 
 def pairs(config: RenderedConfig) -> RenderedPairs:
-    """The pair source of `config`.
+    """The pair source of `config` (ValueError naming a field it cannot take).
 
-    Raises:
-        ValueError: naming the field whose value it cannot take.
+    Example:
+
+    >>> config = dataclasses.replace(PRESETS["latent"], concentration="100,100,100,5,5,5")
+    >>> pairs(config).concentration_values.tolist()
+    [100.0, 100.0, 100.0, 5.0, 5.0, 5.0]
+    >>> pairs(PRESETS["quick"]).augmentation.crop_scale
+    (0.4, 1.0)
     """
     concentration = _numbers(config, "concentration") or dict(DEFAULT_CONCENTRATION)
     change = _numbers(config, "change_probability")
@@ -193,8 +186,7 @@ def _block_and_shape_scores(blocks: dict) -> list[str]:
 
 
 def distinct_concentrations(source: RenderedPairs) -> bool:
-    """Whether `source` draws pairs with a distinct Lambda per continuous latent (the
-    theory's condition for identification), so that its runs are scored on MCC."""
+    """Whether `source` draws a distinct Lambda per continuous latent (scored on MCC)."""
     if source.mode == "augment":
         return False
     values = source.concentration_values
@@ -205,8 +197,7 @@ ORIENTATION_SCORES = ("mcc", "mcc_floor")
 
 
 def table_columns(source: RenderedPairs, blocks: dict | None = None) -> tuple[str, ...]:
-    """At each level: the MCC and its rotation floor (distinct concentrations), each
-    block's linear R^2 (default `source.blocks()`), shape accuracy, augmentation readout."""
+    """At each level: MCC and floor (distinct Lambda), block R^2, shape accuracy, readout."""
     blocks = source.blocks() if blocks is None else blocks
     scores = _block_and_shape_scores(blocks)
     if distinct_concentrations(source):
@@ -222,9 +213,7 @@ def _number(value) -> float:
 
 
 def primary_scores(blocks: dict, orientation: bool = False) -> tuple[str, ...]:
-    """What every preset's conclusions rest on at its final step: with `orientation` the
-    MCC at the projector and the backbone; else each block's linear R^2 and the shape
-    accuracy at the backbone.
+    """The scores conclusions rest on: MCC (`orientation`), else block R^2 and shape accuracy.
 
     Example:
 

@@ -42,9 +42,7 @@ from aninfonce_tf.rotation import checked_gain
 
 @dataclasses.dataclass
 class SyntheticConfig(RunConfig):
-    """Every hyperparameter of the synthetic identifiability experiment: `dim` latents on
-    `space`, positives from `conditional` at `concentration`, an invertible MLP.
-    Details: docs/method.md#the-synthetic-conditionals
+    """Every hyperparameter of the synthetic experiment (docs/method.md#the-synthetic-conditionals).
 
     Example:
 
@@ -114,9 +112,7 @@ class SyntheticConfig(RunConfig):
     )
 
     def true_concentration(self) -> np.ndarray:
-        """Lambda from a preset name or a comma-separated list of `dim` values; with
-        `concentration_spread` r, geometric from m / sqrt(r) to m sqrt(r) at m =
-        `concentration_mean`.
+        """Lambda from a preset name, `dim` comma-separated values or `concentration_spread`.
 
         Example:
 
@@ -195,8 +191,7 @@ class SyntheticConfig(RunConfig):
         memory.check_allocations(self.allocations(hidden))
 
     def allocations(self, hidden: list[int]) -> list[memory.Allocation]:
-        """What the run holds besides the loss (generator, encoder, held-out set, ...),
-        with the flags that size them (`memory.check_allocations`).
+        """What the run holds besides the loss, with the flags that size them.
 
         Example:
 

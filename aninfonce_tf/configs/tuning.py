@@ -1,6 +1,5 @@
-"""The optimisation tuned on the synthetic experiment (docs/tuning.md), shared by the
-identifiability experiments: `synthetic` builds its presets on it and `mnist_vae`
-runs with it."""
+"""The optimisation tuned on the synthetic experiment (docs/tuning.md), which the
+`synthetic` and `mnist_vae` presets share."""
 
 # What the paper leaves open (docs/tuning.md, points 1-3): Lambda_hat starts below
 # every true concentration with an exp parametrisation at a learning rate of 1e-2,

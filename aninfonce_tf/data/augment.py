@@ -1,5 +1,4 @@
-"""SimCLR augmentations that also return what they did (crop box, flip, jitter
-factors and order, grayscale, blur sigma, solarisation), drawn statelessly from a seed.
+"""SimCLR augmentations that also return what they did, drawn statelessly from a seed.
 Details: docs/api.md#simclraugments-views"""
 
 from __future__ import annotations
@@ -23,14 +22,8 @@ from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, state
 
 @dataclasses.dataclass(frozen=True)
 class SimCLRAugment:
-    """The SimCLR view (random resized crop, flip, colour jitter, grayscale, blur,
-    solarisation), returned with the parameters drawn.
-
-    `augment(images, seed=None, image_sizes=None)`: `images` `[B, H, W, C]` or `[H, W, C]`
-    (C 3 or 1), uint8 or floats in `value_range`, or JPEG strings; `seed` an int, a
-    stateless `[2]` seed or None; `image_sizes` `[B, 2]` on a padded canvas. Returns
-    float32 views in [0, 1] and a dict of float32 parameters (`crop_box` `[B, 4]`,
-    `jitter_order` `[B, 4]`, the rest `[B]`). Details: docs/api.md#simclraugments-views
+    """The SimCLR view, returned with the parameters drawn: `augment(images, seed=None,
+    image_sizes=None) -> (views, params)`. Details: docs/api.md#simclraugments-views
 
     Args:
         image_size: side of the square output views.
@@ -300,8 +293,8 @@ def augment_pairs(
     stream: int = 0,
     view_dtype: str = "float32",
 ):
-    """Two views of each batch of `{"image", ...}`, images, or `(images, labels)`:
-    batch i with seeds (seed, start + i) folded with 2 stream and 2 stream + 1.
+    """A dataset of `{view1, view2, params1, params2}` and the batch's other keys: two
+    views of each batch of `{"image", ...}`, images, or `(images, labels)`.
 
     Args:
         dataset: batches (images may be JPEG strings; `"image_size"`: sizes on a canvas).
@@ -310,13 +303,6 @@ def augment_pairs(
         start: the index of the first batch (a resumed run's step).
         stream: which of independent augmentation streams (one per worker).
         view_dtype: "float32", or "uint8" (`quantized`, divided by 255 on the device).
-
-    Returns:
-        A dataset of `{view1, view2, params1, params2}` and the batch's other keys.
-
-    Raises:
-        TypeError: for a dataset of any other structure.
-        ValueError: for a `view_dtype` other than "float32" and "uint8".
 
     Example:
 

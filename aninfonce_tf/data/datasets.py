@@ -53,11 +53,8 @@ def packaged_photos() -> list[np.ndarray]:
 def photo_patches(
     per_photo: int = 400, size: int = 48, split: str = "train", seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Random square patches of the packaged photos, a patch's class its photo.
-    Details: docs/api.md#data-pipelines
-
-    Returns:
-        `(images [N, size, size, 3] uint8, labels [N] int64)`.
+    """`(images [N, size, size, 3] uint8, labels [N] int64)`: random square patches of the
+    packaged photos, a patch's class its photo. Details: docs/api.md#data-pipelines
 
     Example:
 
@@ -90,12 +87,8 @@ def tfds_images(
     shard: tuple[int, int] | None = None,
     decode: bool = True,
 ) -> tf.data.Dataset:
-    """`{image, label}` examples of a prepared tfds dataset (never downloading); `shard`:
-    an even part; `decode=False`: images stay encoded.
-
-    Raises:
-        ValueError: for an unknown name, or a dataset not prepared in `data_dir`.
-    """
+    """`{image, label}` examples of a tfds dataset prepared in `data_dir` (else a
+    ValueError); `shard`: an even part; `decode=False`: images stay encoded."""
     builder = _tfds_builder(name, data_dir)
     import tensorflow_datasets as tfds
 
@@ -113,12 +106,7 @@ def tfds_images(
 def tfds_file_pieces(
     name: str, split: str, data_dir: str | None = None, shard: tuple[int, int] | None = None
 ) -> FilePieces:
-    """A prepared tfds split's files as `FilePieces` of encoded `{image, label}` records,
-    for `pair_batches`; `shard=(index, count)` reads that even part.
-
-    Raises:
-        ValueError: as `tfds_images`.
-    """
+    """A prepared tfds split's files as `FilePieces` (`shard=(index, count)`: an even part)."""
     builder = require_prepared(name, data_dir)
     import tensorflow_datasets as tfds
 
@@ -138,11 +126,7 @@ def tfds_file_pieces(
 
 
 def require_prepared(name: str, data_dir: str | None = None):
-    """The tfds builder of `name`, whose files are prepared in `data_dir`.
-
-    Raises:
-        ValueError: as `tfds_images`, saying how to prepare it.
-    """
+    """The tfds builder of `name`, else a ValueError saying how to prepare it."""
     builder = _tfds_builder(name, data_dir)
     if not builder.is_prepared():
         raise _not_prepared(builder, name)
@@ -211,8 +195,7 @@ def _not_prepared(builder, name: str) -> ValueError:
 
 
 def tfds_image_decoder(name: str, data_dir: str | None = None) -> Callable[[dict], dict]:
-    """Decodes an example of `tfds_images(name, ..., decode=False)` as tfds would: uint8,
-    3 channels, the dataset's static shape.
+    """Decodes an example of `tfds_images(name, ..., decode=False)` as tfds would.
 
     Example:
 
@@ -242,8 +225,7 @@ def jpeg_encoded(name: str, data_dir: str | None = None) -> bool:
 
 
 def on_canvas(example: dict, canvas: int) -> dict:
-    """`example` with its image at the top left of a `canvas x canvas` one and its height
-    and width under `"image_size"`; a larger image is shrunk until it fits.
+    """`example` with its image on a `canvas x canvas` one and its size under `"image_size"`.
 
     Example:
 
@@ -299,10 +281,6 @@ def pair_batches(
         stream: which of independent augmentation streams (one per worker).
         decode: applied to each example after the shuffle and the skip.
         view_dtype: "float32", or "uint8" (`augment_pairs`).
-
-    Raises:
-        ValueError: for a `tf.data.Dataset` of unknown, endless or too large a length,
-            or encoded images other than JPEG files without `decode`.
     """
     if isinstance(examples, tf.data.Dataset):
         examples = held_in_memory(_holdable(examples))

@@ -1,19 +1,5 @@
-"""How much a pair source changes each rendered latent part, Lambda_eff = 1 / E[(z1 -
-z2)^2] from simulated pairs in each view's frame, and the content and style blocks it
-gives. Details: docs/results.md#what-a-pair-keeps-effective-concentrations
-
-Example:
-
->>> from aninfonce_tf.data.rendered_pairs import RenderedPairs
->>> pairs = RenderedPairs(mode="latent", concentration=[100, 100, 100, 5, 5, 5])
->>> estimate = effective_concentration(pairs, count=20_000)
->>> round(estimate["parts"]["x"]), round(estimate["parts"]["rotation_cos"])
-(105, 8)
->>> round(estimate["correlation"]["x"], 2), round(estimate["correlation"]["rotation_cos"], 2)
-(0.99, 0.36)
->>> effective_blocks(estimate["correlation"])["content"]
-('x', 'y', 'scale')
-"""
+"""How much a pair source changes each rendered latent part (Lambda_eff), and the content
+and style blocks it gives. Details: docs/results.md#what-a-pair-keeps-effective-concentrations"""
 
 from __future__ import annotations
 
@@ -51,8 +37,7 @@ MIN_BLOCK_GAP = 1.25
 def latent_parts(
     latents: Mapping, erased=None, specs: Mapping[str, Latent] = LATENTS
 ) -> dict[str, np.ndarray]:
-    """`{part: [N]}` of the continuous `latents` in units where each range is 2 wide, and
-    `renderer.DERIVED_PARTS`; hue parts of `erased` rows are 0.
+    """`{part: [N]}` of the continuous `latents` in units and `DERIVED_PARTS` (`erased`: hues 0).
 
     Example:
 
@@ -71,8 +56,7 @@ def latent_parts(
 
 
 def view_latents(latents: Mapping, params: Mapping) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The continuous latents as a view of `SimCLRAugment` with `params` shows them (crop,
-    flip, hue shift), and which views erase the hues (grayscale)."""
+    """The continuous latents as a view with `params` shows them, and which views are gray."""
     top, left, bottom, right = np.asarray(params["crop_box"], "float64").T
     x = (np.asarray(latents["x"], "float64") - left) / (right - left)
     y = (np.asarray(latents["y"], "float64") - top) / (bottom - top)
@@ -91,12 +75,23 @@ def view_latents(latents: Mapping, params: Mapping) -> tuple[dict[str, np.ndarra
 
 
 def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
-    """Each part's Lambda_eff under `source`'s pairs, from `count` simulated pairs (no
-    image is rendered).
+    """Each part's Lambda_eff under `source`'s pairs, from `count` simulated pairs.
 
     Returns:
         `{"parts": {part: Lambda_eff}, "mean_squared_change": {part: E[(z1 - z2)^2]},
         "correlation": {part: rho}, "unshared": [part], "sample_size": count}`.
+
+    Example:
+
+    >>> from aninfonce_tf.data.rendered_pairs import RenderedPairs
+    >>> pairs = RenderedPairs(mode="latent", concentration=[100, 100, 100, 5, 5, 5])
+    >>> estimate = effective_concentration(pairs, count=20_000)
+    >>> round(estimate["parts"]["x"]), round(estimate["parts"]["rotation_cos"])
+    (105, 8)
+    >>> round(estimate["correlation"]["x"], 2), round(estimate["correlation"]["rotation_cos"], 2)
+    (0.99, 0.36)
+    >>> effective_blocks(estimate["correlation"])["content"]
+    ('x', 'y', 'scale')
     """
     if not isinstance(count, (int, np.integer)) or count < 2:
         raise ValueError(f"`count` must be an int of at least 2; got {count!r}.")
@@ -144,8 +139,7 @@ def _shared(rho: float) -> bool:
 
 def effective_blocks(correlation: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
     """Shared parts split into `"content"` and `"style"` by their correlation rho between
-    a pair's views (Otsu's rule on log(1 / (1 - rho)), no split closer than
-    `MIN_BLOCK_GAP`). Details: docs/results.md#what-a-pair-keeps-effective-concentrations
+    a pair's views. Details: docs/results.md#what-a-pair-keeps-effective-concentrations
 
     Example:
 

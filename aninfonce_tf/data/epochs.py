@@ -1,15 +1,5 @@
-"""The training examples epoch after epoch, each epoch in its own seeded order, from
-arrays held in memory or from a split's files (`FilePieces`).
-Details: docs/api.md#data-pipelines
-
-Example:
-
->>> examples = {"label": np.arange(5)}
->>> [int(example["label"]) for example in epoch_examples(examples, seed=0).take(10)]
-[0, 2, 4, 3, 1, 4, 3, 1, 0, 2]
->>> [int(example["label"]) for example in epoch_examples(examples, seed=0, start=7).take(3)]
-[1, 0, 2]
-"""
+"""The training examples epoch after epoch, each in its own seeded order, from arrays in
+memory or from a split's files (`FilePieces`). Details: docs/api.md#data-pipelines"""
 
 from __future__ import annotations
 
@@ -26,8 +16,8 @@ CYCLE_LENGTH = 32
 
 @dataclasses.dataclass(frozen=True)
 class FilePieces:
-    """Pieces of TFRecord files that together hold a split: piece i is the `takes[i]`
-    records of `paths[i]` after its first `skips[i]`; `parse` makes an example of one.
+    """Pieces of TFRecord files holding a split: piece i is the `takes[i]` records of
+    `paths[i]` after its first `skips[i]`; `parse` makes an example of one.
 
     Example:
 
@@ -48,11 +38,7 @@ class FilePieces:
 
 
 def held_in_memory(examples: tf.data.Dataset) -> dict[str, np.ndarray]:
-    """Every example of a finite dataset of dicts as one NumPy array per key.
-
-    Raises:
-        ValueError: for a dataset without examples, or whose images differ in shape
-            (keep such images encoded: `tfds_images(..., decode=False)`).
+    """Every example of a finite, non-empty dataset of dicts as one NumPy array per key.
 
     Example:
 
@@ -85,10 +71,14 @@ def epoch_examples(
 ) -> tf.data.Dataset:
     """Endless examples of `source` (arrays or `FilePieces`), from the `start`-th on,
     epoch e in an order seeded by (`seed`, e); `shuffle`: the buffer for `FilePieces`.
-    Details: docs/api.md#data-pipelines
 
-    Raises:
-        ValueError: for a source without examples.
+    Example:
+
+    >>> examples = {"label": np.arange(5)}
+    >>> [int(example["label"]) for example in epoch_examples(examples, seed=0).take(10)]
+    [0, 2, 4, 3, 1, 4, 3, 1, 0, 2]
+    >>> [int(example["label"]) for example in epoch_examples(examples, seed=0, start=7).take(3)]
+    [1, 0, 2]
     """
     if isinstance(source, FilePieces):
         size, read = source.size, _read_pieces(source, seed, shuffle)

@@ -1,6 +1,5 @@
 """The SimCLR views' pixel work as pure TensorFlow functions, one XLA computation in
-`views_from_parameters`; JPEG crop windows decoded alone (`jpeg_crops`).
-Details: docs/speed.md#how-the-pixel-ops-are-written"""
+`views_from_parameters`. Details: docs/speed.md#how-the-pixel-ops-are-written"""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ def grayscale(images: tf.Tensor) -> tf.Tensor:
 
 
 def _luma(images: tf.Tensor) -> tf.Tensor:
-    """`[..., 1]` ITU-R 601 luma as a sum of channel slices (faster than a reduction without XLA)."""
+    """`[..., 1]` ITU-R 601 luma as a sum of channel slices."""
     return images[..., :1] * 0.299 + images[..., 1:2] * 0.587 + images[..., 2:] * 0.114
 
 
@@ -35,17 +34,14 @@ def color_jitter(
     order: tf.Tensor | None = None,
     jit_compile: bool = False,
 ) -> tf.Tensor:
-    """Per-image brightness `x * b`, contrast `(x - mean luma) * c + mean luma`,
-    saturation `luma + s * (x - luma)` and hue shift (mod 1), clipped to [0, 1] after each.
+    """`[B, H, W, 3]` images after per-image brightness, contrast, saturation and hue shift,
+    clipped to [0, 1] after each. Details: docs/api.md#simclraugments-views
 
     Args:
         images: `[B, H, W, 3]` floats in [0, 1].
         brightness, contrast, saturation, hue: `[B]` factors (1, 1, 1, 0: unchanged).
         order: `[B, 4]` each image's operations, numbered as in `JITTER_OPS`.
         jit_compile: the ops are to be compiled by XLA (a batched hue shift).
-
-    Returns:
-        `[B, H, W, 3]` floats in [0, 1].
 
     Example:
 
@@ -59,8 +55,7 @@ def color_jitter(
         for op in range(3):
             images = _blend(images, tf.fill(tf.shape(hue), op), factors[:, op])
         return _shift_hue(images, hue, jit_compile)
-    # Each operation runs once per slot for the whole batch: three blend slots, the hue
-    # shift once, three blend slots; a slot an image does not need has factor 1.
+    # Three blend slots, the hue shift, three blend slots; an unneeded slot has factor 1.
     order = tf.cast(order, tf.int32)
     position = tf.argmax(tf.cast(order == 3, tf.int32), axis=1, output_type=tf.int32)
 
@@ -78,8 +73,7 @@ def color_jitter(
 
 
 def _blend(images: tf.Tensor, op: tf.Tensor, factor: tf.Tensor) -> tf.Tensor:
-    """Per image, brightness (`op` 0), contrast (1) or saturation (2) as `factor * x +
-    (1 - factor) * target`, clipped; factor 1 leaves an image as it is."""
+    """Per image, brightness (`op` 0), contrast (1) or saturation (2) blend, clipped."""
 
     def per_image(value):
         return value[:, None, None, None]
@@ -119,18 +113,12 @@ def _reflect(index: np.ndarray, length: int) -> np.ndarray:
 
 
 def gaussian_blur(images: tf.Tensor, sigma: tf.Tensor, kernel_size: int) -> tf.Tensor:
-    """Per-image separable Gaussian blur with reflect padding, as banded matrix products.
+    """The `[B, H, W, C]` images blurred per image by a separable Gaussian, reflect-padded.
 
     Args:
         images: `[B, H, W, C]` floats, static `H` and `W` above `kernel_size // 2`.
         sigma: `[B]` standard deviations in pixels.
         kernel_size: taps of the kernel (odd).
-
-    Returns:
-        The blurred `[B, H, W, C]` images.
-
-    Raises:
-        ValueError: for images without a static height and width above `kernel_size // 2`.
     """
     radius = kernel_size // 2
     offsets = np.arange(-radius, radius + 1)
@@ -169,16 +157,13 @@ def _resampling_taps(
 def resized_crop(
     images: tf.Tensor, boxes: ArrayLike, size: int, image_sizes: ArrayLike | None = None
 ) -> tf.Tensor:
-    """The crop `boxes` of `images`, each resized to `size x size` with antialiasing.
+    """`[B, size, size, C]` floats: the crop `boxes` of `images`, resized with antialiasing.
 
     Args:
         images: `[B, H, W, C]` floats.
         boxes: `[B, 4]` boxes `y1, x1, y2, x2` as fractions of each image's sides.
         size: side of the output.
         image_sizes: `[B, 2]` each image's size at the canvas' top left (default: all of it).
-
-    Returns:
-        `[B, size, size, C]` floats.
     """
     canvas_height, canvas_width = images.shape[1], images.shape[2]
     boxes = tf.convert_to_tensor(boxes, tf.float32)
@@ -210,8 +195,7 @@ def views_from_parameters(
     blur_kernel_size: int,
     jit_compile: bool = True,
 ) -> tf.Tensor:
-    """Every pixel op per image (resized crop, flip, colour jitter, grayscale, blur,
-    solarisation), fused by XLA with `jit_compile`; the random draws stay outside.
+    """`[B, image_size, image_size, 3]` float32 views in [0, 1] by every pixel op per image.
 
     Args:
         images: `[B, H, W, 3]` uint8 or floats in [0, 1].
@@ -221,9 +205,6 @@ def views_from_parameters(
         random_order: jitter each image in its `jitter_order`, else in `JITTER_OPS`' order.
         blur_kernel_size: taps of the blur's kernel; 0: no blur.
         jit_compile: run them as one XLA computation.
-
-    Returns:
-        `[B, image_size, image_size, 3]` float32 views in [0, 1].
     """
     function = _VIEWS_XLA if jit_compile else _VIEWS
     return function(
@@ -238,8 +219,7 @@ def views_from_crops(
     blur_kernel_size: int,
     jit_compile: bool = True,
 ) -> tf.Tensor:
-    """`views_from_parameters` after its resized crop, on `[B, S, S, 3]` float `crops`
-    in [0, 1] (as `jpeg_crops` gives them).
+    """`views_from_parameters` after its resized crop, on `[B, S, S, 3]` float `crops`.
 
     Example:
 
@@ -303,10 +283,8 @@ def jpeg_sizes(encoded: tf.Tensor) -> tf.Tensor:
 
 
 def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Crop `boxes` of images `sizes` snapped to whole pixels, kept within the image.
-
-    Returns:
-        `(boxes, windows)`: the snapped boxes, and `decode_and_crop_jpeg`'s windows in pixels.
+    """`(boxes, windows)`: crop `boxes` of images `sizes` snapped to whole pixels within
+    the image, and `decode_and_crop_jpeg`'s windows in pixels.
 
     Example:
 
@@ -324,16 +302,13 @@ def pixel_windows(boxes: tf.Tensor, sizes: tf.Tensor) -> tuple[tf.Tensor, tf.Ten
 
 
 def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
-    """Each JPEG's pixel `windows` decoded alone as RGB and resized to `size x size`.
-    Details: docs/speed.md#how-the-pixel-ops-are-written
+    """`[B, size, size, 3]` float32 crops in [0, 1]: each JPEG's pixel `windows` decoded
+    alone as RGB and resized. Details: docs/speed.md#how-the-pixel-ops-are-written
 
     Args:
         encoded: `[B]` strings, JPEG files.
         windows: `[B, 4]` int32 `top, left, height, width` (`pixel_windows`).
         size: side of the output.
-
-    Returns:
-        `[B, size, size, 3]` float32 crops in [0, 1].
 
     Example:
 
@@ -354,11 +329,8 @@ def jpeg_crops(encoded: tf.Tensor, windows: tf.Tensor, size: int) -> tf.Tensor:
 
 
 def checked_unit_range(images: tf.Tensor, value_range=(0.0, 1.0)) -> tf.Tensor:
-    """Float `images` (over `value_range`'s top) checked to lie in [0, 1] up to `FLOAT_SLACK`.
-
-    Raises:
-        ValueError: for values outside that range (in a graph: `InvalidArgumentError`).
-    """
+    """Float `images` (over `value_range`'s top) checked to lie in [0, 1] up to `FLOAT_SLACK`
+    (else ValueError; in a graph `InvalidArgumentError`)."""
     inside = tf.reduce_all((images >= -FLOAT_SLACK) & (images <= 1.0 + FLOAT_SLACK))
     top = value_range[1]
     message = (

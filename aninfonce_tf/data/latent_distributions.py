@@ -24,14 +24,11 @@ def _seeds(seed, count: int):
 
 
 def standard_normal(shape, seed) -> tf.Tensor:
-    """N(0, 1) draws by the Box-Muller transform of stateless uniforms (|x| < 5.8).
+    """float32 N(0, 1) draws by the Box-Muller transform of stateless uniforms (|x| < 5.8).
 
     Args:
         shape: output shape (static or a 1-D tensor).
         seed: stateless seed, shape `[2]`.
-
-    Returns:
-        float32 tensor of `shape`.
     """
     shape = tf.convert_to_tensor(shape, tf.int32)
     size = tf.reduce_prod(shape)
@@ -109,8 +106,7 @@ def _anisotropic_noise(shape, concentration, seed):
 
 
 def projected_normal_positive(z, concentration, seed, proposals: int = 4, tolerance: float = 0.1):
-    """The authors' sphere conditional: z + eps with eps ~ N(0, diag(1/Lambda)), kept
-    only when | ||z + eps|| - 1 | < tolerance, then projected onto the sphere."""
+    """The authors' sphere conditional (docs/method.md#the-synthetic-conditionals)."""
 
     def propose(z, seed):
         shape = tf.concat([tf.shape(z)[:1], [proposals], tf.shape(z)[1:]], 0)
@@ -174,7 +170,7 @@ def _to_space(x, space: str):
 
 
 def sample_positive(z, conditional: str, concentration, seed, space: str = "sphere", **options):
-    """Positives z+ | z from a named conditional with ground-truth concentration.
+    """`[B, n]` positives z+ | z from a named conditional with ground-truth concentration.
 
     Args:
         z: `[B, n]` latents.
@@ -183,9 +179,6 @@ def sample_positive(z, conditional: str, concentration, seed, space: str = "sphe
         seed: stateless seed, shape `[2]`.
         space: the latent space positives must stay in.
         **options: `alpha`, `mixture_weight`, `mixture_scale`, `proposals`, `tolerance`.
-
-    Returns:
-        `[B, n]` positives.
     """
     concentration_values = np.asarray(concentration, "float32")
     concentration = tf.constant(concentration_values)

@@ -6,8 +6,7 @@ import tensorflow as tf
 
 
 def without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """`dataset` with tf.data's autotuning off (`AUTOTUNE` then means one call per core).
-    Why: docs/speed.md#two-speeds-and-why-no-pipeline-autotunes
+    """`dataset` without autotuning. Details: docs/speed.md#two-speeds-and-why-no-pipeline-autotunes
 
     Example:
 

@@ -1,9 +1,5 @@
-"""How training reads a batch of pairs: its two views, from tuples or dicts.
-
-Pair sources yield `(view1, view2)` or dicts with `view1`, `view2` and extra keys
-(latents, augmentation parameters, labels); `ContrastiveModel` trains on the views
-only, and these functions say what is wrong with any other structure.
-"""
+"""How training reads a batch of pairs: its two views, from `(view1, view2)` or dicts
+with `view1`, `view2` and extra keys; what is wrong with any other structure."""
 
 from __future__ import annotations
 
@@ -15,11 +11,7 @@ VIEW_KEYS = ("view1", "view2")
 
 def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """`dataset` as training reads it: of a dict batch only its two views, and a batch
-    of fewer than 2 rows refused.
-
-    Both happen in tf.data, before the compiled step: extra keys (latents,
-    augmentation parameters, labels, file names) would otherwise be fed to it, where
-    XLA refuses strings, and XLA drops the assertion on a last batch of one row.
+    of fewer than 2 rows refused (in tf.data, before the compiled step).
 
     Example:
 
@@ -106,10 +98,7 @@ def fit_input(x, batch_size: int | None):
 
 
 def unit_views(views):
-    """Views as the encoder reads them: uint8 images (`[B, H, W, C]` in [0, 255], as
-    `augment_pairs(..., view_dtype="uint8")` sends them to the device) as float32
-    divided by 255; anything else (floats, uint8 of any other rank, such as byte
-    tokens) as given.
+    """Views as the encoder reads them: uint8 `[B, H, W, C]` images divided by 255.
 
     Example:
 
@@ -125,12 +114,7 @@ def unit_views(views):
 
 
 def split_views(data):
-    """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys.
-
-    Raises:
-        TypeError: for any other structure.
-        ValueError: when the two views' static shapes differ.
-    """
+    """Returns `(view1, view2)` from a `(view1, view2)` tuple or a dict with those keys."""
     while isinstance(data, (tuple, list)) and len(data) == 1:
         # `fit(x=(view1, view2))` and `fit(x=dict)` arrive wrapped as a 1-tuple.
         data = data[0]
@@ -158,8 +142,7 @@ def split_views(data):
 
 
 def check_same_shape(view1, view2) -> None:
-    """Raises `ValueError` unless the two views' (possibly partly known) shapes agree:
-    `(x, y)` data are read as two views, not as inputs and targets.
+    """Raises `ValueError` unless the two views' (possibly partly known) shapes agree.
 
     Example:
 
@@ -189,8 +172,7 @@ def check_same_shape(view1, view2) -> None:
 
 
 def check_batched(view, encoder) -> None:
-    """Raises `ValueError` when `view` has the shape of one observation of a functional
-    `encoder` instead of a batch of them (an unbatched dataset)."""
+    """Raises `ValueError` when `view` is one observation of `encoder`, not a batch."""
     inputs = getattr(encoder, "inputs", None)  # known for functional encoders
     if (
         inputs

@@ -1,15 +1,5 @@
 """The image experiments' probe sets: a split's examples drawn stratified by class, as
-centre squares and augmented views. Details: docs/method.md#the-image-experiments-probe-sets-and-schedule
-
-Example:
-
->>> examples = tf.data.Dataset.from_tensor_slices(
-...     {"image": np.zeros((12, 6, 8, 3), "uint8"), "label": np.arange(12) % 3}
-... )
->>> arrays, labels, pool = stratified_arrays(examples, 6, seed=0, prepare=centre_squares(4))
->>> arrays["image"].shape, class_counts(labels, pool)
-((6, 4, 4, 3), {0: 2, 1: 2, 2: 2})
-"""
+centre squares and augmented views. Details: docs/method.md#the-image-experiments-probe-sets-and-schedule"""
 
 from __future__ import annotations
 
@@ -32,9 +22,6 @@ Prepare = Callable[[dict, tf.Tensor], dict]
 def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.ndarray:
     """A seeded order of `labels`' indices; every prefix holds each class in proportion.
 
-    Raises:
-        ValueError: for `labels` that are not one-dimensional.
-
     Example:
 
     >>> labels = np.array([0] * 6 + [1] * 3)
@@ -55,8 +42,8 @@ def stratified_order(labels: ArrayLike, seed: int | Sequence[int] = 0) -> np.nda
 def stratified_arrays(
     dataset: tf.data.Dataset, count: int, seed: int | Sequence[int], prepare: Prepare
 ) -> tuple[dict, np.ndarray, np.ndarray]:
-    """`count` examples of the first `PROBE_POOL * count` of `dataset` in
-    `stratified_order`, each kept as `prepare(example, index)`.
+    """`(arrays, labels, pool_labels)`: `count` examples of the first `PROBE_POOL * count`
+    of `dataset` in `stratified_order`, each as `prepare(example, index)` in `[n, ...]` arrays.
 
     Args:
         dataset: `{"image", "label", ...}` examples.
@@ -64,8 +51,14 @@ def stratified_arrays(
         seed: of `stratified_order`.
         prepare: what each drawn example is kept as.
 
-    Returns:
-        `prepare`'s structure of `[n, ...]` arrays, their labels and the pool's labels.
+    Example:
+
+    >>> examples = tf.data.Dataset.from_tensor_slices(
+    ...     {"image": np.zeros((12, 6, 8, 3), "uint8"), "label": np.arange(12) % 3}
+    ... )
+    >>> arrays, labels, pool = stratified_arrays(examples, 6, seed=0, prepare=centre_squares(4))
+    >>> arrays["image"].shape, class_counts(labels, pool)
+    ((6, 4, 4, 3), {0: 2, 1: 2, 2: 2})
     """
     pool = dataset.take(PROBE_POOL * count)
     pool_labels = np.concatenate(
@@ -126,8 +119,7 @@ def centre_squares(size: int) -> Prepare:
 def centre_squares_and_views(
     augment: SimCLRAugment, seed: tf.Tensor, canvas: int | None = None
 ) -> Prepare:
-    """The `prepare` of the probes' test images: each one's centre square and a float16
-    view with its parameters, drawn as the training views are."""
+    """The `prepare` of the probes' test images: a centre square and a view with its parameters."""
     square = centre_squares(augment.image_size)
 
     def square_and_view(example: dict, index: tf.Tensor) -> dict:

@@ -65,18 +65,15 @@ def _per_latent(values, name: str, default: float | None = None) -> np.ndarray:
 
 @dataclasses.dataclass
 class RenderedPairs:
-    """Positive pairs of rendered images, by `mode` (`"augment"`, `"latent"` or
-    `"spike-slab"`). Details: docs/api.md#rendered-pairs
+    """Positive pairs of rendered images, by `mode`. Details: docs/api.md#rendered-pairs
 
     Args:
         mode: one of `PAIR_MODES`.
         size: side of the rendered images.
         augment: the views of `"augment"` (default `SimCLRAugment(image_size=size)`).
-        concentration: Lambda per continuous latent (`{name: value}` or in `CONTINUOUS`
-            order), in units where each range is 2 wide.
+        concentration: Lambda per continuous latent (`{name: value}` or `CONTINUOUS` order).
         conditional: one of `PAIR_CONDITIONALS`.
-        change_probability: `"spike-slab"`'s probability that a latent changes (one
-            number or `{name: value}`).
+        change_probability: `"spike-slab"`'s probability that a latent changes.
         object_scale: the range `(low, high)` of the objects' `scale`.
 
     Example:
@@ -133,8 +130,7 @@ class RenderedPairs:
         return effective_concentration(self, count, seed)
 
     def blocks(self, count: int = 8192) -> dict[str, tuple[str, ...]]:
-        """Shared latent parts split into `"content"` and `"style"` by their correlation
-        between the views of `count` simulated pairs; every pair keeps `shape`."""
+        """Shared latent parts split into `"content"` and `"style"` (`effective_blocks`)."""
         return effective_blocks(self.effective_concentration(count)["correlation"])
 
     def positive_latents(self, latents: Mapping[str, tf.Tensor], seed) -> dict[str, tf.Tensor]:
@@ -198,8 +194,7 @@ class RenderedPairs:
     def dataset(
         self, batch_size: int, seed: int = 0, steps: int | None = None, start: int = 0
     ) -> tf.data.Dataset:
-        """Endless (or `steps`-long) dataset of pair batches, batch i seeded by (seed, i);
-        `start` skips the first batches without drawing them."""
+        """Endless (or `steps`-long) dataset of pair batches (`indexed_batches`)."""
         return indexed_batches(self.sample_pairs, batch_size, seed, steps, start)
 
     def evaluation_set(self, count: int, seed: int = 10_000) -> tuple[np.ndarray, dict]:

@@ -1,14 +1,5 @@
 """The renderer: one two-tone polygon on a plain background drawn from its latents
-(`LATENTS`, `sample_latents`, `render`), anti-aliased by its signed distance, in
-TensorFlow ops only: batched, stateless-seeded and XLA-compilable.
-
-Example:
-
->>> latents = sample_latents(4, seed=0)
->>> images = render(latents, size=32)
->>> tuple(images.shape), sorted(latents)[:3]
-((4, 32, 32, 3), ['background_hue', 'object_hue', 'rotation'])
-"""
+(`LATENTS`, `sample_latents`, `render`) in TensorFlow ops, XLA-compilable."""
 
 from __future__ import annotations
 
@@ -22,8 +13,8 @@ import tensorflow as tf
 
 @dataclasses.dataclass(frozen=True)
 class Latent:
-    """One latent's range: a float in `[low, high]`, a circular float in `[low, high)`,
-    or, when `classes`, an integer class in `[0, classes)`; `hue`: a colour's hue.
+    """One latent's range: a float in `[low, high]` (circular: `[low, high)`), or an
+    integer class in `[0, classes)`; `hue`: a colour's hue.
 
     Example:
 
@@ -96,8 +87,7 @@ LATENT_NAMES = tuple(LATENTS)
 
 
 def object_latents(object_scale: tuple[float, float] = (0.09, 0.14)) -> dict[str, Latent]:
-    """`LATENTS` with `scale` in `object_scale`, the centre's range narrowed to keep
-    every object `INSIDE` the image.
+    """`LATENTS` with `scale` in `object_scale`, the centre narrowed to keep objects inside.
 
     Example:
 
@@ -106,10 +96,6 @@ def object_latents(object_scale: tuple[float, float] = (0.09, 0.14)) -> dict[str
     >>> latents = object_latents((0.16, 0.2))
     >>> round(latents["x"].low, 3), round(latents["x"].high, 3)
     (0.417, 0.583)
-
-    Raises:
-        ValueError: unless `object_scale` is two numbers `MIN_SCALE` <= low < high <=
-            `MAX_SCALE`.
     """
     message = (
         f"`object_scale` must be two numbers {MIN_SCALE} <= low < high <= {MAX_SCALE} (the "
@@ -137,8 +123,7 @@ HUES = tuple(name for name in CONTINUOUS if LATENTS[name].hue)
 
 
 def part_names(names, specs: Mapping[str, Latent] = LATENTS) -> tuple[str, ...]:
-    """The parts of the continuous latents `names` that are scored apart: a circular
-    latent's `<name>_cos` and `<name>_sin`, the others themselves.
+    """The scored parts of the continuous latents `names` (a circular one's `_cos`, `_sin`).
 
     Example:
 
@@ -161,8 +146,7 @@ DERIVED_FROM = {"x_offset": "x"}
 
 
 def derived_parts(coordinates: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`DERIVED_PARTS` of `latent_coordinates` in units (`{part: [N]}`): `x_offset`,
-    `|x|` in x's units, is flip-invariant because x's range is centred on the midline.
+    """`DERIVED_PARTS` (`{part: [N]}`) of `latent_coordinates` in units: `x_offset` = |x|.
 
     Example:
 
@@ -177,8 +161,7 @@ def derived_parts(coordinates: Mapping[str, np.ndarray]) -> dict[str, np.ndarray
 
 
 def latent_units(value, spec: Latent):
-    """`value` of the latent `spec` in units where its range is 2 wide: `low` is -1 and
-    `high` 1 (NumPy or TensorFlow values, in their dtype).
+    """`value` of the latent `spec` in units where `low` is -1 and `high` 1.
 
     Example:
 
@@ -242,15 +225,13 @@ def _seed(seed) -> tf.Tensor:
 
 
 def sample_latents(n: int, seed, specs: Mapping[str, Latent] = LATENTS) -> dict[str, tf.Tensor]:
-    """`n` latents drawn uniformly from `specs`' ranges.
+    """`{name: [n] tensor}` (`shape` int32, the others float32): `n` latents drawn
+    uniformly from `specs`' ranges.
 
     Args:
         n: how many.
         seed: an int or a stateless seed of shape `[2]`.
         specs: each latent's range (`LATENTS`, or `object_latents(...)`).
-
-    Returns:
-        `{name: [n] tensor}`: `shape` int32, the others float32.
     """
     seeds = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), len(specs)))
     latents = {}
@@ -289,15 +270,19 @@ def _signed_distance(u, v, vertices):
 
 
 def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
-    """Images of the objects that `latents` describe.
+    """`[N, size, size, 3]` float32 images in [0, 1] of the objects `latents` describe.
     Details: docs/api.md#rendered-pairs
 
     Args:
         latents: `{name: [N] tensor}` with every name of `LATENTS` (others are ignored).
         size: side of the square images in pixels (19 or more).
 
-    Returns:
-        `[N, size, size, 3]` float32 in [0, 1].
+    Example:
+
+    >>> latents = sample_latents(4, seed=0)
+    >>> images = render(latents, size=32)
+    >>> tuple(images.shape), sorted(latents)[:3]
+    ((4, 32, 32, 3), ['background_hue', 'object_hue', 'rotation'])
     """
     missing = [name for name in LATENTS if name not in latents]
     if missing:

@@ -1,13 +1,5 @@
 """The synthetic data-generating process of Rusak et al. (2025) as `tf.data`: latents
-and positives with ground-truth Lambda, rendered by a frozen invertible MLP g.
-
-Example:
-
->>> setup = SyntheticSetup(concentration=concentration_preset("linear"))
->>> batch = next(iter(setup.dataset(batch_size=8, seed=0)))
->>> sorted(batch), tuple(batch["view1"].shape)
-(['view1', 'view2', 'z1', 'z2'], (8, 10))
-"""
+and positives with ground-truth Lambda, rendered by a frozen invertible MLP g."""
 
 from __future__ import annotations
 
@@ -39,8 +31,7 @@ def indexed_batches(
     steps: int | None = None,
     start: int = 0,
 ) -> tf.data.Dataset:
-    """Endless (or `steps`-long) dataset whose batch i is `sample_pairs(batch_size, [seed,
-    i])` for i from `start` (earlier batches never drawn), `PARALLEL_BATCHES` at once.
+    """Batches `sample_pairs(batch_size, [seed, i])` for i from `start` (endless, or `steps`).
 
     Example:
 
@@ -65,16 +56,13 @@ def indexed_batches(
 def concentration_preset(
     name: str, dim: int = 10, high: float | None = None, low: float | None = None
 ) -> np.ndarray:
-    """Ground-truth diagonal Lambda. Details: docs/method.md#the-synthetic-conditionals
+    """`[dim]` float64 ground-truth Lambda. Details: docs/method.md#the-synthetic-conditionals
 
     Args:
         name: `"linear"`, `"geometric"`, `"two_valued"` or `"content_style"`.
         dim: latent dimension.
         high: the largest concentration.
         low: the smallest concentration.
-
-    Returns:
-        `[dim]` float64 array.
 
     Example:
 
@@ -199,7 +187,7 @@ class SyntheticSetup:
     """A latent space, a positive conditional, ground-truth Lambda and a generator.
 
     Args:
-        concentration: `[n]` ground-truth Lambda (see `concentration_preset`).
+        concentration: `[n]` ground-truth Lambda.
         space: one of `LATENT_SPACES` (the marginal of z).
         conditional: one of `CONDITIONALS`.
         generator_seed: seed of the invertible MLP g.

@@ -1,20 +1,5 @@
 """A user's images for `aninfonce-tf train` (a folder, `.npy`/`.npz` arrays, or a
-prepared tfds dataset), read into memory as uint8 `[N, size, size, 3]` with integer
-labels (-1: none). Details: docs/backbones.md#data---data
-
-Example:
-
->>> import tempfile
->>> folder = Path(tempfile.mkdtemp())
->>> for label in ("cats", "dogs"):
-...     (folder / label).mkdir()
-...     for i in range(2):
-...         image = np.full((20, 30, 3), 60 * i, "uint8")
-...         _ = tf.io.write_file(str(folder / label / f"{i}.png"), tf.io.encode_png(image))
->>> images = read_images(str(folder), size=16)
->>> images["image"].shape, images["label"].tolist(), images["classes"]
-((4, 16, 16, 3), [0, 0, 1, 1], ['cats', 'dogs'])
-"""
+prepared tfds dataset), read into memory. Details: docs/backbones.md#data---data"""
 
 from __future__ import annotations
 
@@ -57,8 +42,7 @@ def image_files(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
 def check_images_source(
     data: str, data_dir: str = "", value_range: str = "auto"
 ) -> tuple[int, bool]:
-    """The number of images of `data` and whether they have labels; raises ValueError,
-    saying how to fix it, for data that cannot be read."""
+    """The number of images of `data` and whether they have labels (else a ValueError)."""
     if not data:
         raise ValueError(
             "`data` is empty: pass --data with an image folder, a .npy/.npz file or "
@@ -88,14 +72,26 @@ def check_images_source(
 
 
 def read_images(data: str, size: int, data_dir: str = "", value_range: str = "auto") -> dict:
-    """`{"image": uint8 [N, size, size, 3], "label": int64 [N], "classes": names}` of
-    `data` (`check_images_source`' forms).
+    """`{"image": uint8 [N, size, size, 3], "label": int64 [N] (-1: none), "classes": names}`.
 
     Args:
         data: an image folder, a `.npy`/`.npz` file or `tfds:NAME[:SPLIT]`.
         size: the side every image is resized to.
         data_dir: tfds' data directory.
         value_range: of float arrays: `"1"`, `"255"` or `"auto"` ([0, 1], checked).
+
+    Example:
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> for label in ("cats", "dogs"):
+    ...     (folder / label).mkdir()
+    ...     for i in range(2):
+    ...         image = np.full((20, 30, 3), 60 * i, "uint8")
+    ...         _ = tf.io.write_file(str(folder / label / f"{i}.png"), tf.io.encode_png(image))
+    >>> images = read_images(str(folder), size=16)
+    >>> images["image"].shape, images["label"].tolist(), images["classes"]
+    ((4, 16, 16, 3), [0, 0, 1, 1], ['cats', 'dogs'])
     """
     kind = source_kind(data)
     if kind == "tfds":

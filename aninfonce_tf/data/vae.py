@@ -1,12 +1,5 @@
 """A VAE whose frozen decoder renders latents as digit images (the paper's MNIST
-experiment), trained on tfds' MNIST or scikit-learn's digits upsampled to 28x28.
-
-Example:
-
->>> images = digit_images("digits")
->>> images.shape, images.dtype.name, float(images.max())
-((1797, 28, 28, 1), 'float32', 1.0)
-"""
+experiment), trained on tfds' MNIST or scikit-learn's digits upsampled to 28x28."""
 
 from __future__ import annotations
 
@@ -27,8 +20,11 @@ def digit_images(source: str = "digits", data_dir: str | None = None) -> np.ndar
         source: `"digits"` (scikit-learn's, upsampled) or `"mnist"` (tfds', prepared).
         data_dir: tfds data directory for `"mnist"` (default: tfds' own).
 
-    Raises:
-        ValueError: for an unknown source, or MNIST not prepared (with how to).
+    Example:
+
+    >>> images = digit_images("digits")
+    >>> images.shape, images.dtype.name, float(images.max())
+    ((1797, 28, 28, 1), 'float32', 1.0)
     """
     if source == "digits":
         from sklearn.datasets import load_digits
@@ -162,7 +158,8 @@ def train_vae(
     seed: int = 0,
     data_dir: str | None = None,
 ) -> tuple[VAE, np.ndarray]:
-    """A VAE trained on the digit images of `source` (batch 128, Adam 1e-3).
+    """`(vae, images)`: a VAE trained on the digit images of `source` (batch 128, Adam
+    1e-3), and those images.
 
     Args:
         latent_dim: the latents' dimension.
@@ -171,12 +168,6 @@ def train_vae(
         beta: weight of the KL term.
         seed: seed of the weights and of the shuffling.
         data_dir: tfds' data directory (None: its default).
-
-    Returns:
-        `(vae, images)`: the trained VAE and the images it was trained on.
-
-    Raises:
-        ValueError: for fewer than 1 `steps`.
 
     Example:
 

@@ -1,13 +1,5 @@
 """The random draws of the SimCLR views (`PARAMETERS`), from an explicit stateless seed
-and without the images (`draw_parameters`). Details: docs/api.md#simclraugments-views
-
-Example:
-
->>> from aninfonce_tf.data.augment import SimCLRAugment
->>> params = draw_parameters(SimCLRAugment(), 3, tf.ones([3, 2]), stateless_seed(0))
->>> sorted(params) == sorted(PARAMETERS), tuple(params["crop_box"].shape)
-(True, (3, 4))
-"""
+and without the images (`draw_parameters`). Details: docs/api.md#simclraugments-views"""
 
 from __future__ import annotations
 
@@ -65,8 +57,7 @@ class ViewSettings(Protocol):
 
 
 def stateless_seed(seed) -> tf.Tensor:
-    """The `[2]` int64 stateless seed from an int `s` (`[s, 0]`), a pair of ints, or
-    None (drawn from the stateful RNG).
+    """The `[2]` int64 stateless seed from an int `s` (`[s, 0]`), a pair of ints, or None.
 
     Example:
 
@@ -94,8 +85,8 @@ def stateless_seed(seed) -> tf.Tensor:
 def draw_parameters(
     augment: ViewSettings, batch: int | tf.Tensor, image_sizes: tf.Tensor, seed: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """`PARAMETERS` of `batch` views by `augment`'s settings of images `image_sizes`
-    (`[B, 2]` pixels), from the stateless `seed`, as `SimCLRAugment` returns them.
+    """`PARAMETERS` of `batch` views of images `image_sizes` (`[B, 2]` pixels) by
+    `augment`'s settings, from the stateless `seed`.
 
     Example:
 
@@ -152,8 +143,7 @@ def crop_boxes(
     scale: tuple[float, float],
     ratio: tuple[float, float],
 ) -> tf.Tensor:
-    """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1] of images `heights x widths` pixels, as
-    torchvision's `RandomResizedCrop` draws them (`CROP_ATTEMPTS` tries, then the centre).
+    """`[B, 4]` boxes `y1, x1, y2, x2` in [0, 1], as torchvision's `RandomResizedCrop` draws.
 
     Example:
 

@@ -1,19 +1,5 @@
 """Slow-feature alignment: the linear map that turns an embedding's axes onto the
-latents, fitted from positive pairs alone. Method: docs/method.md#slow-feature-alignment
-
-Example:
-
->>> rng = np.random.default_rng(0)
->>> z = rng.normal(size=(4000, 3))
->>> z_positive = z + rng.normal(size=(4000, 3)) * np.array([0.1, 0.2, 0.3])
->>> mixing = rng.normal(size=(3, 3))
->>> alignment = slow_feature_alignment(z @ mixing, z_positive @ mixing)
->>> aligned = z @ mixing @ alignment
->>> np.round(np.abs(np.corrcoef(aligned.T, z.T)[:3, 3:]), 1)
-array([[1., 0., 0.],
-       [0., 1., 0.],
-       [0., 0., 1.]])
-"""
+latents, fitted from positive pairs alone. Details: docs/method.md#slow-feature-alignment"""
 
 from __future__ import annotations
 
@@ -33,12 +19,23 @@ def slow_feature_alignment(first, second) -> np.ndarray:
         second: `[N, d]` embeddings of the other side.
 
     Returns:
-        Columns v_k, slowest first, of unit variance: `embeddings @ alignment` has one
-        latent per column.
+        Columns v_k, slowest first, of unit variance (one latent per column).
 
     Raises:
-        ValueError: when the two sides' shapes differ, there are fewer pairs than
-            twice the dimensions, or the embedding's covariance is singular.
+        ValueError: for sides of other shapes, fewer than 2d pairs, a singular covariance.
+
+    Example:
+
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(4000, 3))
+    >>> z_positive = z + rng.normal(size=(4000, 3)) * np.array([0.1, 0.2, 0.3])
+    >>> mixing = rng.normal(size=(3, 3))
+    >>> alignment = slow_feature_alignment(z @ mixing, z_positive @ mixing)
+    >>> aligned = z @ mixing @ alignment
+    >>> np.round(np.abs(np.corrcoef(aligned.T, z.T)[:3, 3:]), 1)
+    array([[1., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]])
     """
     first = np.asarray(first, dtype="float64")
     second = np.asarray(second, dtype="float64")

@@ -1,5 +1,4 @@
-"""The Keras callbacks of `fit`: `EvaluationCallback` (evaluators during `fit`, their
-scores in TensorBoard, stops at score targets), `StopOnNonFiniteLoss` and `TrainingLogger`.
+"""The Keras callbacks of `fit`: evaluation, a stop at a non-finite loss, TensorBoard logs.
 Details: docs/method.md#evaluation-during-training"""
 
 from __future__ import annotations
@@ -40,13 +39,10 @@ def evaluate_all(
     """Every evaluator's scores merged into one dict.
 
     Args:
-        evaluators: the evaluators, run in order.
+        evaluators: run in order.
         model: the model they score.
         progress: called as `progress(i, stage)` ("" as the i-th evaluator starts).
         directory: given to the evaluators whose `evaluate` takes it.
-
-    Raises:
-        ValueError: when two evaluators return the same score name.
     """
     scores = {}
     for index, evaluator in enumerate(evaluators):
@@ -62,10 +58,7 @@ def evaluate_all(
 
 
 def merge_scores(scores: dict, more: dict, prefix: str = "") -> dict:
-    """`scores` with the entries of `more`, their dicts merged key by key.
-
-    Raises:
-        ValueError: for a score name both hold.
+    """`scores` with the entries of `more`, dicts merged key by key (ValueError: a clash).
 
     Example:
 
@@ -97,8 +90,7 @@ def summary_scores(evaluators: Sequence[Evaluator]) -> frozenset[str] | None:
 
 
 class StepCounter(keras.callbacks.Callback):
-    """A callback whose `step` counts the training steps from the batches of `fit`.
-    Details: docs/method.md#the-trainings-own-callbacks"""
+    """A callback whose `step` counts the training steps from the batches of `fit`."""
 
     def __init__(self):
         super().__init__()
@@ -113,8 +105,7 @@ class StepCounter(keras.callbacks.Callback):
 
 
 class EvaluationCallback(StepCounter):
-    """Runs evaluators every `every_epochs` epochs, logs their scores and stops when every
-    `stop_at` target is reached. Details: docs/method.md#evaluation-during-training
+    """Runs evaluators every `every_epochs` epochs, logs their scores, stops at `stop_at`.
 
     Args:
         evaluators: one evaluator or a list of them.
@@ -293,8 +284,7 @@ class EvaluationCallback(StepCounter):
 
 
 class StopOnNonFiniteLoss(StepCounter):
-    """Stops training at the first step whose loss is NaN or infinite, saying which
-    (`stopped_at`). Details: docs/method.md#the-trainings-own-callbacks
+    """Stops training at the first non-finite loss (`stopped_at`: its step).
 
     Example:
 
@@ -323,9 +313,7 @@ class StopOnNonFiniteLoss(StepCounter):
 
 
 class TrainingLogger(StepCounter):
-    """Writes the training metrics, the learning rate and Lambda_hat to TensorBoard
-    every `every_steps` steps (choose a divisor of the epoch's steps), and keeps the
-    loss of each write in `history`. Details: docs/method.md#the-trainings-own-callbacks
+    """Writes the training metrics and Lambda_hat to TensorBoard every `every_steps` steps.
 
     Args:
         log_dir: TensorBoard directory (created at the first write); None: no files.

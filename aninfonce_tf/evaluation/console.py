@@ -1,13 +1,5 @@
-"""What a run prints while it trains, within `CONSOLE_WIDTH` columns: `EpochLine`,
-`evaluation_line` and, on a terminal, a `note` rewritten in place.
-Details: docs/runner.md#outputs
-
-Example:
-
->>> print(evaluation_line(500, {"mcc": 0.91234, "linear_r2": 0.5, "block_r2/low": 0.25}, width=40))
-step 500 evaluation: mcc 0.912,
-  linear_r2 0.500, block_r2/low 0.250
-"""
+"""What a run prints while it trains, within `CONSOLE_WIDTH` columns.
+Details: docs/runner.md#outputs"""
 
 from __future__ import annotations
 
@@ -51,8 +43,14 @@ def evaluation_line(
     seconds: float = 0.0,
     width: int = CONSOLE_WIDTH,
 ) -> str:
-    """`step 500 evaluation: mcc 0.912, ...` (`columns`, default every scalar; the time
-    from `LONG_EVALUATION` s), broken after a comma into lines of at most `width`."""
+    """`step 500 evaluation: mcc 0.912, ...`, broken after a comma within `width`.
+
+    Example:
+
+    >>> print(evaluation_line(500, {"mcc": 0.91234, "linear_r2": 0.5, "block_r2/low": 0.25}, width=40))
+    step 500 evaluation: mcc 0.912,
+      linear_r2 0.500, block_r2/low 0.250
+    """
     shown = [name for name in columns or scalars if name in scalars]
     items = [f"{name} {format_score(scalars[name])}" for name in shown]
     items = [f"{item}," for item in items[:-1]] + items[-1:]
@@ -68,8 +66,7 @@ def evaluation_line(
 
 
 def note(step: int, evaluators: Sequence, index: int, stage: str = "") -> None:
-    """Writes over the terminal's current line, within `CONSOLE_WIDTH` columns:
-    `evaluating step 500: LatentEvaluator (1 of 2), backbone: kernel ridge ...`."""
+    """Writes `evaluating step 500: LatentEvaluator (1 of 2), ...` over the current line."""
     count = len(evaluators)
     text = f"evaluating step {step}: {type(evaluators[index]).__name__}"
     text += f" ({index + 1} of {count})" if count > 1 else ""
@@ -83,8 +80,7 @@ def clear_note() -> None:
 
 
 class EpochLine(keras.callbacks.ProgbarLogger):
-    """Keras' progress bar and line per epoch with only the training `metrics`; put it
-    last in `fit`'s callbacks (Keras then adds no progress bar of its own).
+    """Keras' progress bar and epoch line with only the training `metrics` (put it last).
 
     Example:
 

@@ -1,6 +1,5 @@
-"""Which augmentation-readout targets one view determines, as a supervised network
-finds them, and the readout averaged over those alone.
-Method: docs/method.md#readout-check
+"""Which readout targets one view determines (a supervised network finds them), and the
+readout averaged over those alone. Details: docs/method.md#readout-check
 
 Example (a grayscale flag that the views show, and a flag they do not):
 
@@ -96,11 +95,7 @@ def target_labels(params: Mapping, thresholds: Mapping[str, float | None]) -> np
 
 
 def balanced_accuracy_interval(labels, predicted) -> tuple[float, float]:
-    """The balanced accuracy of `predicted` 0/1 labels and the lower end of its 95 %
-    interval (Wald, each side's rate with two successes and two failures added).
-
-    Raises:
-        ValueError: when `labels` lack one of the two classes.
+    """The balanced accuracy of `predicted` 0/1 labels and its 95 % interval's lower end.
 
     Example:
 
@@ -134,8 +129,7 @@ def determinability(
     batch_size: int = 512,
     jit_compile: bool | str = "auto",
 ) -> dict[str, Any]:
-    """Which readout targets a supervised network reads from one view
-    (docs/method.md#readout-check).
+    """Which readout targets a supervised network reads from one view.
 
     Args:
         encoder: builds a fresh backbone (views -> `[B, d]` features).
@@ -148,13 +142,7 @@ def determinability(
         jit_compile: of the training step (Keras' `compile`).
 
     Returns:
-        `{"rule", "steps", "seed", "targets": {name: {"balanced_accuracy",
-        "lower_bound", "test_views", "kept", and "reason" unless kept}}, "kept":
-        [names]}`; an unscored target's accuracy and bound are None.
-
-    Raises:
-        ValueError: for `steps` below 1, test views and parameters of other lengths,
-            or training batches on which no target varies.
+        `{"rule", "steps", "seed", "targets": {name: {..., "kept", "reason"}}, "kept"}`.
     """
     if not (isinstance(steps, int) and steps >= 1):
         raise ValueError(f"`steps` must be an int of at least 1; got {steps!r}.")
@@ -221,22 +209,14 @@ def _entry(name: str, truth, predicted, reason: str = "") -> dict:
 
 
 def determinable_readout(scores: Mapping[str, Any], record: Mapping[str, Any]) -> dict:
-    """A finished run's per-target readout scores averaged over the targets a
-    determinability record keeps, without training again.
+    """A finished run's per-target readout averaged over the targets a record keeps.
 
     Args:
-        scores: one variant's scores with `<level>/readout/<target>`, nested, flat, or
-            `summary.json`'s (whose entries' `mean` is read).
-        record: `run.readout_determinable` of `results.json`, or any `determinability`
-            record (its `kept`).
+        scores: one variant's `<level>/readout/<target>`, nested, flat or `summary.json`'s.
+        record: a `determinability` record (`run.readout_determinable`): its `kept`.
 
     Returns:
-        `{"<level>/augmentation_readout": mean over the kept targets scored,
-        "<level>/augmentation_readout_all_targets": mean over every one}` (NaN where
-        none is).
-
-    Raises:
-        ValueError: for a record without `kept`, or scores without a per-target readout.
+        `<level>/augmentation_readout` (kept targets), `<level>/augmentation_readout_all_targets`.
 
     Example:
 
@@ -272,8 +252,7 @@ def _means(readout: Mapping[str, float], kept: Collection[str]) -> tuple[float, 
 
 
 class DeterminableProbeEvaluator(ImageProbeEvaluator):
-    """`ImageProbeEvaluator` whose `augmentation_readout` averages the `kept` targets
-    (a `determinability` record's); `augmentation_readout_all_targets` every one.
+    """`ImageProbeEvaluator` whose `augmentation_readout` averages the `kept` targets.
 
     Args:
         *args, **kwargs: `ImageProbeEvaluator`'s.

@@ -1,10 +1,4 @@
-"""Features of a model over many inputs, in batches, and the ridge readout on them.
-
-Example:
-
->>> batched_features(lambda x: 2 * x, np.arange(5.0)[:, None], batch_size=2).ravel().tolist()
-[0.0, 2.0, 4.0, 6.0, 8.0]
-"""
+"""Features of a model over many inputs, in batches, and the ridge readout on them."""
 
 from __future__ import annotations
 
@@ -27,7 +21,13 @@ LEVELS = ("backbone", "projector")
 
 
 def batched_features(function: Callable, inputs, batch_size: int) -> np.ndarray:
-    """`function` of `inputs` in batches of `batch_size` rows, as one float32 array."""
+    """`function` of `inputs` in batches of `batch_size` rows, as one float32 array.
+
+    Example:
+
+    >>> batched_features(lambda x: 2 * x, np.arange(5.0)[:, None], batch_size=2).ravel().tolist()
+    [0.0, 2.0, 4.0, 6.0, 8.0]
+    """
     return np.concatenate(
         [
             np.asarray(function(inputs[start : start + batch_size]), "float32")
@@ -47,8 +47,7 @@ def several_replicas(model) -> tf.distribute.Strategy | None:
 def on_devices(
     model, forward: Callable[[tf.Tensor], tf.Tensor], batch_size: int, jit_compile: bool = False
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """`forward` of at most `batch_size` rows as one compiled function on `model`'s
-    devices (split over replicas), as float32 NumPy; each output row must depend on its row.
+    """`forward` of up to `batch_size` rows, compiled on `model`'s devices, as float32 NumPy.
 
     Example:
 
@@ -82,16 +81,12 @@ def on_devices(
 
 
 def ridge_r2(features, targets, fit_rows, test_rows) -> np.ndarray:
-    """Per-column R^2 on `test_rows` of a ridge regression fitted on `fit_rows`, each
-    column's penalty from `RIDGE_ALPHAS` by leave-one-out.
+    """Per-column `[T]` R^2 on `test_rows` of a leave-one-out ridge fitted on `fit_rows`.
 
     Args:
         features: `[N, d]`.
         targets: `[N, T]`.
         fit_rows, test_rows: row indices.
-
-    Returns:
-        `[T]` R^2 values.
 
     Example:
 
@@ -125,16 +120,13 @@ def unit_float32(images) -> np.ndarray:
 
 
 def level_features(model, images, level: str, batch_size: int) -> np.ndarray:
-    """Features of `images` at one of `LEVELS`, in batches made float32 one at a time.
+    """`[N, d]` float32 features of `images` at one of `LEVELS`, batch by batch.
 
     Args:
         model: a `ContrastiveModel`.
         images: `[N, ...]` inputs.
         level: "backbone" (the model's call), else the projector (`embed(scaled=False)`).
         batch_size: inputs per forward pass.
-
-    Returns:
-        `[N, d]` float32 features.
     """
     features = model if level == "backbone" else functools.partial(model.embed, scaled=False)
     if several_replicas(model) is None:

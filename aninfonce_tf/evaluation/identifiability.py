@@ -47,11 +47,7 @@ def _held_out_r2(regressor, latents, features, train_fraction, seed):
 
 
 def linear_r2(latents, features, train_fraction: float = 0.5, seed: int = 0) -> np.ndarray:
-    """Per-latent held-out R^2 of a linear regression from features to latents.
-
-    Returns:
-        `[n_latents]` R^2 values; their mean is the overall linear R^2.
-    """
+    """Per-latent held-out R^2 (`[n_latents]`) of a linear regression from features."""
     return _held_out_r2(LinearRegression(), latents, features, train_fraction, seed)
 
 
@@ -81,34 +77,26 @@ def _correlations(latents, features, method: str) -> np.ndarray:
 
 
 def match_dimensions(latents, features, method: str = "pearson") -> tuple[np.ndarray, np.ndarray]:
-    """Optimal one-to-one matching of latents to feature dimensions by |correlation|.
-
-    Returns:
-        `(latent_index, feature_index, correlation)` of the matched pairs.
-    """
+    """`(latent_index, feature_index, correlation)` matched one-to-one by |correlation|."""
     correlations = _correlations(latents, features, method)
     rows, columns = linear_sum_assignment(correlations, maximize=True)
     return rows, columns, correlations[rows, columns]
 
 
 def mean_correlation_coefficient(latents, features, method: str = "pearson") -> float:
-    """MCC: mean |correlation| of latents and features after Hungarian matching (1:
-    recovery up to permutation, sign flips and, with Spearman, monotone maps)."""
+    """MCC: mean |correlation| of latents and features after Hungarian matching."""
     return float(np.sum(match_dimensions(latents, features, method)[2]) / np.shape(latents)[1])
 
 
 def rotation_floor(latents, width: int | None = None, draws: int = 20, seed: int = 0):
-    """The MCC of perfectly recovered latents seen through Haar-random rotations.
-    Method: docs/method.md#held-out-scores
+    """`(mean, sd)` of the MCC of perfectly recovered latents seen through Haar-random
+    rotations.
 
     Args:
         latents: `[N, n]` true latents (or latent parts).
         width: the features' dimensions d (default n).
         draws: rotations averaged over (at least 2).
         seed: of the rotations.
-
-    Returns:
-        `(mean, sd)` of the MCC over the rotations.
 
     Example:
 
@@ -188,8 +176,7 @@ def concentration_agreement(
         normalize: divide both by their mean first (Euclidean losses).
 
     Returns:
-        `lambda_spearman`, `lambda_relative_error` (mean |learned - true| / true) and
-        `lambda_hat_matched`.
+        `lambda_spearman`, `lambda_relative_error` and `lambda_hat_matched`.
     """
     learned = np.asarray(learned, dtype="float64")
     true = np.asarray(true, dtype="float64")
@@ -261,8 +248,7 @@ class IdentifiabilityEvaluator:
         normalize_concentration: compare Lambda_hat up to a common factor (Euclidean).
         nonlinear: also fit the kernel-ridge R^2 (slower).
         batch_size: observations per embedding call.
-        alignment_pairs: `(first, second)` inputs of M positive pairs, for the alignment
-            (docs/method.md#slow-feature-alignment).
+        alignment_pairs: `(first, second)` inputs of M positive pairs, for the alignment.
 
     Example:
 
@@ -319,12 +305,7 @@ class IdentifiabilityEvaluator:
         nonlinear: bool = False,
         alignment_pairs: tuple | None = None,
     ) -> IdentifiabilityEvaluator:
-        """The evaluator of `setup`'s latents, with its blocks and its Lambda.
-
-        Args:
-            setup: the `SyntheticSetup` the latents come from.
-            observations, latents, nonlinear, alignment_pairs: as `IdentifiabilityEvaluator`.
-        """
+        """The evaluator of a `SyntheticSetup`'s latents, with its blocks and its Lambda."""
         return cls(
             observations,
             latents,
@@ -370,11 +351,7 @@ class IdentifiabilityEvaluator:
         return level_features(model, self.observations, "projector", self.batch_size)
 
     def pair_features(self, model) -> tuple[np.ndarray, np.ndarray]:
-        """`([M, d], [M, d])` unscaled embeddings of both sides of `alignment_pairs`.
-
-        Raises:
-            ValueError: the evaluator was made without `alignment_pairs`.
-        """
+        """`([M, d], [M, d])` unscaled embeddings of both sides of `alignment_pairs`."""
         if self.alignment_pairs is None:
             raise ValueError(
                 "`pair_features` needs `alignment_pairs`: make the evaluator with "

@@ -45,8 +45,7 @@ KERNEL_GAMMAS = (0.01, 0.1, 1.0, 10.0)
 
 
 def latent_targets(latents: Mapping, specs: Mapping[str, Latent] = LATENTS) -> dict:
-    """`{name: [N, 1]}` regression targets of the continuous latents, `[N, 2]` (cos, sin)
-    for a circular one; class latents are left out.
+    """`{name: [N, 1]}` targets of the continuous latents, `[N, 2]` (cos, sin) if circular.
 
     Example:
 
@@ -116,14 +115,12 @@ def latent_scores(
         nonlinear: also fit the kernel ridge.
         seed: of the three-way split.
         specs: each latent's range (`renderer.LATENTS`).
-        max_kernel_fit: rows the kernel ridge fits on at most (its cost is cubic).
+        max_kernel_fit: rows the kernel ridge fits on at most.
         progress: called with each stage's name as it begins.
 
     Returns:
-        `linear_r2` `{latent: R^2}`, `linear_r2_mean`, `part_linear_r2` `{part: R^2}`,
-        `<class latent>_accuracy`, `block_linear_r2` with `blocks`, the same with
-        `nonlinear_` when `nonlinear`; `mcc`, `mcc_floor`, `mcc_floor_sd` and, with
-        `blocks`, `subspace_r2`.
+        `linear_r2` `{latent: R^2}`, `linear_r2_mean`, `part_linear_r2`, class accuracies,
+        `block_linear_r2`, `nonlinear_...`, `mcc`, `mcc_floor(_sd)`, `subspace_r2`.
 
     Example:
 

@@ -1,6 +1,5 @@
-"""SimCLR's linear evaluation (Chen et al., 2020, appendix B): a linear classifier on
-frozen backbone features streamed from disk, at the final step only.
-Details: docs/method.md#linear-evaluation
+"""SimCLR's linear evaluation: a linear classifier on frozen backbone features streamed
+from disk, at the final step only. Details: docs/method.md#linear-evaluation
 
 Example:
 
@@ -68,14 +67,8 @@ def feature_bytes(model, examples: tf.data.Dataset) -> int:
 def features_on_disk(
     model, examples: tf.data.Dataset, path: Path, batch_size: int, jit_compile: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every example's backbone features, written batch by batch to the float32 file `path`.
-
-    Returns:
-        `(features [N, d]` (a read-only memory map of `path`), `labels [N])`.
-
-    Raises:
-        ValueError: for examples without one.
-    """
+    """`(features, labels)`: every example's backbone features, written batch by batch to
+    the float32 file `path` (the features: a read-only memory map of it)."""
     labels, width = [], 0
     forward = backbone_pass(model, batch_size, jit_compile)
     with open(path, "wb") as file:
@@ -134,8 +127,7 @@ def feature_directory(directory: str | Path | None) -> Iterator[Path]:
 
 
 class LinearEvaluator:
-    """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone at the final step
-    only; an `Evaluator`. Details: docs/method.md#linear-evaluation
+    """SimCLR's linear evaluation of a `ContrastiveModel`'s backbone, at the final step only.
 
     Args:
         train: finite `tf.data.Dataset` of `{image, label}` examples (uint8 or [0, 1]).
@@ -198,12 +190,7 @@ class LinearEvaluator:
         progress: Callable[[str], None] | None = None,
         directory: str | Path | None = None,
     ) -> dict[str, Any]:
-        """`{"backbone": {"linear_eval_accuracy"}, "linear_eval": {"train_examples",
-        "test_examples"}}`, feature files in `directory`; `progress(stage)` per stage.
-
-        Raises:
-            OutOfSpace: when the disk of `directory` lacks room for the feature files.
-        """
+        """`backbone/linear_eval_accuracy` and `linear_eval`'s example counts."""
         stage = level_stages(progress, "backbone")
         with feature_directory(directory) as directory:
             stage("features")

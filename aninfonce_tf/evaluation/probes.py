@@ -56,8 +56,7 @@ APPLIED_BY = {
 def logistic_probe(
     features, labels, scoring: str | Callable = "accuracy", seed: int = 0
 ) -> Pipeline:
-    """A logistic regression on standardised features, C chosen from `C_GRID` by
-    `FOLDS`-fold cross-validation for `scoring`, refitted on every row.
+    """A logistic regression on standardised features, C by cross-validation (`C_GRID`).
 
     Example:
 
@@ -110,11 +109,7 @@ def knn_accuracy(
 
 def readout_targets(params: dict) -> dict[str, np.ndarray]:
     """One `[N]` readout target per name from `SimCLRAugment`'s parameters (NaN where
-    undefined). Details: docs/method.md#image-probes
-
-    Raises:
-        ValueError: for a parameter of another shape.
-    """
+    undefined). Details: docs/method.md#which-targets-one-view-determines"""
     params = {name: np.asarray(value, "float64") for name, value in params.items()}
     targets = {}
     for name, value in params.items():
@@ -154,10 +149,7 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
         channels: of the views; with 1, the `COLOUR_ONLY` targets are left out.
 
     Returns:
-        `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
-        {target one view determines: balanced accuracy}, "readout_r2": {continuous
-        one: R^2}, "readout_source_frame": {flip, crop_center_x_source: balanced
-        accuracy}, "readout_source_frame_r2": {crop_center_x_source: R^2}}`.
+        `augmentation_readout` (the mean), `readout`, `readout_r2`, `readout_source_frame(_r2)`.
 
     Example:
 

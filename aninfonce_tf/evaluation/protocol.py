@@ -1,16 +1,5 @@
 """The evaluator protocol: what `EvaluationCallback` and the runner call on every
-evaluator. Details: docs/method.md#the-evaluator-protocol
-
-Example:
-
->>> class Constant:
-...     def evaluate(self, model):
-...         return {"mcc": 0.9}
-...     def score_names(self, anisotropic):
-...         return {"mcc"}
->>> isinstance(Constant(), Evaluator)
-True
-"""
+evaluator. Details: docs/method.md#the-evaluator-protocol"""
 
 from __future__ import annotations
 
@@ -28,7 +17,6 @@ LOW_CONCENTRATION_FRACTION = 0.1
 @runtime_checkable
 class Evaluator(Protocol):
     """Scores a model on held-out data; any object with these two methods is one.
-    Details: docs/method.md#the-evaluator-protocol
 
     Example:
 
@@ -43,25 +31,11 @@ class Evaluator(Protocol):
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:
-        """Scores `model`.
-
-        Args:
-            model: the model to score, typically a `ContrastiveModel`.
-
-        Returns:
-            `{score name: value}`: numbers, lists of numbers or dicts (`outer/inner`).
-        """
+        """`{score name: number, list or dict}` of `model` (a `ContrastiveModel`, say)."""
         ...
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """The scalar scores `evaluate` returns, which `--stop-at` may name.
-
-        Args:
-            anisotropic: whether the model learns a per-dimension Lambda_hat.
-
-        Returns:
-            The names, nested ones as `outer/inner`.
-        """
+        """The scalar scores `evaluate` returns (`outer/inner`), `anisotropic` or not."""
         ...
 
 
@@ -84,8 +58,7 @@ def takes_argument(evaluator: Evaluator, name: str) -> bool:
 
 
 def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable[[str], None]:
-    """The `progress` of one level of the features: `stage` -> `progress("level:
-    stage")`; without `progress`, a callable that does nothing.
+    """The `progress` of one level: `stage` -> `progress("level: stage")` (or nothing).
 
     Example:
 
@@ -103,8 +76,7 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
 
 
 def concentration_scores(model) -> dict[str, Any]:
-    """A model's `lambda_hat` and `lambda_hat_low_dimensions`, the entries below
-    `LOW_CONCENTRATION_FRACTION` of their median; empty for a model without one.
+    """A model's `lambda_hat` and `lambda_hat_low_dimensions` (empty without one).
 
     Example:
 

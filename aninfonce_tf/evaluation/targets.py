@@ -1,6 +1,5 @@
-"""Score targets (`--stop-at`): parsed, written in one form (which a resumed run
-compares), given their directions, checked against the evaluators before training,
-and tested after each evaluation."""
+"""Score targets (`--stop-at`): parsed, given directions, checked before training, tested
+after each evaluation. Details: docs/runner.md#checks-before-and-during-training"""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ _TARGET = re.compile(r"(?P<name>[^<>=]+?)\s*(?P<direction>[<>]?=)\s*(?P<value>[^
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """A score's target: reached at `value` or beyond in its `direction` (`">="`, `"<="`,
-    or `"="`: the score's `natural_direction`).
-    Details: docs/runner.md#checks-before-and-during-training
+    """A score's target: reached at `value` or beyond in its `direction` (`">="`, `"<="`, `"="`).
 
     Example:
 
@@ -44,10 +41,6 @@ def parse_targets(text: str) -> dict[str, Target]:
     >>> parse_targets("mcc=0.95, lambda_relative_error<=0.1")
     {'mcc': Target(value=0.95, direction='='), \
 'lambda_relative_error': Target(value=0.1, direction='<=')}
-
-    Raises:
-        ValueError: for text of another form, a value not a finite number, or a score
-            given two targets.
     """
     targets = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
@@ -71,7 +64,6 @@ def parse_targets(text: str) -> dict[str, Target]:
 
 def canonical_targets(targets: Mapping[str, Target]) -> str:
     """Parsed `--stop-at` targets in their one text form, which a resume compares.
-    Details: docs/runner.md#checks-before-and-during-training
 
     Example:
 
@@ -83,8 +75,7 @@ def canonical_targets(targets: Mapping[str, Target]) -> str:
 
 
 def natural_direction(name: str, evaluators: Sequence[Evaluator]) -> str | None:
-    """`"<="` for a score an evaluator declares `lower_is_better`, `">="` for others when
-    every evaluator declares those, else None (also for `undirected_scores`).
+    """`"<="` for `lower_is_better` scores, `">="` for other declared ones, else None.
 
     Example:
 
@@ -108,11 +99,7 @@ def _undirected(name: str, evaluators: Sequence[Evaluator]) -> bool:
 def resolve_targets(
     stop_at: Mapping[str, Target | float], evaluators: Sequence[Evaluator]
 ) -> dict[str, Target]:
-    """`stop_at` with each `=` target in its score's `natural_direction`.
-
-    Raises:
-        ValueError: for a `=` target of a score without a direction.
-    """
+    """`stop_at` with each `=` target in its score's `natural_direction` (or ValueError)."""
     resolved = {}
     for name, target in stop_at.items():
         if not isinstance(target, Target):
@@ -141,8 +128,7 @@ def resolve_targets(
 
 
 def targets_reached(scores: Mapping[str, float], targets: Mapping[str, Target]) -> bool:
-    """Whether there are `targets` (`resolve_targets`) and `scores` reach every one; a
-    missing or NaN score reaches none.
+    """Whether there are `targets` and `scores` reach every one (a NaN or missing: none).
 
     Example:
 
@@ -173,8 +159,7 @@ def check_targets(
         variants: `{variant name: anisotropic}` (whether it has a per-dimension Lambda_hat).
 
     Raises:
-        ValueError: for a score a variant lacks, a final-only score, or one without
-            a direction.
+        ValueError: for a score a variant lacks, a final-only score, or no direction.
     """
     for name, anisotropic in variants.items():
         final = set().union(

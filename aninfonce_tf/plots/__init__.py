@@ -1,6 +1,5 @@
-"""Matplotlib figures of an experiment's results, written to PNG, on fixed ranges with
-chance lines. Modules: docs/api.md#the-library-module-by-module (the `plots.*` rows)
-"""
+"""Matplotlib figures of an experiment's results (PNG, fixed ranges, chance lines).
+Modules: docs/api.md#the-library-module-by-module (the `plots.*` rows)"""
 
 from aninfonce_tf.plots.runs import (
     plot_concentration,

@@ -19,8 +19,7 @@ def plot_dose_response(
     pairs: Sequence[str],
     title: str = "",
 ) -> Path:
-    """Per score a panel: each paired difference of `pairs` against r on a log axis,
-    its mean with the 95 % interval (`summaries`: `sweep_tables.cell_summaries`)."""
+    """Per score a panel: each difference of `pairs` (mean, 95 %) against r on a log axis."""
     figure, axes = plt.subplots(1, len(scores), figsize=(5 * len(scores), 4), squeeze=False)
     spreads = np.array([spread for spread, _ in summaries])
     for axis, score in zip(axes[0], scores, strict=True):

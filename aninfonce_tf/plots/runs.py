@@ -186,8 +186,7 @@ def plot_latent_r2_levels(
     accuracy: dict[str, dict[str, float]] | None = None,
     title: str = "",
 ) -> Path:
-    """A panel per level: a group of bars per latent, a bar per variant, and the class
-    latent's accuracy.
+    """A panel per level: bars per latent and variant, and the class latent's accuracy.
 
     Args:
         scores: `{level: {variant: {latent: R^2}}}`.

@@ -115,8 +115,7 @@ def chance_line(axis, level: float, vertical: bool = False) -> None:
 
 
 def fix_range(axis, key: str, classes: int | None = None, vertical: bool = False) -> None:
-    """The score `key`'s fixed range and chance line, if it has them, on the y axis of
-    `axis` (x with `vertical`).
+    """The score `key`'s fixed range and chance line, if any, on `axis`'s y (x: `vertical`).
 
     Example:
 

@@ -19,15 +19,14 @@ def plot_seeds(
     title: str = "",
     classes: int | None = None,
 ) -> Path:
-    """Scores over seeds (`summary.json`): a panel per score, a point per loss variant
-    at its mean with +- 1 sd bars and its number of seeds.
+    """Scores over seeds: a panel per score, a point per variant at its mean +- 1 sd.
 
     Args:
         summary: `{"seeds", "variants": {variant: {score: {"mean", "sd", "n"}}}}`.
         path: the PNG to write.
         keys: the scores shown (default: every score of the summary).
         title: what the runs are (preset).
-        classes: the number of classes of the class probes (chance: 1 / `classes`).
+        classes: the class probes' classes (chance: 1 / `classes`).
 
     Example:
 
@@ -81,8 +80,7 @@ def plot_r2_by_concentration(
     title: str = "",
     part_sd: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> Path:
-    """Each latent part's held-out linear R^2 against its effective concentration
-    Lambda_eff (log axis), a panel per level, a point per part and loss variant.
+    """Each latent part's held-out R^2 against its Lambda_eff (log axis), a panel per level.
 
     Args:
         part_r2: `{level: {variant: {part: R^2}}}` (over seeds: the means).

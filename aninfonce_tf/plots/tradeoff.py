@@ -1,5 +1,4 @@
-"""The figure of a sweep's trade-off: per axis, each latent part's R^2 against its
-effective concentration per loss, and the class latent's accuracy per cell."""
+"""The figure of a sweep's trade-off: part R^2 against Lambda_eff, and class accuracy."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ def cell_label(values: dict) -> str:
 
 
 def axis_cells(cells: Sequence[dict]) -> dict[str, list[dict]]:
-    """The cells of each axis of a sweep: the preset's point and those that change that
-    field alone, by its value.
+    """Each axis's cells: the preset's point and those changing that field alone, by value.
 
     Example:
 
@@ -135,8 +133,7 @@ def plot_tradeoff(
     levels: Sequence[str] = ("backbone", "projector"),
     accuracy: str = "shape_accuracy",
 ) -> Path:
-    """A sweep's trade-off, a row per level: per axis each moved part's linear R^2 against
-    its Lambda_eff, and the class latent's accuracy per cell; mean +- 1 sd over seeds.
+    """A sweep's trade-off, a row per level: part R^2 against Lambda_eff, class accuracy.
 
     Args:
         cells: `run_cells`' records (`values`, `changed`, `summary`, `run`).
@@ -245,13 +242,7 @@ def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> 
 
 
 def _log_ticks(low: float, high: float) -> list[float]:
-    """1, 2 and 5 times the powers of ten in [`low`, `high`] (or fewer, or the ends).
-
-    Example:
-
-    >>> _log_ticks(2.1, 4.7)
-    [2.1, 4.7]
-    """
+    """1, 2 and 5 times the powers of ten in [`low`, `high`] (or fewer, or the ends)."""
     steps = (1, 2, 5) if high / low <= 30 else (1,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
     ticks = [s * 10.0**p for p in powers for s in steps if low <= s * 10.0**p <= high]

@@ -1,7 +1,5 @@
-"""The runner every recipe shares, one module per job: a recipe hands `main` its config
-module (a config dataclass, `PRESETS`, `SMOKE` and `build(config) -> Experiment`).
-Modules: docs/api.md#the-library-module-by-module (the `runner.*` rows)
-"""
+"""The runner every recipe shares: a recipe hands `main` its config module.
+Modules: docs/api.md#the-library-module-by-module (the `runner.*` rows)"""
 
 from aninfonce_tf.configs.parts import Experiment
 from aninfonce_tf.runner.cli import main, parse_config, recipe_run_directory

@@ -1,13 +1,5 @@
-"""The command line of the recipes: a config's presets and fields as flags, then
-the run into `--out` (`main`).
-
-Example:
-
->>> from aninfonce_tf.configs.base import RunConfig
->>> config, options = parse_config({"mine": RunConfig()}, ["--steps", "600"])
->>> (config.steps, options.preset)
-(600, 'mine')
-"""
+"""The recipes' command line: a config's presets and fields as flags, then the run
+into `--out` (`main`)."""
 
 from __future__ import annotations
 
@@ -43,25 +35,30 @@ def parse_config(
     hidden: Sequence[str] = (),
     smoke_full: dict | None = None,
 ) -> tuple[RunConfig, argparse.Namespace]:
-    """A config from the command line: the runner's flags and a `--field value` override
-    of every field of the presets' dataclass (but those in `hidden`).
-    Details: docs/runner.md#flags
+    """A config from the command line, every field but `hidden` a flag (docs/runner.md#flags).
 
     Args:
         presets: named configs of one dataclass; the first is the default.
-        argv: arguments (default `sys.argv[1:]`).
+        argv: default `sys.argv[1:]`.
         description: the `--help` description, shown as written.
-        smoke: field overrides of `--smoke`; None: no `--smoke` flag.
-        parents: parsers (`add_help=False`) of a recipe's own flags, parsed into `options`.
-        epilog: the end of `--help` (examples), as written; `%(prog)s` is the program.
-        prog: the program's name in `--help` and errors (default: the script's).
-        choices: the values a field's flag takes in this recipe (fewer than its own).
-        hidden: fields that are no flag in this recipe: they keep the preset's value.
-        smoke_full: field overrides of `--smoke-full`; None: no `--smoke-full` flag.
+        smoke: `--smoke`'s field overrides; None: no `--smoke` flag.
+        parents: parsers (`add_help=False`) of a recipe's own flags.
+        epilog: the end of `--help`, as written; `%(prog)s` is the program.
+        prog: the program's name (default: the script's).
+        choices: the values a field's flag takes in this recipe.
+        hidden: fields that are no flag here: they keep the preset's value.
+        smoke_full: `--smoke-full`'s field overrides; None: no such flag.
 
     Returns:
         `(config, options)`: the config `resolved()`; `options` has `preset`, `out`,
         `seeds`, `allow_code_change`, `smoke`, `smoke_full` and `changed`.
+
+    Example:
+
+    >>> from aninfonce_tf.configs.base import RunConfig
+    >>> config, options = parse_config({"mine": RunConfig()}, ["--steps", "600"])
+    >>> (config.steps, options.preset)
+    (600, 'mine')
     """
     choices = dict(choices or {})
     fields = {f.name for f in dataclasses.fields(next(iter(presets.values())))}
@@ -197,8 +194,7 @@ def changed_flags(config: RunConfig, preset: RunConfig) -> list[str]:
 
 
 class _FlagsParser(argparse.ArgumentParser):
-    """argparse with `@FILE` read as flags written as on the command line, a line holding
-    one or more (`--steps 6000 --seed 3`; `#` starts a comment)."""
+    """argparse with `@FILE` read as flags typed on the command line (`#`: a comment)."""
 
     def convert_arg_line_to_args(self, arg_line: str) -> list[str]:
         return shlex.split(arg_line, comments=True)
@@ -258,9 +254,6 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 def seed_list(text: str) -> list[int]:
     """`"0,1,2"` -> `[0, 1, 2]`: distinct non-negative integers (`--seeds`).
 
-    Raises:
-        argparse.ArgumentTypeError: for any other text.
-
     Example:
 
     >>> seed_list("0,1,2")
@@ -290,16 +283,14 @@ def _boolean(text: str) -> bool:
 
 
 def main(config_module, argv=None, description: str = "", epilog: str = "", prog=None) -> dict:
-    """The command line of a recipe: parses its flags, then `run`s it into `--out`, or
-    with `--seeds` `run_seeds`. Details: docs/runner.md#flags
+    """A recipe's command line: its flags, then `run` (or `run_seeds`) into `--out`.
 
     Args:
-        config_module: a module with `PRESETS`, `SMOKE`, `build`, and optionally
-            `FLAG_CHOICES` and `NOT_FLAGS` (`parse_config`'s `choices` and `hidden`).
-        argv: arguments (default `sys.argv[1:]`).
+        config_module: with `PRESETS`, `SMOKE`, `build`, optionally `FLAG_CHOICES`, `NOT_FLAGS`.
+        argv: default `sys.argv[1:]`.
         description: the `--help` description.
-        epilog: the end of `--help` (examples).
-        prog: the program's name in `--help` and errors (default: the script's).
+        epilog: the end of `--help`.
+        prog: the program's name (default: the script's).
     """
     config, options = parse_config(
         config_module.PRESETS,
@@ -374,8 +365,7 @@ def refuse_out(message: str, prog: str | None) -> typing.NoReturn:
 
 @contextlib.contextmanager
 def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
-    """A recipe's run directory, in which a refusal, a full disk, Ctrl-C or SIGTERM ends
-    in one line starting with `prog` (`exits.one_line_exit`)."""
+    """A recipe's run directory, in which a refusal, full disk or signal ends in one line."""
     if out and "://" in out:
         # `Path` would make gs://bucket/run a local gs:/bucket/run.
         refuse_out(

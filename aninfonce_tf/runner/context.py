@@ -33,11 +33,7 @@ class RunContext:
 
     @classmethod
     def create(cls, strategy: str = "default", tpu: str = "local") -> RunContext:
-        """The context of the strategy named `strategy` (`distribute.STRATEGIES`).
-
-        Raises:
-            UsageError: for a strategy that cannot be made here.
-        """
+        """The context of the strategy named `strategy` (a `UsageError` if none can be made)."""
         try:
             instance = distribute.get_strategy(strategy, tpu)
         except ValueError as error:

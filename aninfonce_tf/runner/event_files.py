@@ -10,8 +10,8 @@ from aninfonce_tf.checkpoints import replace_atomically
 
 
 def drop_events_after(log_dir: Path, step: int, aside: Path) -> None:
-    """Removes from the event files in `log_dir` the summaries after `step`; a file whose
-    first record does not read is moved to `aside`. Details: docs/runner.md#resume"""
+    """Removes the summaries after `step` from the event files in `log_dir` (unreadable
+    files: moved to `aside`)."""
     for path in sorted(log_dir.glob("events.out.tfevents.*")):
         records = []
         try:

@@ -1,11 +1,5 @@
 """How a recipe ends when it cannot go on: one line and an exit status, never a
-traceback (`one_line_exit`, `sigterm_as_interrupt`). Details: docs/runner.md#resume
-
-Example:
-
->>> one_line_exit(KeyboardInterrupt(), Path("runs/quick"))
-(130, 'interrupted: rerun the same command to resume the run in runs/quick.')
-"""
+traceback. Details: docs/runner.md#resume"""
 
 from __future__ import annotations
 
@@ -50,9 +44,12 @@ def sigterm_as_interrupt():
 
 
 def one_line_exit(error: BaseException, run_dir: Path) -> tuple[int, str] | None:
-    """`(status, line)` a recipe exits with for `error` raised in its run into
-    `run_dir` (`FAILURE`, `USAGE`, `INTERRUPTED` or `TERMINATED`), or None for an error
-    that keeps its traceback.
+    """`(status, line)` a recipe exits with for `error` (None: keep the traceback).
+
+    Example:
+
+    >>> one_line_exit(KeyboardInterrupt(), Path("runs/quick"))
+    (130, 'interrupted: rerun the same command to resume the run in runs/quick.')
     """
     if not isinstance(error, (UsageError, KeyboardInterrupt)) and is_out_of_space(error):
         # An OSError, or TensorFlow's own error from its writers (event files, say).

@@ -33,8 +33,7 @@ UNRECORDED_CODE = {"aninfonce_tf": "unknown (not recorded)", "source_sha256": No
 
 
 def config_changes(saved: dict, plan: RunPlan) -> str:
-    """How `plan` differs from the `saved` config in the fields a resume must keep:
-    `steps: 40 -> 80, ...`, empty where they agree."""
+    """How `plan` differs from `saved` in the fields a resume keeps: `steps: 40 -> 80, ...`."""
     current = json.loads(json.dumps(plan.config.resume_key()))
     current["stop_at"] = canonical_targets(plan.stop_at)
     exempt = (*EXECUTION_FIELDS, *plan.config.resume_exempt, CODE)
@@ -66,11 +65,7 @@ def backup_identity(config: RunConfig) -> dict:
 def check_backup_identity(
     backup: Backup, plan: RunPlan, code: Sequence[dict], variant: str
 ) -> None:
-    """Checks that the checkpoint `backup` restored was written by this run (`plan`, `code`).
-
-    Raises:
-        UsageError: naming the checkpoint, what differs and the fix.
-    """
+    """Raises a `UsageError` unless this run (`plan`, `code`) wrote the restored `backup`."""
     recorded = backup.restored_identity
     if not isinstance(recorded, dict):
         problem = "it records no run (a checkpoint from elsewhere, or from older code)"
@@ -89,11 +84,7 @@ def check_backup_identity(
 
 
 def check_workers_agree(strategy, config: RunConfig) -> None:
-    """Checks, before any worker trains, that every worker has the same config and code.
-
-    Raises:
-        UsageError: on every worker, when the digests differ.
-    """
+    """Raises a `UsageError` on every worker unless all have the same config and code."""
     text = json.dumps(
         {"config": dataclasses.asdict(config), CODE: code_version()}, sort_keys=True, default=str
     )
@@ -137,12 +128,7 @@ def _source_sha256() -> str:
 def code_history(
     run_dir: Path, saved: dict | None, training: bool, allow_code_change: bool
 ) -> list[dict]:
-    """The code the run in `run_dir` (`saved`: its config, None when new) is trained by,
-    oldest first. Details: docs/runner.md#the-code-a-run-was-trained-by
-
-    Raises:
-        ValueError: when `training` would resume other code without `allow_code_change`.
-    """
+    """The code the run in `run_dir` (`saved`: its config) is trained by, oldest first."""
     history = saved.get(CODE, []) if saved else []
     if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
         history = []
@@ -178,11 +164,7 @@ def recorded_code(saved: dict | None) -> list[dict]:
 
 
 def check_seeds_code(codes: dict[int, list[dict]], allow_code_change: bool) -> bool:
-    """Whether the seeds (`codes`: `{seed: recorded_code}`) were trained by different code.
-
-    Raises:
-        ValueError: when they were, without `allow_code_change`, naming each seed's code.
-    """
+    """Whether different code trained the seeds (a ValueError without `allow_code_change`)."""
     if len({json.dumps(code, sort_keys=True) for code in codes.values()}) < 2:
         return False
     if not allow_code_change:

@@ -1,22 +1,5 @@
 """The lock that keeps a run directory to one run at a time (POSIX, local filesystems).
-Details: docs/runner.md#one-run-at-a-time
-
-Not the `filelock` package: it locks a separate lock file, which deleting releases, and
-its refusal cannot name the holder.
-
-Example:
-
->>> import tempfile
->>> run_dir = Path(tempfile.mkdtemp())
->>> with lock_run_directory(run_dir):
-...     with lock_run_directory(run_dir):  # doctest: +ELLIPSIS
-...         pass
-Traceback (most recent call last):
-...
-aninfonce_tf.errors.UsageError: ... is in use by another run (pid ...): wait for it to end, or pass another --out.
->>> (run_dir / LOCK_NAME).exists()  # removed on release
-False
-"""
+Details: docs/runner.md#one-run-at-a-time"""
 
 from __future__ import annotations
 
@@ -46,11 +29,20 @@ HOLDER_WAIT_SECONDS = 2.0
 
 @contextlib.contextmanager
 def lock_run_directory(run_dir: Path) -> Iterator[None]:
-    """Holds the exclusive lock of `run_dir` (created if need be) while the block runs,
-    with this process's details in `run_dir/.lock`.
+    """Holds `run_dir`'s exclusive lock while the block runs (else a `UsageError`).
 
-    Raises:
-        UsageError: when another process holds it, naming that process.
+    Example:
+
+    >>> import tempfile
+    >>> run_dir = Path(tempfile.mkdtemp())
+    >>> with lock_run_directory(run_dir):
+    ...     with lock_run_directory(run_dir):  # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    aninfonce_tf.errors.UsageError: ... is in use by another run (pid ...): wait for it to end, or pass another --out.
+    >>> (run_dir / LOCK_NAME).exists()  # removed on release
+    False
     """
     if fcntl is None:
         yield
@@ -89,8 +81,7 @@ def _write_holder(path: Path) -> None:
 
 
 def _written_holder(path: Path) -> str | None:
-    """The holder file's text once written (waited for up to `HOLDER_WAIT_SECONDS`);
-    None when there is no such file."""
+    """The holder file's text once written (None: no file)."""
     deadline = time.monotonic() + HOLDER_WAIT_SECONDS
     while True:
         text = _read(path)

@@ -1,17 +1,5 @@
-"""The run of an experiment: every loss variant of a config, over one seed or several;
-its path to `results.json`: docs/api.md#from-a-recipes-command-line-to-resultsjson.
-
-Example (the synthetic experiment, tiny):
-
->>> import dataclasses, tempfile
->>> from aninfonce_tf.configs import synthetic
->>> config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
->>> results = run(config, synthetic.build, Path(tempfile.mkdtemp()), verbose=0)  # doctest: +ELLIPSIS
-== aninfonce: 40 steps of 128 pairs
-...
->>> results["aninfonce"]["steps"]
-40
-"""
+"""The run of an experiment: every loss variant of a config, over one seed or several.
+Its path to `results.json`: docs/api.md#from-a-recipes-command-line-to-resultsjson"""
 
 from __future__ import annotations
 
@@ -49,42 +37,36 @@ def run(
     allow_code_change: bool = False,
     context: RunContext | None = None,
 ) -> dict:
-    """Trains every loss variant of `config` on the experiment `build(config)` and
-    scores them.
-
-    Rerun into the same `run_dir` with the same config, it skips the finished
-    variants and resumes an interrupted one to the result an uninterrupted run gives;
-    with another config, or other code unless `allow_code_change`, it refuses
-    (docs/runner.md#resume). The run holds `run_dir`'s lock throughout.
+    """Trains and scores every loss variant of `config`; rerun, it resumes (docs/runner.md#resume).
 
     Args:
-        config: the experiment's config (a `RunConfig`).
+        config: the experiment's config.
         build: `config -> Experiment`.
         run_dir: where results, plots, checkpoints, models and logs go.
-        verbose: Keras' `fit` verbosity (default: a progress bar on a terminal,
-            a line per evaluation otherwise).
+        verbose: `fit`'s (default: a progress bar on a terminal, else a line per evaluation).
         callbacks: extra Keras callbacks for every variant's `fit`.
-        preset: the name of the preset `config` comes from, for `results.json`
-            and the figures' titles.
-        smoke: whether `config` is a `--smoke` run (as `preset`).
-        allow_code_change: resume a run trained by another version of this
-            package's code (`--allow-code-change`); `config.json` and
-            `results.json` record both.
-        context: the run's `RunContext` (default: made from `config`).
+        preset: the preset's name, for `results.json` and the figures' titles.
+        smoke: whether `config` is a `--smoke` run.
+        allow_code_change: resume a run that other code trained (`--allow-code-change`).
+        context: default: made from `config`.
 
     Returns:
-        `{variant: result}`, as written under `variants` in `run_dir/results.json`,
-        beside the `run` record (`run_record`; the layout: docs/results.md, "results.json").
+        `{variant: result}`, as written under `variants` in `run_dir/results.json`.
 
     Raises:
-        UsageError: (a `ValueError`) for a config, `stop_at` or `run_dir` that
-            cannot run (held by another run, holding files that are not a run's or
-            a run of another config or code), before any training and before
-            anything is written.
-        OutOfSpace: (a `UsageError`, `aninfonce_tf.disk_space`) when the disk has
-            no room for a checkpoint, a model, an export or a results file; every
-            file written before is kept and a rerun with room resumes. Other errors
-            (of `build`, say) are raised as they are.
+        UsageError: for a config, `stop_at` or `run_dir` that cannot run, before training.
+        OutOfSpace: (a `UsageError`) when the disk is full; a rerun with room resumes.
+
+    Example:
+
+    >>> import dataclasses, tempfile
+    >>> from aninfonce_tf.configs import synthetic
+    >>> config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE, losses="aninfonce")
+    >>> results = run(config, synthetic.build, Path(tempfile.mkdtemp()), verbose=0)  # doctest: +ELLIPSIS
+    == aninfonce: 40 steps of 128 pairs
+    ...
+    >>> results["aninfonce"]["steps"]
+    40
     """
     plan = RunPlan.create(config, None, preset, smoke, allow_code_change)
     return run_plan(plan, build, run_dir, context, verbose, callbacks)[0]
@@ -101,9 +83,7 @@ def run_plan(
     """Runs `plan` into `run_dir`: as `run`, or with its seeds as `run_seeds`.
 
     Returns:
-        `(output, runs)`: `run`'s results or `run_seeds`' summary, and each run's
-        `{variant: result}` by seed (None: a plan without seeds), on every worker
-        (only the chief writes them).
+        `(output, runs)`: `run`'s results or `run_seeds`' summary, and `{seed: results}`.
     """
     context = context or RunContext.create(plan.config.strategy, plan.config.tpu)
     verbose = (1 if on_terminal() else 2) if verbose is None else verbose
@@ -227,20 +207,8 @@ def run_seeds(
     context: RunContext | None = None,
     allow_code_change: bool = False,
 ) -> dict:
-    """`run`s `config` once per seed into `run_dir/seed_<k>/` (with `seed` k), then
-    writes `run_dir/summary.json`: per variant and scalar score the mean, sd and n
-    over the seeds, and the paired difference AnInfoNCE - InfoNCE with its 95 %
-    t-interval (`aninfonce_tf.statistics.summarize`). The printed table shows the
-    experiment's `table_columns` (default: every scalar score).
-
-    Each seed resumes like a single run, and the summary covers every seed of
-    `run_dir` an earlier run finished with this config (docs/runner.md#several-seeds).
-    The other arguments: as for `run`. Seeds trained by different code are refused,
-    unless `allow_code_change`; `summary.json` then records each seed's code.
-
-    Returns:
-        The summary, as written to `summary.json`.
-    """
+    """`run`s `config` once per seed into `run_dir/seed_<k>/`, then writes, prints and
+    returns `run_dir/summary.json`. Arguments as `run`'s. Details: docs/runner.md#several-seeds"""
     plan = RunPlan.create(config, seeds, preset, smoke, allow_code_change)
     return run_plan(plan, build, run_dir, context, verbose, callbacks)[0]
 
@@ -249,8 +217,7 @@ def raise_if_diverged(runs: Mapping[int | None, Mapping[str, dict]], run_dir: Pa
     """Raises `Diverged` naming each variant whose loss turned non-finite.
 
     Args:
-        runs: `{seed: {variant: result}}` (seed None: a run without `--seeds`), as
-            `run` returns them.
+        runs: `{seed: {variant: result}}` (seed None: a run without `--seeds`).
         run_dir: where their results are.
 
     Example:

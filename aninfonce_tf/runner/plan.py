@@ -19,7 +19,7 @@ class RunPlan:
         losses: the loss variants, in training order (`RunConfig.loss_names`).
         stop_at: `config.stop_at` parsed (`parse_targets`).
         seeds: the seeds of a `--seeds` run, each validated; () for one run.
-        preset: the preset the config comes from, for `results.json` and the figures.
+        preset: the preset's name, for `results.json` and the figures.
         smoke: whether the config is a `--smoke` run.
         allow_code_change: resume a run trained by other code (`--allow-code-change`).
 
@@ -47,11 +47,7 @@ class RunPlan:
         smoke: bool = False,
         allow_code_change: bool = False,
     ) -> RunPlan:
-        """The plan of `config` (with `seeds`: one run per seed); the rest as the fields.
-
-        Raises:
-            UsageError: for a config, seed, input or `stop_at` that cannot run.
-        """
+        """The plan of `config` (a `UsageError` for a config, seed or target that cannot run)."""
         with as_usage_errors():
             config = config.resolved()
             for seed in [config.seed] if seeds is None else seeds:

@@ -36,8 +36,7 @@ RUN_ENTRIES = (
 
 
 def scored_on(run: dict) -> dict:
-    """What a run's scores are computed on beside its config (blocks, readout targets),
-    from its `run` record; two runs' scores compare only where these agree.
+    """What a run's scores are computed on beside its config (blocks, readout targets).
 
     Example:
 
@@ -51,9 +50,7 @@ def scored_on(run: dict) -> dict:
 
 
 def scoring_changes(saved: dict, record: dict) -> list[str]:
-    """Where a resumed run's `record` is scored otherwise (`scored_on`, the final linear
-    evaluation) than its finished variants' `saved` one, in words; empty where they agree.
-    Details: docs/runner.md#the-code-a-run-was-trained-by"""
+    """Where a resumed run's `record` is scored otherwise than the `saved` one, in words."""
     before, now = (
         {**scored_on(run), "linear_evaluation": run.get("linear_evaluation")}
         for run in (saved, record)
@@ -68,8 +65,7 @@ def run_record(
     smoke: bool = False,
     code: Sequence[dict] = (),
 ) -> dict:
-    """The `run` entry of `results.json`: what ran, where and when.
-    Details: docs/results.md#the-layout-of-resultsjson"""
+    """The `run` entry of `results.json` (docs/results.md#the-layout-of-resultsjson)."""
     return {
         **experiment.metadata,
         "preset": preset,
@@ -162,8 +158,7 @@ def scalar_columns(results: dict) -> list[str]:
 
 
 def results_table(results: dict, columns: Sequence[str] = (), width: int = TABLE_WIDTH) -> str:
-    """A row per loss variant: a column per scalar score (or those in `columns`), steps,
-    seconds; at most `width` characters wide where it can be (`fit_table`).
+    """A row per loss variant: a column per scalar score (or `columns`), steps, seconds.
 
     Example:
 
@@ -188,8 +183,7 @@ def results_table(results: dict, columns: Sequence[str] = (), width: int = TABLE
 
 
 def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
-    """Right-aligned columns under a header, at most `width` characters wide where it
-    can be: headers broken after `/` and `_`, then the columns split into several tables.
+    """Right-aligned columns, at most `width` wide where it can be (headers broken, split).
 
     Example:
 

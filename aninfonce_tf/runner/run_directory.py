@@ -69,8 +69,7 @@ def run_directory(out: str | None, name: str) -> Path:
 
 @dataclasses.dataclass(frozen=True)
 class RunDirectory:
-    """A run directory, claimed for one plan (`claim`), then each variant saved
-    (`save_variant`) and the results written (`write_results`).
+    """A run directory, claimed for one plan; then its variants saved and results written.
 
     Args:
         path: the directory.
@@ -100,8 +99,7 @@ class RunDirectory:
 
         Raises:
             AnotherConfig: (a `ValueError`) when `path` holds a run of another config.
-            ValueError: for files not a run's, a damaged `config.json` or
-                `results.json`, or a run of other code; each names the fix.
+            ValueError: for files not a run's, damaged files or other code, naming the fix.
         """
         saved = _claimed_config(path, plan)
         finished, incomplete, record = _saved_variants(path, plan.losses)
@@ -118,8 +116,7 @@ class RunDirectory:
             write_json(path, {**saved, CODE: list(self.code)})
 
     def save_variant(self, name: str, model: ContrastiveModel, input_spec, export: bool) -> None:
-        """`<name>/model.keras`, with `export` the encoder SavedModel and Lambda_hat,
-        then `<name>/files.json`, each replaced atomically."""
+        """`<name>/model.keras`, the export with `export`, then `<name>/files.json`."""
         variant_dir = self.path / name
         # Room for twice the variables (h5py may crash on a full disk rather than raise).
         replace_atomically(variant_dir / "model.keras", model.save, needed=2 * state_bytes(model))
@@ -144,8 +141,7 @@ class RunDirectory:
 
 @dataclasses.dataclass(frozen=True)
 class SeedsDirectory:
-    """The directory of a `--seeds` run, claimed for one plan (`claim`): a run
-    directory per seed (`seed_dir`) and `SEEDS_FILES`.
+    """A `--seeds` run's directory, claimed for one plan: a run directory per seed.
 
     Args:
         path: the directory.
@@ -170,8 +166,7 @@ class SeedsDirectory:
         """`path`, holding nothing but a `--seeds` run's files, with its earlier seeds.
 
         Raises:
-            ValueError: naming other files, a damaged earlier seed, or seeds trained by
-                different code (`code_of_seeds`).
+            ValueError: naming other files, a damaged earlier seed, or other code.
         """
         refuse_others(
             path,
@@ -201,11 +196,7 @@ class SeedsDirectory:
         return self.path / f"seed_{seed}"
 
     def code_of_seeds(self) -> dict[int, list[dict]] | None:
-        """`{seed: the code that trained it}` when codes differ, None otherwise.
-
-        Raises:
-            ValueError: when they differ without `--allow-code-change`, naming each.
-        """
+        """`{seed: code}` when codes differ (a ValueError without `--allow-code-change`)."""
         codes = {
             seed: recorded_code(_saved_config(self.seed_dir(seed)))
             for seed in [*self.plan.seeds, *self.earlier]
@@ -213,11 +204,7 @@ class SeedsDirectory:
         return codes if check_seeds_code(codes, self.plan.allow_code_change) else None
 
     def check_protocol(self) -> None:
-        """Checks that one final linear evaluation scored every seed.
-
-        Raises:
-            ValueError: naming each seed's protocol (`run.linear_evaluation`).
-        """
+        """Raises a ValueError unless one final linear evaluation scored every seed."""
         protocols = {}
         for seed in sorted({*self.plan.seeds, *self.earlier}):
             path = self.seed_dir(seed) / "results.json"
@@ -289,16 +276,12 @@ def _saved_config(run_dir: Path) -> dict | None:
 
 
 def load_config(run_dir: Path, config_type: type[RunConfig]) -> RunConfig:
-    """The config a run in `run_dir` was trained with, as a `config_type` (a field the
-    file lacks keeps its default).
+    """The config a run in `run_dir` was trained with, as a `config_type`.
 
     Example:
 
     >>> from aninfonce_tf.configs import synthetic
     >>> config = load_config(Path("runs/quick"), synthetic.SyntheticConfig)  # doctest: +SKIP
-
-    Raises:
-        ValueError: `run_dir` holds no run's `config.json`.
     """
     saved = _saved_config(Path(run_dir))
     if saved is None:
@@ -327,11 +310,7 @@ def refuse_others(run_dir: Path, what: str, ours: Callable[[Path], object], why:
 
 
 def points_until(path: Path, step: int) -> list[dict]:
-    """The points of a history file up to `step` (none when there is no file).
-
-    Raises:
-        UsageError: for a file that does not read, naming it and the fix.
-    """
+    """The points of a history file up to `step` (a `UsageError` if it does not read)."""
     if not path.exists():
         return []
     try:

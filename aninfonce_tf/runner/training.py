@@ -79,8 +79,7 @@ LOST_WORKER_ERRORS = (
 
 @contextlib.contextmanager
 def worker_lost_as_one_line(context: RunContext, during: str):
-    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run;
-    `during`: what the run was doing. Other errors pass as they are.
+    """Raises `WorkerLost`, in one line, for `LOST_WORKER_ERRORS` of a multi-worker run.
 
     Example:
 
@@ -115,8 +114,7 @@ def train_variant(
     verbose: int,
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[ContrastiveModel, dict]:
-    """Trains one loss variant (resuming its backup, if any), a backup checkpoint ending
-    each epoch, and returns the model and its result. Details: docs/runner.md#resume"""
+    """Trains (or resumes) one loss variant; returns the model and its result."""
     config, run_dir, strategy = plan.config, directory.path, context.strategy
     work_dir = context.work_dir(run_dir)
     variant_dir = work_dir / variant
