@@ -1,5 +1,12 @@
 """Backbones by name for images in [0, 1]: the package's encoders, `keras.applications`
-models, KerasHub presets, or `file.py:function`. Details: docs/backbones.md#backbones---backbone"""
+models, KerasHub presets, or `file.py:function`. Details: docs/backbones.md#backbones---backbone
+
+Example:
+
+>>> encoder = backbone("MobileNetV3Small", (32, 32, 3))
+>>> expects_pixel_values(encoder), [layer.name for layer in encoder.layers][:2]
+(False, ['images', 'pixel_values'])
+"""
 
 from __future__ import annotations
 

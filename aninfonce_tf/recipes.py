@@ -1,5 +1,13 @@
 """Every recipe by name: its config module, what it runs and two example commands;
-`run` runs one (for `python -m aninfonce_tf`, `aninfonce-tf` and `recipes/`)."""
+`run` runs one (for `python -m aninfonce_tf`, `aninfonce-tf` and `recipes/`).
+
+Example:
+
+>>> list(RECIPES)[:2], RECIPES["photos"].config
+(['synthetic', 'dose_response'], 'photos')
+>>> RECIPES["synthetic"].summary()
+"Synthetic identifiability experiment: AnInfoNCE vs InfoNCE on the paper's DGP."
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,16 @@
 """A learned rotation of an embedding, whose angles Adam turns as fast for latents of
-close concentration as for far ones. Details: docs/tuning.md (point 10)"""
+close concentration as for far ones. Details: docs/tuning.md (point 10)
+
+Example:
+
+>>> rotation = LearnedRotation()
+>>> z = np.array([[1.0, 2.0, 3.0]], "float32")
+>>> [float(v) for v in rotation(z)[0]]
+[1.0, 2.0, 3.0]
+>>> _ = rotation.angles.assign([np.pi / 2, 0.0, 0.0])
+>>> [round(float(v), 5) + 0.0 for v in rotation(z)[0]]
+[-2.0, 1.0, 3.0]
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,17 @@
 """Scores over seeds (`--seeds`, `summary.json`): mean, sd and paired differences.
-Details: docs/method.md#statistics-over-seeds"""
+Details: docs/method.md#statistics-over-seeds
+
+Example:
+
+>>> summary = summarize({
+...     0: {"aninfonce": {"mcc": 0.9}, "infonce": {"mcc": 0.5}},
+...     1: {"aninfonce": {"mcc": 0.8}, "infonce": {"mcc": 0.6}},
+... })
+>>> summary["variants"]["aninfonce"]["mcc"]["n"]
+2
+>>> round(summary["differences"]["aninfonce - infonce"]["mcc"]["mean"], 3)
+0.3
+"""
 
 from __future__ import annotations
 

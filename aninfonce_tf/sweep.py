@@ -300,7 +300,11 @@ def write_tradeoff(records: list[dict], run_dir: Path, what: str, scores: Sequen
 
 
 def grid_values(text: str) -> list[float]:
-    """`"0.4, 0.8"` -> `[0.4, 0.8]`, a `--grid-<field>` axis ("" -> [])."""
+    """`"0.4, 0.8"` -> `[0.4, 0.8]`, a `--grid-<field>` axis ("" -> []).
+
+    >>> grid_values("0.4, 0.8")
+    [0.4, 0.8]
+    """
     try:
         return split_list(text, strict_float)
     except ValueError:

@@ -19,10 +19,18 @@ repeated from memory and on the preset's pipeline, taking turns with a [2000, 50
 table gives each step's median steps/s, the GFLOP/s its FLOPs make at that rate, that
 rate over the matmul's median GFLOP/s, and tf.data / fixed.
 
+What bounds the pipeline: after the windows, `--steps` more fixed-batch calls and
+`--steps` batches of the pipeline read alone (no training) are timed in wall and in
+CPU seconds of this process (all its threads). A step through `tf.data` needs both
+CPU costs, so on this machine's cores it can run at most at cores / (step CPU + batch
+CPU) steps/s: the "sharing bound", beside the measured tf.data rate.
+
 `--profile DIR` also profiles `--steps` fixed-batch steps per experiment with
 TensorFlow's profiler (the trace stays in DIR) and prints where their op time goes
 (`PARTS`): the ops' summed durations on TensorFlow's compute threads, per part, and
-each part's share.
+each part's share, and the FLOPs of the convolutions and matmuls per second of their
+op time against the matmul's rate (an op's time is its duration, on however many cores
+it runs, as the matmul's is).
 """
 
 from __future__ import annotations
@@ -30,8 +38,11 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import itertools
+import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -152,6 +163,28 @@ def rates(
     return {**measured, "matmul": matmul}
 
 
+def wall_and_cpu(function, calls: int) -> tuple[float, float]:
+    """(wall, CPU) seconds a call of `function` over `calls` calls after one untimed
+    call; CPU is this process's time on all its threads."""
+    function()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        function()
+    return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+
+def step_and_batch_costs(model, fixed, pipeline, calls: int, per_call: int):
+    """`wall_and_cpu` of one step of `model` on the fixed batch (over `calls` calls of
+    `per_call` steps) and of one batch of `pipeline` read alone, each per step."""
+
+    def step(iterator):
+        float(model.train_function(iterator)["loss"])
+
+    step_costs = wall_and_cpu(functools.partial(step, iter(fixed)), calls)
+    batch_costs = wall_and_cpu(functools.partial(next, iter(pipeline)), calls * per_call)
+    return tuple(value / per_call for value in step_costs), batch_costs
+
+
 def op_time(trace_dir: Path) -> collections.Counter:
     """Seconds of op time per op in the profile under `trace_dir`: the durations of the
     op events on TensorFlow's compute and Eigen threads, summed over threads, by op
@@ -189,9 +222,12 @@ def main() -> None:
     args = parser.parse_args()
     print(
         "| experiment | step | batch, side | step GFLOP (dense + other) | fixed steps/s "
-        "| GFLOP/s | matmul GFLOP/s | fraction | tf.data steps/s | tf.data / fixed |"
+        "| GFLOP/s | matmul GFLOP/s | fraction | tf.data steps/s | tf.data / fixed "
+        "| step CPU s (cores busy) | batch alone CPU s (cores busy) | sharing bound, steps/s "
+        "| tf.data / bound |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cores = len(os.sched_getaffinity(0))
     profiles = {}
     modes = {"preset": None, "xla": True, "graph": False}
     for name, mode in itertools.product(args.experiments.split(","), args.jit_compile.split(",")):
@@ -205,17 +241,24 @@ def main() -> None:
         gflops = (dense + other) * median["fixed"]
         side = batch["view1"].shape[1]
         decoder = f"; decoder {decoder_flops / 1e9:.2f} in tf.data" if decoder_flops else ""
+        (step_wall, step_cpu), (batch_wall, batch_cpu) = step_and_batch_costs(
+            model, fixed, pipeline, args.steps, per_call
+        )
+        bound = cores / (step_cpu + batch_cpu)
         print(
             f"| {name} | {step} | {config.batch_size}, {side} px | {dense + other:.2f} ({dense:.2f} + "
             f"{other:.2f}){decoder} | {median['fixed']:.2f} | {gflops:.1f} | "
             f"{median['matmul']:.0f} | {gflops / median['matmul']:.2f} | "
-            f"{median['tf.data']:.2f} | {median['tf.data'] / median['fixed']:.2f} |",
+            f"{median['tf.data']:.2f} | {median['tf.data'] / median['fixed']:.2f} | "
+            f"{step_cpu:.3f} ({step_cpu / step_wall:.1f}) | {batch_cpu:.3f} "
+            f"({batch_cpu / batch_wall:.1f}) | {bound:.2f} | {median['tf.data'] / bound:.2f} |",
             flush=True,
         )
         if args.profile:
             trace_dir = Path(args.profile) / f"{name}-{step}"
-            profiles[f"{name}, {step}"] = profile(model, fixed, args.steps, per_call, trace_dir)
-    for name, seconds in profiles.items():
+            seconds = profile(model, fixed, args.steps, per_call, trace_dir)
+            profiles[f"{name}, {step}"] = (seconds, dense, median["matmul"])
+    for name, (seconds, dense, matmul) in profiles.items():
         total = sum(seconds.values())
         print(f"\n{name}: op time a step {total * 1e3:.0f} ms, summed over threads")
         kinds = collections.Counter()
@@ -223,6 +266,11 @@ def main() -> None:
             kinds[next(kind for kind, pattern in KINDS.items() if pattern.search(op))] += value
         for kind, value in kinds.most_common():
             print(f"  {kind}: {value * 1e3:.1f} ms ({value / total:.0%})")
+        dense_rate = dense / kinds["convolutions and matmuls"]
+        print(
+            f"  convolutions and matmuls: {dense_rate:.1f} GFLOP per second of op time, "
+            f"{dense_rate / matmul:.2f} of the matmul's {matmul:.0f}"
+        )
         print(
             "  the 8 largest: "
             + ", ".join(f"{op} {value / total:.0%}" for op, value in seconds.most_common(8))

@@ -11,7 +11,6 @@ _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
@@ -28,10 +27,3 @@ def _seed_and_policy():
     keras.utils.set_random_seed(0)
     yield
     keras.config.set_dtype_policy("float32")
-
-
-@pytest.fixture(autouse=True)
-def _doctest_namespace(doctest_namespace):
-    doctest_namespace["np"] = np
-    doctest_namespace["keras"] = keras
-    doctest_namespace["tf"] = tf

@@ -242,23 +242,9 @@ def test_the_results_table_of_the_synthetic_columns_fits_100_columns():
     assert table.count("\n---") == 2 and table.count(" aninfonce_ensemble ") == 2
 
 
-def test_python_m_runs_a_smoke_run_whose_first_line_names_the_preset_within_100_columns(
-    tmp_path,
-):
-    result = _python_m("synthetic", "--smoke", "--out", str(tmp_path / "run"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.replace(str(tmp_path), "TMP").splitlines()  # the path is the user's
-    assert lines[0].startswith("quick --smoke")
-    # Every line: Keras' per epoch, each evaluation's, the tables.
-    assert max(map(len, lines)) <= 100, max(lines, key=len)
-    assert any(line.startswith("step 40 evaluation: ") for line in lines)
-    assert sum(line.startswith("20/20 - ") for line in lines) == 4
-    assert (tmp_path / "run" / "results.json").is_file()
-    assert "cpu_feature_guard" not in result.stderr and "oneDNN" not in result.stderr
-
-
 @pytest.mark.slow
-def test_a_built_wheel_runs_a_recipe_from_a_fresh_venv_offline(tmp_path):
+def test_a_built_wheel_runs_a_recipe_from_a_fresh_venv_offline_within_100_columns(tmp_path):
+    # `python -m aninfonce_tf synthetic --smoke` as a user of the wheel types it.
     source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info
     shutil.copytree(ROOT / "aninfonce_tf", source / "aninfonce_tf")
     for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
@@ -285,8 +271,14 @@ def test_a_built_wheel_runs_a_recipe_from_a_fresh_venv_offline(tmp_path):
     elsewhere.mkdir()
     result = _python_m("synthetic", "--smoke", "--out", "run", cwd=elsewhere, python=python)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith("quick --smoke")
+    lines = result.stdout.replace(str(elsewhere), "TMP").splitlines()  # the path is the user's
+    assert lines[0].startswith("quick --smoke")
+    # Every line: Keras' per epoch, each evaluation's, the tables.
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert any(line.startswith("step 40 evaluation: ") for line in lines)
+    assert sum(line.startswith("20/20 - ") for line in lines) == 4
     assert (elsewhere / "run" / "results.json").is_file()
+    assert "cpu_feature_guard" not in result.stderr and "oneDNN" not in result.stderr
     where = subprocess.run(
         [python, "-c", "import aninfonce_tf; print(aninfonce_tf.__file__)"],
         capture_output=True,

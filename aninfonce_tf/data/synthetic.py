@@ -1,5 +1,13 @@
 """The synthetic data-generating process of Rusak et al. (2025) as `tf.data`: latents
-and positives with ground-truth Lambda, rendered by a frozen invertible MLP g."""
+and positives with ground-truth Lambda, rendered by a frozen invertible MLP g.
+
+Example:
+
+>>> setup = SyntheticSetup(concentration=concentration_preset("linear"))
+>>> batch = next(iter(setup.dataset(batch_size=8, seed=0)))
+>>> sorted(batch), tuple(batch["view1"].shape)
+(['view1', 'view2', 'z1', 'z2'], (8, 10))
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
 """The random draws of the SimCLR views (`PARAMETERS`), from an explicit stateless seed
-and without the images (`draw_parameters`). Details: docs/api.md#simclraugments-views"""
+and without the images (`draw_parameters`). Details: docs/api.md#simclraugments-views
+
+Example:
+
+>>> from aninfonce_tf.data.augment import SimCLRAugment
+>>> params = draw_parameters(SimCLRAugment(), 3, tf.ones([3, 2]), stateless_seed(0))
+>>> sorted(params) == sorted(PARAMETERS), tuple(params["crop_box"].shape)
+(True, (3, 4))
+"""
 
 from __future__ import annotations
 

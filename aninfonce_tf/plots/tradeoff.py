@@ -242,7 +242,11 @@ def _axis_panel(axis, level, field, members, parts, scale, colours, markers) -> 
 
 
 def _log_ticks(low: float, high: float) -> list[float]:
-    """1, 2 and 5 times the powers of ten in [`low`, `high`] (or fewer, or the ends)."""
+    """1, 2 and 5 times the powers of ten in [`low`, `high`] (or fewer, or the ends).
+
+    >>> _log_ticks(2.1, 4.7)
+    [2.1, 4.7]
+    """
     steps = (1, 2, 5) if high / low <= 30 else (1,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
     ticks = [s * 10.0**p for p in powers for s in steps if low <= s * 10.0**p <= high]
