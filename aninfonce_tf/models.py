@@ -191,9 +191,27 @@ def _shown(logs):
     return None if logs is None else {k: v for k, v in logs.items() if k not in PROGRESS_HIDDEN}
 
 
-def _checked_pairs(x, args: tuple, kwargs: dict):
-    """`fit_input` of the `x` of Keras' `fit` or `evaluate`."""
-    return fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+# Per Keras method: its argument for a number of steps, that argument's position after
+# `x`, and what an infinite dataset without it would never end.
+_STEPS_ARGUMENTS = {
+    "fit": ("steps_per_epoch", 11, "`fit` would never end its first epoch"),
+    "evaluate": ("steps", 4, "`evaluate` would never end"),
+}
+
+
+def _checked_pairs(method: str, x, args: tuple, kwargs: dict):
+    """`fit_input` of the `x` of Keras' `fit` or `evaluate` (`method`); an infinite
+    dataset without that method's number of steps is refused."""
+    x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
+    flag, index, never = _STEPS_ARGUMENTS[method]
+    steps = kwargs.get(flag) or (args[index] if len(args) > index else None)
+    endless = isinstance(x, tf.data.Dataset) and x.cardinality() == tf.data.INFINITE_CARDINALITY
+    if endless and steps is None:
+        raise ValueError(
+            f"The dataset is infinite (it repeats without end) and `{flag}` is not given: "
+            f"{never}. Pass `{flag}`, or end the dataset (`dataset.take(batches)`)."
+        )
+    return x
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
@@ -413,18 +431,9 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
 
     def fit(self, x=None, *args, **kwargs):
         """Keras' `fit` of the pairs `x` (checked by `fit_input`)."""
-        x = _checked_pairs(x, args, kwargs)
+        x = _checked_pairs("fit", x, args, kwargs)
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
-            steps_per_epoch = kwargs.get("steps_per_epoch") or (
-                args[11] if len(args) > 11 else None
-            )
-            if steps_per_epoch is None and x.cardinality() == tf.data.INFINITE_CARDINALITY:
-                raise ValueError(
-                    "The dataset is infinite (it repeats without end) and `steps_per_epoch` is "
-                    "not given: `fit` would never end its first epoch. Pass `steps_per_epoch`, "
-                    "or end the dataset (`dataset.take(batches)`)."
-                )
         counter = _EpochsWithSteps()
         callbacks = [*(kwargs.get("callbacks") or []), counter]
         if not any(isinstance(c, keras.callbacks.ProgbarLogger) for c in callbacks):
@@ -440,8 +449,9 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return history
 
     def evaluate(self, x=None, *args, **kwargs):
-        """Keras' `evaluate` of the pairs `x`, checked as `fit` checks them (`fit_input`)."""
-        x = _checked_pairs(x, args, kwargs)
+        """Keras' `evaluate` of the pairs `x`, checked as `fit` checks them (`fit_input`,
+        and an infinite dataset needs `steps`)."""
+        x = _checked_pairs("evaluate", x, args, kwargs)
         return super().evaluate(x, *args, **kwargs)
 
     def train_step(self, data):

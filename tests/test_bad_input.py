@@ -593,6 +593,12 @@ CASES = {
         "given: `fit` would never end its first epoch. Pass `steps_per_epoch`, or end the "
         "dataset",
     ),
+    "an infinite dataset evaluated without steps": (
+        lambda _: _model().evaluate(tf.data.Dataset.from_tensors((X, X)).repeat(), verbose=0),
+        ValueError,
+        "The dataset is infinite \\(it repeats without end\\) and `steps` is not given: "
+        "`evaluate` would never end\\. Pass `steps`, or end the dataset",
+    ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
     "a rotation gain of 0, negative, not finite or a bool": (
         lambda _: LearnedRotation(0.0),
