@@ -212,10 +212,16 @@ def compare(
     pairs: Sequence[tuple[str, str]],
     scores: Sequence[str] = (),
 ) -> dict:
-    """`describe` per arm and score, and per pair of the per-seed difference with `p_holm`.
+    """Per arm and score the `describe` over its seeds; per pair and score (default:
+    every score both have) that of the per-seed difference, with `p` and `p_holm`.
 
     Returns:
-        `{"seeds", "variants": {arm: {score: entry}}, "differences": {"a - b": {...}}}`.
+        `{"seeds": {arm: [...]}, "variants": {arm: {score: entry}}, "differences":
+        {"first - second": {score: entry}}}`; `statistics.summary_table` prints it.
+
+    Raises:
+        ValueError: for a score no arm has, a pair naming an unknown arm, or a pair
+            without a shared seed.
 
     Example:
 

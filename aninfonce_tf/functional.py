@@ -214,11 +214,13 @@ def info_nce(
         temperature: positive float, or a sequence of them for an ensemble.
         candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
         hard_negative_beta: hard-negative reweighting strength; 0 is plain.
-        ensemble_weights: weights of an ensemble's temperatures (default uniform).
+        ensemble_weights: weights of an ensemble's temperatures (default uniform,
+            normalised to sum 1).
         z1_all: gathered global first views (distributed training).
         z2_all: gathered global second views.
         row_offset: index of the first local row in the global batch.
-        block_size: the log-sum-exp over blocks of this many candidates; None: dense.
+        block_size: the log-sum-exp over blocks of this many candidates (same value
+            and gradients, memory rows x block); None: dense.
         return_stats: also return the first temperature's top-1 `accuracy` and
             mean `candidates` per row.
 

@@ -71,7 +71,8 @@ class InfoNCE(ContrastiveLoss):
         candidates: `"nt_xent"` (both views as anchors) or `"one_directional"`.
         hard_negative_beta: hard-negative reweighting strength; 0 is plain.
         ensemble_weights: weights of an ensemble's temperatures (default uniform).
-        block_size: the loss over blocks of this many candidates; None: dense.
+        block_size: the loss over blocks of this many candidates (memory batch x
+            block; no hard negatives). None: dense.
         name: name of the loss.
 
     Example:

@@ -191,33 +191,34 @@ def _shown(logs):
     return None if logs is None else {k: v for k, v in logs.items() if k not in PROGRESS_HIDDEN}
 
 
-# Per Keras method: its argument for a number of steps, that argument's position after
-# `x`, and what an infinite dataset without it would never end.
-_STEPS_ARGUMENTS = {
-    "fit": ("steps_per_epoch", 11, "`fit` would never end its first epoch"),
-    "evaluate": ("steps", 4, "`evaluate` would never end"),
-}
+# `fit`'s validation data and its number of steps, with their positions after `x`.
+_VALIDATION_ARGUMENTS = (("validation_data", 6), ("validation_steps", 12))
 
 
-def _checked_pairs(method: str, x, args: tuple, kwargs: dict):
-    """`fit_input` of the `x` of Keras' `fit` or `evaluate` (`method`); an infinite
-    dataset without that method's number of steps is refused."""
-    x = fit_input(x, kwargs.get("batch_size") or (args[1] if len(args) > 1 else None))
-    flag, index, never = _STEPS_ARGUMENTS[method]
-    steps = kwargs.get(flag) or (args[index] if len(args) > index else None)
-    endless = isinstance(x, tf.data.Dataset) and x.cardinality() == tf.data.INFINITE_CARDINALITY
+def _argument(args: tuple, kwargs: dict, name: str, index: int):
+    """Keras' argument `name` of `fit` or `evaluate`, by keyword or at `index` after `x`."""
+    return kwargs.get(name, args[index] if len(args) > index else None)
+
+
+def _refuse_endless(data, steps, flag: str, never: str) -> None:
+    """Raises `ValueError` for an infinite dataset `data` without its `steps` (`flag`)."""
+    endless = isinstance(data, tf.data.Dataset) and (
+        data.cardinality() == tf.data.INFINITE_CARDINALITY
+    )
     if endless and steps is None:
         raise ValueError(
             f"The dataset is infinite (it repeats without end) and `{flag}` is not given: "
             f"{never}. Pass `{flag}`, or end the dataset (`dataset.take(batches)`)."
         )
-    return x
 
 
 @keras.saving.register_keras_serializable(package="aninfonce_tf")
 class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model):
-    """Contrastive learner over positive pairs `(view1, view2)`, for any `ContrastiveLoss`;
-    `model(x)` gives encoder features. Details: docs/api.md#contrastivemodels-training-step
+    """Contrastive learner over positive pairs, for any `losses.ContrastiveLoss`.
+
+    `model(x)` returns encoder features, `model.embed(x)` the embeddings the loss sees.
+    Fit on `(view1, view2)` or dicts with `view1`, `view2` and extra keys.
+    Details: docs/api.md#contrastivemodels-training-step
 
     Args:
         encoder: any Keras model or layer, images/observations -> features.
@@ -430,8 +431,17 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         return loss, values
 
     def fit(self, x=None, *args, **kwargs):
-        """Keras' `fit` of the pairs `x` (checked by `fit_input`)."""
-        x = _checked_pairs("fit", x, args, kwargs)
+        """Keras' `fit` of the pairs `x` (checked by `fit_input`).
+
+        Raises:
+            ValueError: for an infinite dataset without `steps_per_epoch` (or infinite
+                `validation_data` without `validation_steps`), or no batch.
+        """
+        x = fit_input(x, _argument(args, kwargs, "batch_size", 1))
+        steps = _argument(args, kwargs, "steps_per_epoch", 11)
+        _refuse_endless(x, steps, "steps_per_epoch", "`fit` would never end its first epoch")
+        validation, steps = (_argument(args, kwargs, name, i) for name, i in _VALIDATION_ARGUMENTS)
+        _refuse_endless(validation, steps, "validation_steps", "`fit` would never validate")
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
         counter = _EpochsWithSteps()
@@ -451,7 +461,10 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
     def evaluate(self, x=None, *args, **kwargs):
         """Keras' `evaluate` of the pairs `x`, checked as `fit` checks them (`fit_input`,
         and an infinite dataset needs `steps`)."""
-        x = _checked_pairs("evaluate", x, args, kwargs)
+        x = fit_input(x, _argument(args, kwargs, "batch_size", 1))
+        if not kwargs.get("_use_cached_eval_dataset"):  # `fit`'s validation: fit checks it
+            steps = _argument(args, kwargs, "steps", 4)
+            _refuse_endless(x, steps, "steps", "`evaluate` would never end")
         return super().evaluate(x, *args, **kwargs)
 
     def train_step(self, data):

@@ -20,17 +20,17 @@ table gives each step's median steps/s, the GFLOP/s its FLOPs make at that rate,
 rate over the matmul's median GFLOP/s, and tf.data / fixed.
 
 What bounds the pipeline: after the windows, `--steps` more fixed-batch calls and
-`--steps` batches of the pipeline read alone (no training) are timed in wall and in
-CPU seconds of this process (all its threads). A step through `tf.data` needs both
-CPU costs, so on this machine's cores it can run at most at cores / (step CPU + batch
-CPU) steps/s: the "sharing bound", beside the measured tf.data rate.
+`ALONE` batches of the pipeline read alone (no training) are timed in wall and in CPU
+seconds of this process (all its threads). A step through `tf.data` needs both CPU
+costs, so on this machine's cores it runs at about cores / (step CPU + batch CPU)
+steps/s at most: the "sharing bound", an estimate (CPU seconds measured alone include
+threads' spinning and may shrink when shared), beside the measured tf.data rate.
 
 `--profile DIR` also profiles `--steps` fixed-batch steps per experiment with
 TensorFlow's profiler (the trace stays in DIR) and prints where their op time goes
 (`PARTS`): the ops' summed durations on TensorFlow's compute threads, per part, and
-each part's share, and the FLOPs of the convolutions and matmuls per second of their
-op time against the matmul's rate (an op's time is its duration, on however many cores
-it runs, as the matmul's is).
+each part's share (ops that run at once on different threads are all counted, so the
+shares, not the sums, are what compares), beside the dense ops' share of the FLOPs.
 """
 
 from __future__ import annotations
@@ -76,6 +76,11 @@ DENSE_OPS = (
     "BatchMatMulV3",
 )
 MATMUL = dict(rows=2000, width=500)
+# At least the batches a pipeline holds ready (its parallel map's and its prefetch's):
+# read untimed before each timing, so no window counts batches made before it.
+AHEAD = 8
+# Batches of a pipeline read alone, timed for its CPU cost.
+ALONE = 60
 # The kinds of a step's op time, each op in the first whose name matches; names are
 # TensorFlow's op types (graph steps) or XLA's thunk names (compiled steps).
 KINDS = {
@@ -154,11 +159,18 @@ def rates(
     model, datasets: dict, steps: int, repeats: int, calls: int, per_call: int
 ) -> dict[str, list[float]]:
     """`rendered.step_rates` of `model` (`per_call` steps a call: the preset's
-    `steps_per_execution`) on `datasets`, and under `"matmul"` the matmul's GFLOP/s
-    measured after each round, taking its turn."""
+    `steps_per_execution`) on `datasets`, each window after the `AHEAD` batches a
+    pipeline made while waiting, and under `"matmul"` the matmul's GFLOP/s measured
+    after each round, taking its turn."""
     matmul = []
     measured = step_rates(
-        model, datasets, steps, repeats, per_call, lambda: matmul.append(matmul_rate(calls))
+        model,
+        datasets,
+        steps,
+        repeats,
+        per_call,
+        lambda: matmul.append(matmul_rate(calls)),
+        untimed=-(-AHEAD // per_call),
     )
     return {**measured, "matmul": matmul}
 
@@ -175,13 +187,17 @@ def wall_and_cpu(function, calls: int) -> tuple[float, float]:
 
 def step_and_batch_costs(model, fixed, pipeline, calls: int, per_call: int):
     """`wall_and_cpu` of one step of `model` on the fixed batch (over `calls` calls of
-    `per_call` steps) and of one batch of `pipeline` read alone, each per step."""
+    `per_call` steps) and of one batch of `pipeline` read alone (`ALONE` batches after
+    `AHEAD` untimed ones), each per step."""
 
     def step(iterator):
         float(model.train_function(iterator)["loss"])
 
     step_costs = wall_and_cpu(functools.partial(step, iter(fixed)), calls)
-    batch_costs = wall_and_cpu(functools.partial(next, iter(pipeline)), calls * per_call)
+    batches = iter(pipeline)
+    for _ in range(AHEAD):
+        next(batches)
+    batch_costs = wall_and_cpu(functools.partial(next, batches), ALONE)
     return tuple(value / per_call for value in step_costs), batch_costs
 
 
@@ -224,9 +240,9 @@ def main() -> None:
         "| experiment | step | batch, side | step GFLOP (dense + other) | fixed steps/s "
         "| GFLOP/s | matmul GFLOP/s | fraction | tf.data steps/s | tf.data / fixed "
         "| step CPU s (cores busy) | batch alone CPU s (cores busy) | sharing bound, steps/s "
-        "| tf.data / bound |"
+        "| bound / fixed | tf.data / bound |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     cores = len(os.sched_getaffinity(0))
     profiles = {}
     modes = {"preset": None, "xla": True, "graph": False}
@@ -251,14 +267,15 @@ def main() -> None:
             f"{median['matmul']:.0f} | {gflops / median['matmul']:.2f} | "
             f"{median['tf.data']:.2f} | {median['tf.data'] / median['fixed']:.2f} | "
             f"{step_cpu:.3f} ({step_cpu / step_wall:.1f}) | {batch_cpu:.3f} "
-            f"({batch_cpu / batch_wall:.1f}) | {bound:.2f} | {median['tf.data'] / bound:.2f} |",
+            f"({batch_cpu / batch_wall:.1f}) | {bound:.2f} | {bound / median['fixed']:.2f} | "
+            f"{median['tf.data'] / bound:.2f} |",
             flush=True,
         )
         if args.profile:
             trace_dir = Path(args.profile) / f"{name}-{step}"
             seconds = profile(model, fixed, args.steps, per_call, trace_dir)
-            profiles[f"{name}, {step}"] = (seconds, dense, median["matmul"])
-    for name, (seconds, dense, matmul) in profiles.items():
+            profiles[f"{name}, {step}"] = (seconds, dense, other)
+    for name, (seconds, dense, other) in profiles.items():
         total = sum(seconds.values())
         print(f"\n{name}: op time a step {total * 1e3:.0f} ms, summed over threads")
         kinds = collections.Counter()
@@ -266,11 +283,7 @@ def main() -> None:
             kinds[next(kind for kind, pattern in KINDS.items() if pattern.search(op))] += value
         for kind, value in kinds.most_common():
             print(f"  {kind}: {value * 1e3:.1f} ms ({value / total:.0%})")
-        dense_rate = dense / kinds["convolutions and matmuls"]
-        print(
-            f"  convolutions and matmuls: {dense_rate:.1f} GFLOP per second of op time, "
-            f"{dense_rate / matmul:.2f} of the matmul's {matmul:.0f}"
-        )
+        print(f"  convolutions and matmuls: {dense / (dense + other):.0%} of the FLOPs")
         print(
             "  the 8 largest: "
             + ", ".join(f"{op} {value / total:.0%}" for op, value in seconds.most_common(8))

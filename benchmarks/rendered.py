@@ -55,17 +55,21 @@ def step_rates(
     repeats: int,
     per_call: int = 1,
     after_window: Callable[[], None] | None = None,
+    untimed: int = 0,
 ) -> dict[str, list[float]]:
     """Steps/s of `repeats` windows of `steps` calls of `model`'s compiled train step
     (`per_call` steps a call: its `steps_per_execution`) per dataset, each reading its
     own iterator kept across windows (as one `fit` does) and the datasets taking turns,
     so that they share the machine's load; `after_window` runs after each measured
-    round (e.g. another measurement taking its turn)."""
+    round (e.g. another measurement taking its turn). Each window first runs `untimed`
+    calls: the batches a pipeline made ahead while the others had their turn."""
     model.make_train_function()
     iterators = {name: iter(data) for name, data in datasets.items()}
     rates = {name: [] for name in datasets}
     for window in range(repeats + 1):  # the first: tracing and warm-up
         for name, iterator in iterators.items():
+            for _ in range(untimed if window else 0):
+                model.train_function(iterator)
             start = time.perf_counter()
             for _ in range(steps if window else 3):
                 logs = model.train_function(iterator)

@@ -74,10 +74,10 @@ def _scaling_built_at_width_1():
     return scaling
 
 
-def _fit_dataset(dataset):
+def _fit_dataset(dataset, **kwargs):
     model = _model()
     model.compile("adam", concentration_optimizer=1e-2)
-    return model.fit(dataset, epochs=1, verbose=0)
+    return model.fit(dataset, epochs=1, verbose=0, **kwargs)
 
 
 def _fit(*batch):
@@ -598,6 +598,15 @@ CASES = {
         ValueError,
         "The dataset is infinite \\(it repeats without end\\) and `steps` is not given: "
         "`evaluate` would never end\\. Pass `steps`, or end the dataset",
+    ),
+    "an infinite validation dataset without validation_steps": (
+        lambda _: _fit_dataset(
+            tf.data.Dataset.from_tensors((X, X)),
+            validation_data=tf.data.Dataset.from_tensors((X, X)).repeat(),
+        ),
+        ValueError,
+        "The dataset is infinite \\(it repeats without end\\) and `validation_steps` is "
+        "not given: `fit` would never validate\\. Pass `validation_steps`",
     ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
     "a rotation gain of 0, negative, not finite or a bool": (

@@ -255,6 +255,24 @@ def test_a_last_batch_of_one_row_is_refused_before_the_compiled_step_in_fit_and_
     assert np.isfinite(model.evaluate((x1[:8], x2[:8]), batch_size=4, verbose=0)[0])
 
 
+def test_infinite_datasets_train_validate_and_evaluate_for_the_steps_given_by_keyword_or_position():
+    x1, x2 = _pairs(8)
+    endless = tf.data.Dataset.from_tensors((x1, x2)).repeat()
+    model = _model()
+    model.compile(concentration_optimizer=1e-2, jit_compile=False)
+    history = model.fit(
+        endless, epochs=2, steps_per_epoch=2, validation_data=endless, validation_steps=1, verbose=0
+    )
+    assert len(history.history["val_loss"]) == 2 and int(model.optimizer.iterations) == 4
+    by_keyword = model.evaluate(endless, steps=2, verbose=0)[0]
+    by_position = model.evaluate(endless, None, None, 0, None, 2)[0]  # y, batch_size, verbose,
+    assert by_keyword == by_position and np.isfinite(by_keyword)  # sample_weight, steps
+    with pytest.raises(ValueError, match="`steps` is not given"):
+        model.evaluate(endless, None, None, 0, None, None)
+    with pytest.raises(ValueError, match="`steps_per_epoch` is not given"):
+        model.fit(endless, None, None, 1, 0, None, 0.0, None, False, None, None, 0, None)
+
+
 def test_a_training_step_checks_its_pair_once_and_the_loss_options_not_again(monkeypatch):
     model = _model()
     model.compile(concentration_optimizer=1e-2, jit_compile=False, run_eagerly=True)

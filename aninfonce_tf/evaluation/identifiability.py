@@ -305,7 +305,12 @@ class IdentifiabilityEvaluator:
         nonlinear: bool = False,
         alignment_pairs: tuple | None = None,
     ) -> IdentifiabilityEvaluator:
-        """The evaluator of a `SyntheticSetup`'s latents, with its blocks and its Lambda."""
+        """The evaluator of `setup`'s latents, with its blocks and its Lambda.
+
+        Args:
+            setup: the `SyntheticSetup` the latents come from.
+            observations, latents, nonlinear, alignment_pairs: as `IdentifiabilityEvaluator`.
+        """
         return cls(
             observations,
             latents,

@@ -149,7 +149,10 @@ def augmentation_readout(features, params: dict, seed: int = 0, channels: int = 
         channels: of the views; with 1, the `COLOUR_ONLY` targets are left out.
 
     Returns:
-        `augmentation_readout` (the mean), `readout`, `readout_r2`, `readout_source_frame(_r2)`.
+        `{"augmentation_readout": mean balanced accuracy over "readout", "readout":
+        {target one view determines: balanced accuracy}, "readout_r2": {continuous
+        one: R^2}, "readout_source_frame": {flip, crop_center_x_source: balanced
+        accuracy}, "readout_source_frame_r2": {crop_center_x_source: R^2}}`.
 
     Example:
 

@@ -31,11 +31,25 @@ class Evaluator(Protocol):
     """
 
     def evaluate(self, model: Any) -> dict[str, Any]:
-        """`{score name: number, list or dict}` of `model` (a `ContrastiveModel`, say)."""
+        """Scores `model`.
+
+        Args:
+            model: the model to score, typically a `ContrastiveModel`.
+
+        Returns:
+            `{score name: value}`: numbers, lists of numbers or dicts (`outer/inner`).
+        """
         ...
 
     def score_names(self, anisotropic: bool) -> set[str]:
-        """The scalar scores `evaluate` returns (`outer/inner`), `anisotropic` or not."""
+        """The scalar scores `evaluate` returns, which `--stop-at` may name.
+
+        Args:
+            anisotropic: whether the model learns a per-dimension Lambda_hat.
+
+        Returns:
+            The names, nested ones as `outer/inner`.
+        """
         ...
 
 
@@ -76,7 +90,8 @@ def level_stages(progress: Callable[[str], None] | None, level: str) -> Callable
 
 
 def concentration_scores(model) -> dict[str, Any]:
-    """A model's `lambda_hat` and `lambda_hat_low_dimensions` (empty without one).
+    """A model's `lambda_hat` and `lambda_hat_low_dimensions`, the entries below
+    `LOW_CONCENTRATION_FRACTION` of their median; empty for a model without one.
 
     Example:
 
