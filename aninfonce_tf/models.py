@@ -191,10 +191,6 @@ def _shown(logs):
     return None if logs is None else {k: v for k, v in logs.items() if k not in PROGRESS_HIDDEN}
 
 
-# `fit`'s validation data and its number of steps, with their positions after `x`.
-_VALIDATION_ARGUMENTS = (("validation_data", 6), ("validation_steps", 12))
-
-
 def _argument(args: tuple, kwargs: dict, name: str, index: int):
     """Keras' argument `name` of `fit` or `evaluate`, by keyword or at `index` after `x`."""
     return kwargs.get(name, args[index] if len(args) > index else None)
@@ -440,7 +436,8 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         x = fit_input(x, _argument(args, kwargs, "batch_size", 1))
         steps = _argument(args, kwargs, "steps_per_epoch", 11)
         _refuse_endless(x, steps, "steps_per_epoch", "`fit` would never end its first epoch")
-        validation, steps = (_argument(args, kwargs, name, i) for name, i in _VALIDATION_ARGUMENTS)
+        validation = _argument(args, kwargs, "validation_data", 6)
+        steps = _argument(args, kwargs, "validation_steps", 12)
         _refuse_endless(validation, steps, "validation_steps", "`fit` would never validate")
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
