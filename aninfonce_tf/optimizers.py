@@ -262,8 +262,6 @@ def check_settings(config) -> None:
             f"`muon_exclude` ({config.muon_exclude!r}) needs `optimizer` muon; got "
             f"{config.optimizer!r} (with a preset that sets it, pass --muon-exclude '')."
         )
-    if not 0.0 <= config.ema_momentum < 1.0:
-        raise ValueError(f"`ema_momentum` must be in [0, 1); got {config.ema_momentum}.")
 
 
 def encoder_optimizer(config) -> keras.optimizers.Optimizer:

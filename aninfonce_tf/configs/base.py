@@ -28,6 +28,8 @@ EXECUTION_FIELDS = (
 )
 # The largest `seed`: NumPy's and Keras' global seeds are 32-bit.
 MAX_SEED = 2**32 - 1
+# A field's check of its value alone: `rule(name, value)` raises `ValueError`.
+Rule = typing.Callable[[str, typing.Any], None]
 # The sections of the flags in `--help`, in order (`option(group=...)`), and those of
 # the shared fields (`RunConfig`'s); every other field is in the first.
 GROUPS = ("experiment", "training", "evaluation", "devices and saving")
@@ -76,20 +78,57 @@ def split_list(text: str, kind: type = str) -> list:
     return [kind(item.strip()) for item in text.split(",") if item.strip()]
 
 
-def require_at_least(config: RunConfig, name: str, minimum: int, why: str = "") -> None:
-    """Raises `ValueError` naming the field `name` of `config` when below `minimum`.
+def _because(why: str) -> str:
+    return f" ({why})" if why else ""
+
+
+def at_least(minimum: float, why: str = "") -> Rule:
+    """A field's rule (`option(rule=...)`): at least `minimum`, `why` in the message.
 
     Example:
 
-    >>> require_at_least(RunConfig(steps=0), "steps", 1, "0 trains nothing")
+    >>> at_least(1, "0 trains nothing")("steps", 0)
     Traceback (most recent call last):
     ...
     ValueError: `steps` must be at least 1 (0 trains nothing); got 0.
     """
-    value = getattr(config, name)
-    if value < minimum:
-        reason = f" ({why})" if why else ""
-        raise ValueError(f"`{name}` must be at least {minimum}{reason}; got {value}.")
+
+    def rule(name: str, value) -> None:
+        if value < minimum:
+            raise ValueError(f"`{name}` must be at least {minimum}{_because(why)}; got {value}.")
+
+    return rule
+
+
+def not_negative(why: str = "") -> Rule:
+    """A field's rule: 0 or more, `why` in the message."""
+
+    def rule(name: str, value) -> None:
+        if value < 0:
+            raise ValueError(f"`{name}` must not be negative{_because(why)}; got {value}.")
+
+    return rule
+
+
+def positive(name: str, value) -> None:
+    """A field's rule: more than 0."""
+    if not value > 0:
+        raise ValueError(f"`{name}` must be positive; got {value}.")
+
+
+def below_one(name: str, value) -> None:
+    """A field's rule: in [0, 1), as a momentum."""
+    if not 0 <= value < 1:
+        raise ValueError(f"`{name}` must be in [0, 1); got {value}.")
+
+
+def _seed(name: str, value) -> None:
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not (integer and 0 <= value <= MAX_SEED):
+        raise ValueError(
+            f"`{name}` must be an integer from 0 to {MAX_SEED} (NumPy's and Keras' seeds "
+            f"are 32-bit); got {value!r}."
+        )
 
 
 def require_between(
@@ -110,28 +149,43 @@ def require_between(
         raise ValueError(f"`{name}` must be from {minimum} to {maximum}{reason}; got {value}.")
 
 
-def layer_widths(config: RunConfig, name: str, allow_empty: bool = False) -> list[int]:
-    """The comma-separated layer widths of the field `name` of `config` (positive ints)."""
-    text = getattr(config, name)
-    try:
-        widths = split_list(text, strict_int)
-    except ValueError:
-        widths = None
-    if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
-        raise ValueError(
-            f"`{name}` must be comma-separated positive widths such as '64,32'"
-            f"{' (or empty)' if allow_empty else ''}; got {text!r}."
-        )
-    return widths
+def layer_widths(allow_empty: bool = False) -> Rule:
+    """A field's rule: comma-separated positive layer widths such as '64,32'.
+
+    Example:
+
+    >>> layer_widths()("projector_units", "64,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: `projector_units` must be comma-separated positive widths such as '64,32'; got '64,0'.
+    """
+
+    def rule(name: str, text: str) -> None:
+        try:
+            widths = split_list(text, strict_int)
+        except ValueError:
+            widths = None
+        if widths is None or any(width < 1 for width in widths) or not (widths or allow_empty):
+            raise ValueError(
+                f"`{name}` must be comma-separated positive widths such as '64,32'"
+                f"{' (or empty)' if allow_empty else ''}; got {text!r}."
+            )
+
+    return rule
 
 
 def option(
-    default, help: str, choices: typing.Sequence[str] | None = None, group: str | None = None
+    default,
+    help: str,
+    choices: typing.Sequence[str] | None = None,
+    group: str | None = None,
+    rule: Rule | None = None,
 ):
-    """A config field with its flag's `help`, `choices` and `--help` section (`GROUPS`)."""
+    """A config field with its flag's `help`, `choices`, `--help` section (`GROUPS`) and
+    `rule`, the check of its value alone that `RunConfig.validate` runs (`at_least`...)."""
     if group is not None and group not in GROUPS:
         raise ValueError(f"Unknown `group` {group!r}; expected one of {GROUPS}.")
-    metadata = {"help": help, "choices": choices, "group": group}
+    metadata = {"help": help, "choices": choices, "group": group, "rule": rule}
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -149,9 +203,11 @@ class RunConfig:
         "aninfonce,infonce", f"loss variants, comma-separated, from {', '.join(LOSS_VARIANTS)}"
     )
     steps: int = option(1000, "training steps per loss")
-    batch_size: int = option(256, "positive pairs per step (global, over every replica)")
+    batch_size: int = option(
+        256, "positive pairs per step (global, over every replica)", rule=at_least(2)
+    )
     optimizer: str = option("adam", "encoder optimizer", optimizers.OPTIMIZERS)
-    learning_rate: float = option(1e-3, "encoder learning rate")
+    learning_rate: float = option(1e-3, "encoder learning rate", rule=not_negative())
     learning_rate_schedule: str = option(
         "constant",
         "encoder learning rate: constant, or cosine (decays to 0 over `steps`)",
@@ -160,22 +216,25 @@ class RunConfig:
     warmup_steps: int = option(
         0, "steps over which the encoder learning rate rises linearly from 0 (0: none)"
     )
-    momentum: float = option(0.9, "momentum of the sgd and lars optimizers")
+    momentum: float = option(0.9, "momentum of the sgd and lars optimizers", rule=below_one)
     ema_momentum: float = option(
         0.0,
         "momentum of an exponential moving average of the weights, which evaluation, "
         "--stop-at and the saved model use (0: none)",
+        rule=below_one,
     )
     weight_decay: float = option(
         0.0,
         "encoder weight decay (adamw, sgd, muon), decoupled as Keras' `weight_decay`; never "
         "on Lambda_hat",
+        rule=not_negative(),
     )
     l2_weight_decay: float = option(
         0.0,
         "encoder L2 weight decay added to the gradient before the momentum (sgd: PyTorch "
         "SGD's `weight_decay`, ~10x a Keras weight_decay of the same value at momentum 0.9; "
         "lars: SimCLR's decay, inside the trust ratio); never on Lambda_hat",
+        rule=not_negative(),
     )
     muon_exclude: str = option(
         "",
@@ -183,7 +242,9 @@ class RunConfig:
         "(Keras' exclude_layers); `hidden` leaves Muon only the output layer of the "
         "MLP encoders",
     )
-    concentration_learning_rate: float = option(1e-2, "Lambda_hat's Adam learning rate")
+    concentration_learning_rate: float = option(
+        1e-2, "Lambda_hat's Adam learning rate", rule=not_negative()
+    )
     parametrization: str = option(
         "exp", "Lambda_hat as a function of its variable", PARAMETRIZATIONS
     )
@@ -191,6 +252,7 @@ class RunConfig:
         0.0,
         "Lambda_hat's start; 0: 1 / infonce_temperature, so that AnInfoNCE starts as the "
         "InfoNCE baseline; start below every true Lambda (docs/tuning.md, point 1)",
+        rule=not_negative(),
     )
     infonce_temperature: float = option(0.2, "temperature of the InfoNCE baseline")
     hard_negative_beta: float = option(0.5, "beta of the *_hard_negatives loss variants")
@@ -207,6 +269,7 @@ class RunConfig:
         "steps between the training loss and Lambda_hat written to TensorBoard (at most "
         "`eval_every`; moved to the nearest divisor of the checkpoint period, see "
         "`save_every`, that `steps_per_execution` divides)",
+        rule=positive,
     )
     tensorboard_all_scores: bool = option(
         False,
@@ -242,7 +305,7 @@ class RunConfig:
         "(a TPU Node, deprecated by Google Cloud)",
     )
     export: bool = option(True, "export each encoder as a SavedModel with Lambda_hat beside it")
-    seed: int = option(0, "seed of the data, the generator and the initialisation")
+    seed: int = option(0, "seed of the data, the generator and the initialisation", rule=_seed)
 
     # A subclass's fields that a resumed run may change, as `EXECUTION_FIELDS`: those
     # of an evaluation that runs after training.
@@ -314,31 +377,27 @@ class RunConfig:
         """Raises ValueError for inputs the run reads from outside its config (none here)."""
 
     def validate(self) -> None:
-        """Raises `ValueError` naming a field whose value cannot run, before any training."""
-        names = self.loss_names()
+        """Raises `ValueError` naming a field whose value cannot run, before any training:
+        each field's value alone (finite, its `rule`, its `choices`), then across fields."""
+        rules = {
+            field.name: field.metadata["rule"]
+            for cls in reversed(type(self).__mro__)
+            if dataclasses.is_dataclass(cls)
+            for field in dataclasses.fields(cls)
+            if field.metadata.get("rule")
+        }
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
-        # Before the learning rate, which the image configs scale by the batch size.
-        require_at_least(self, "batch_size", 2)
-        for name in (
-            "learning_rate",
-            "concentration_learning_rate",
-            "weight_decay",
-            "l2_weight_decay",
-            "initial_concentration",  # 0: 1 / infonce_temperature
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"`{name}` must not be negative; got {getattr(self, name)}.")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"`momentum` must be in [0, 1); got {self.momentum}.")
-        integer = isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool)
-        if not (integer and 0 <= self.seed <= MAX_SEED):
-            raise ValueError(
-                f"`seed` must be an integer from 0 to {MAX_SEED} (NumPy's and Keras' seeds "
-                f"are 32-bit); got {self.seed!r}."
-            )
+            if field.name in rules:
+                rules[field.name](field.name, value)
+            choices = field.metadata.get("choices")
+            if choices and value not in choices:
+                raise ValueError(
+                    f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
+                )
+        names = self.loss_names()
         optimizers.check_settings(self)
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:
             raise ValueError(
@@ -350,8 +409,6 @@ class RunConfig:
                 f"`warmup_steps` ({self.warmup_steps}) must be 0 or fewer than `steps` "
                 f"({self.steps}): the learning rate would never reach its peak nor decay."
             )
-        if self.log_every < 1:
-            raise ValueError(f"`log_every` must be positive; got {self.log_every}.")
         if self.steps_per_execution < 1 or self.eval_every % self.steps_per_execution:
             raise ValueError(
                 f"`steps_per_execution` ({self.steps_per_execution}) must be positive and "
@@ -366,12 +423,6 @@ class RunConfig:
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
-        for field in dataclasses.fields(self):
-            choices, value = field.metadata.get("choices"), getattr(self, field.name)
-            if choices and value not in choices:
-                raise ValueError(
-                    f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
-                )
         self._validate_losses(names)
         memory.check_loss(
             self.batch_size,
@@ -417,7 +468,11 @@ __all__ = [
     "as_usage_errors",
     "layer_widths",
     "option",
-    "require_at_least",
+    "Rule",
+    "at_least",
+    "below_one",
+    "not_negative",
+    "positive",
     "require_between",
     "split_list",
 ]

@@ -18,9 +18,10 @@ from aninfonce_tf.configs import image_data, readout_check
 from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
     RunConfig,
+    at_least,
     layer_widths,
+    not_negative,
     option,
-    require_at_least,
     split_list,
 )
 from aninfonce_tf.configs.learning_rates import (
@@ -137,8 +138,10 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
     synchronized_batch_norm: bool = option(
         False, "batch norm statistics over all replicas (ResNets, projector)"
     )
-    features: int = option(256, "backbone features (small_cnn)")
-    projector_units: str = option("512,128", "projection head widths, the last its output")
+    features: int = option(256, "backbone features (small_cnn)", rule=at_least(1))
+    projector_units: str = option(
+        "512,128", "projection head widths, the last its output", rule=layer_widths()
+    )
     projector_batch_norm: bool = option(
         False, "batch norm after each projector layer, as SimCLR's ImageNet head"
     )
@@ -146,12 +149,20 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         0.0,
         "projector kernels drawn from N(0, stddev^2), as SimCLR's head (0.01); 0: Keras' "
         "Glorot uniform",
+        rule=not_negative(),
     )
-    patches_per_photo: int = option(400, "training patches cut from each photo (photos)")
+    patches_per_photo: int = option(
+        400, "training patches cut from each photo (photos)", rule=at_least(1)
+    )
     probe_size: int = option(
-        2000, "images the class probes fit on (and as many scored)", group="evaluation"
+        2000,
+        "images the class probes fit on (and as many scored)",
+        group="evaluation",
+        rule=at_least(FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"),
     )
-    readout_size: int = option(2000, "augmented views the readout probes use", group="evaluation")
+    readout_size: int = option(
+        2000, "augmented views the readout probes use", group="evaluation", rule=at_least(1)
+    )
     mock_data: bool = option(False, "random tfds examples instead of the dataset (--smoke)")
     view_dtype: str = option(
         "float32",
@@ -163,18 +174,26 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         0,
         "training epochs; when positive, sets steps = epochs x (training examples // batch)",
         group="training",
+        rule=not_negative("0: give the step field instead"),
     )
     warmup_epochs: int = option(
-        0, "learning-rate warm-up epochs; when positive, sets warmup_steps", group="training"
+        0,
+        "learning-rate warm-up epochs; when positive, sets warmup_steps",
+        group="training",
+        rule=not_negative("0: give the step field instead"),
     )
     eval_epochs: int = option(
-        0, "epochs between evaluations; when positive, sets eval_every", group="evaluation"
+        0,
+        "epochs between evaluations; when positive, sets eval_every",
+        group="evaluation",
+        rule=not_negative("0: give the step field instead"),
     )
     base_learning_rate: float = option(
         0.0,
         "when positive, sets learning_rate from the batch size: base_learning_rate x "
         "batch_size / 256 (learning_rate_scaling linear) or x sqrt(batch_size) (sqrt)",
         group="training",
+        rule=not_negative("0: give the step field instead"),
     )
     learning_rate_scaling: str = option(
         "linear",
@@ -240,28 +259,10 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
 
     def validate(self) -> None:
         """`RunConfig.validate` of `resolved()`, its learning-rate scaling and the image fields."""
-        for name in ("epochs", "warmup_epochs", "eval_epochs", "base_learning_rate"):
-            if getattr(self, name) < 0:
-                raise ValueError(
-                    f"`{name}` must not be negative (0: give the step field instead); got "
-                    f"{getattr(self, name)}."
-                )
         RunConfig.validate(self.resolved())
         check_learning_rate_scaling(
             self.base_learning_rate, self.batch_size, self.learning_rate_scaling
         )
-        if self.projector_kernel_stddev < 0:
-            raise ValueError(
-                f"`projector_kernel_stddev` must not be negative; got {self.projector_kernel_stddev}."
-            )
-        require_at_least(self, "features", 1)
-        layer_widths(self, "projector_units")
-        require_at_least(self, "patches_per_photo", 1)
-        require_at_least(
-            self, "probe_size", FOLDS, f"the class probe is fitted by {FOLDS}-fold cross-validation"
-        )
-        require_at_least(self, "readout_size", 1)
-        self.validate_readout_check()
         self.validate_linear_evaluation(self.dataset, self.data_dir or None, self.mock_data)
 
     def check_inputs(self) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from aninfonce_tf.configs.base import RunConfig, option, require_at_least
+from aninfonce_tf.configs.base import RunConfig, at_least, option, positive
 from aninfonce_tf.data.datasets import IMAGENET_10PCT, require_prepared
 from aninfonce_tf.data.probe_sets import centre_square
 from aninfonce_tf.evaluation.linear_evaluation import SCORE, LinearEvaluator
@@ -39,20 +39,26 @@ class LinearEvaluationConfig(RunConfig):
         "features of every training image, at the final step only (SimCLR's protocol; "
         "0: none)",
         group="evaluation",
+        rule=at_least(0, "0: no final linear evaluation"),
     )
     linear_eval_batch_size: int = option(
-        512, "batch of the final linear evaluation's classifier", group="evaluation"
+        512,
+        "batch of the final linear evaluation's classifier",
+        group="evaluation",
+        rule=at_least(1),
     )
     linear_eval_base_learning_rate: float = option(
         0.1,
         "learning rate per 256 examples of the final linear evaluation's classifier, "
         "x linear_eval_batch_size / 256 (SGD, Nesterov momentum 0.9, cosine to 0)",
         group="evaluation",
+        rule=positive,
     )
     linear_eval_weight_decay: float = option(
         0.0,
         "L2 penalty of the final linear evaluation's classifier, x ||w||^2 / 2",
         group="evaluation",
+        rule=at_least(0),
     )
     linear_eval_split: str = option(
         "train",
@@ -78,14 +84,6 @@ class LinearEvaluationConfig(RunConfig):
         self, dataset: str, data_dir: str | None = None, mock_data: bool = False
     ) -> None:
         """Raises `ValueError` naming a linear-evaluation field that cannot run on `dataset`."""
-        require_at_least(self, "linear_eval_epochs", 0, "0: no final linear evaluation")
-        require_at_least(self, "linear_eval_batch_size", 1)
-        if self.linear_eval_base_learning_rate <= 0:
-            raise ValueError(
-                "`linear_eval_base_learning_rate` must be positive; got "
-                f"{self.linear_eval_base_learning_rate}."
-            )
-        require_at_least(self, "linear_eval_weight_decay", 0)
         if self.linear_eval_split != "10pct":
             return
         if dataset != "imagenet2012":

@@ -25,9 +25,10 @@ from aninfonce_tf.checkpoints import replace_atomically, write_json
 from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
     RunConfig,
+    at_least,
     layer_widths,
+    not_negative,
     option,
-    require_at_least,
     split_list,
 )
 from aninfonce_tf.configs.parts import Experiment
@@ -69,14 +70,27 @@ class MnistVaeConfig(RunConfig):
     )
     conditional: str = option("projected_normal", "positive conditional z+ | z", CONDITIONALS)
     vae_source: str = option("digits", "images the VAE learns from", SOURCES)
-    vae_steps: int = option(3000, "VAE training steps (batch 128)")
+    vae_steps: int = option(
+        3000,
+        "VAE training steps (batch 128)",
+        rule=at_least(1, "Keras would read 0 as: until the data ends"),
+    )
     vae_beta: float = option(
-        0.25, "weight of the VAE's KL term (at 1, two of 10 latents barely changed the image)"
+        0.25,
+        "weight of the VAE's KL term (at 1, two of 10 latents barely changed the image)",
+        rule=not_negative(),
     )
     vae_cache_dir: str = option("~/.cache/aninfonce_tf/vae", "where trained VAEs are kept")
     data_dir: str = option("", "tfds data directory holding a prepared mnist (vae_source mnist)")
-    encoder_filters: str = option("32,64", "the CNN encoder's convolution widths")
-    eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
+    encoder_filters: str = option(
+        "32,64", "the CNN encoder's convolution widths", rule=layer_widths()
+    )
+    eval_size: int = option(
+        4096,
+        "held-out latents per evaluation",
+        group="evaluation",
+        rule=at_least(IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"),
+    )
     # The shared fields, at the tuned synthetic values.
     batch_size: int = option(512, "positive pairs per step (global, over every replica)")
     steps: int = option(2000, "training steps per loss")
@@ -88,13 +102,6 @@ class MnistVaeConfig(RunConfig):
         """`RunConfig.validate`, then this experiment's own fields."""
         super().validate()
         self.true_concentration()  # raises naming `concentration` (or `dim`)
-        require_at_least(self, "vae_steps", 1, "Keras would read 0 as: until the data ends")
-        if self.vae_beta < 0:
-            raise ValueError(f"`vae_beta` must not be negative; got {self.vae_beta}.")
-        layer_widths(self, "encoder_filters")
-        require_at_least(
-            self, "eval_size", IdentifiabilityEvaluator.FEWEST_SAMPLES, "half fits, half scores"
-        )
         side, _, channels = IMAGE_SHAPE
         memory.check_allocations([memory.image_set(self.eval_size, side, channels, "eval_size")])
 

@@ -4,7 +4,7 @@ Details: docs/method.md#the-check-in-the-image-runs
 Example:
 
 >>> config = ReadoutCheckConfig(readout_check_steps=-1)
->>> config.validate_readout_check()
+>>> config.validate()
 Traceback (most recent call last):
 ...
 ValueError: `readout_check_steps` must be at least 0 (0: no check, the readout averages every target); got -1.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import keras
 import tensorflow as tf
 
-from aninfonce_tf.configs.base import RunConfig, option, require_at_least
+from aninfonce_tf.configs.base import RunConfig, at_least, option
 from aninfonce_tf.data.augment import SimCLRAugment
 from aninfonce_tf.data.datasets import pair_batches
 from aninfonce_tf.evaluation.determinable import determinability
@@ -32,6 +32,13 @@ CHECK_VIEWS_SEED = 124
 CHECK_SEED = 0
 
 
+def _pairs_of_views(name: str, value: int) -> None:
+    why = "the two views of half as many training images"
+    at_least(2, why)(name, value)
+    if value % 2:
+        raise ValueError(f"`{name}` must be even ({why}); got {value}.")
+
+
 @dataclasses.dataclass
 class ReadoutCheckConfig(RunConfig):
     """A run config with the settings of the supervised readout check (beside `RunConfig`'s)."""
@@ -42,24 +49,14 @@ class ReadoutCheckConfig(RunConfig):
         "readout targets one view determines, the only ones augmentation_readout then "
         "averages (augmentation_readout_all_targets: every one); 0: no check",
         group="evaluation",
+        rule=at_least(0, "0: no check, the readout averages every target"),
     )
     readout_check_batch_size: int = option(
-        256, "training views per step of the readout check", group="evaluation"
+        256,
+        "training views per step of the readout check",
+        group="evaluation",
+        rule=_pairs_of_views,
     )
-
-    def validate_readout_check(self) -> None:
-        """Raises `ValueError` naming the field of the check that cannot run."""
-        require_at_least(
-            self, "readout_check_steps", 0, "0: no check, the readout averages every target"
-        )
-        require_at_least(
-            self, "readout_check_batch_size", 2, "the two views of half as many training images"
-        )
-        if self.readout_check_batch_size % 2:
-            raise ValueError(
-                "`readout_check_batch_size` must be even (the two views of half as many "
-                f"training images); got {self.readout_check_batch_size}."
-            )
 
 
 def readout_check(

@@ -10,9 +10,9 @@ from aninfonce_tf import memory, plots
 from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
     RunConfig,
+    at_least,
     layer_widths,
     option,
-    require_at_least,
     split_list,
 )
 from aninfonce_tf.configs.parts import Experiment
@@ -95,17 +95,25 @@ class RenderedConfig(RunConfig):
         "pooled_cnn", "backbone (encoders.pooled_cnn or small_cnn)", tuple(ENCODERS)
     )
     encoder_filters: str = option(
-        "16,32,48", "the CNN's convolution widths (pooled_cnn: the first two stride 2)"
+        "16,32,48",
+        "the CNN's convolution widths (pooled_cnn: the first two stride 2)",
+        rule=layer_widths(),
     )
-    features: int = option(128, "backbone features")
-    projector_units: str = option("256,16", "projection head widths, the last its output")
+    features: int = option(128, "backbone features", rule=at_least(1))
+    projector_units: str = option(
+        "256,16", "projection head widths, the last its output", rule=layer_widths()
+    )
     eval_size: int = option(
         2000,
         "held-out renders: the probes fit on half, tune on a quarter, are scored on a quarter",
         group="evaluation",
+        rule=at_least(100, "a quarter scores the probes"),
     )
     readout_size: int = option(
-        1000, "augment: augmented views the augmentation readout reads", group="evaluation"
+        1000,
+        "augment: augmented views the augmentation readout reads",
+        group="evaluation",
+        rule=at_least(1),
     )
     nonlinear: bool = option(True, "also the kernel-ridge R^2 of every latent", group="evaluation")
 
@@ -113,11 +121,6 @@ class RenderedConfig(RunConfig):
         """`RunConfig.validate`, then this experiment's own fields."""
         super().validate()
         pairs(self)
-        for field in ("encoder_filters", "projector_units"):
-            layer_widths(self, field)
-        require_at_least(self, "features", 1)
-        require_at_least(self, "eval_size", 100, "a quarter scores the probes")
-        require_at_least(self, "readout_size", 1)
         memory.check_allocations(
             [
                 memory.image_set(self.eval_size, self.size, 3, "eval_size"),

@@ -20,9 +20,9 @@ import tensorflow as tf
 from aninfonce_tf import memory, plots
 from aninfonce_tf.configs.base import (
     RunConfig,
+    at_least,
     layer_widths,
     option,
-    require_at_least,
     require_between,
     split_list,
 )
@@ -77,9 +77,15 @@ class SyntheticConfig(RunConfig):
     )
     conditional: str = option("projected_normal", "positive conditional z+ | z", CONDITIONALS)
     generator_draws: int = option(
-        25_000, "draws per generator layer; the best-conditioned is kept (the authors': 25,000)"
+        25_000,
+        "draws per generator layer; the best-conditioned is kept (the authors': 25,000)",
+        rule=at_least(1, "candidate matrices per layer of the generator"),
     )
-    hidden_units: str = option("100,500,500,500,500,100", "encoder MLP widths, comma-separated")
+    hidden_units: str = option(
+        "100,500,500,500,500,100",
+        "encoder MLP widths, comma-separated",
+        rule=layer_widths(allow_empty=True),
+    )
     embedding_dim: int = option(
         0, "encoder outputs: 0 is dim, as the theory assumes; more gives it room (docs/tuning.md)"
     )
@@ -146,10 +152,7 @@ class SyntheticConfig(RunConfig):
                     f"finite; got {self.concentration_mean}."
                 )
         self.true_concentration()  # raises naming `concentration`
-        require_at_least(
-            self, "generator_draws", 1, "candidate matrices per layer of the generator"
-        )
-        hidden = layer_widths(self, "hidden_units", allow_empty=True)
+        hidden = split_list(self.hidden_units, int)
         width = self.embedding_dim or self.dim
         # The width of the layer before the encoder's output layer.
         before = hidden[-1] if hidden else self.dim

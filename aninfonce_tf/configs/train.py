@@ -21,9 +21,9 @@ from aninfonce_tf.configs.base import (
     CONVOLUTIONAL_JIT_HELP,
     RunConfig,
     as_usage_errors,
+    at_least,
     layer_widths,
     option,
-    require_at_least,
     split_list,
 )
 from aninfonce_tf.configs.parts import Experiment
@@ -70,12 +70,18 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
         "ResNet50, ...), hub:PRESET or FILE.py:FUNCTION",
     )
     weights: str = option("none", "a keras.applications backbone's local weights file, or none")
-    image_size: int = option(32, "side of the square views (and of the images as read)")
+    image_size: int = option(
+        32,
+        "side of the square views (and of the images as read)",
+        rule=at_least(8, "SimCLR's crops of smaller images"),
+    )
     augmentation: str = option(
         "simclr_cifar10", "view preset, at --image-size", tuple(AUGMENTATION_PRESETS)
     )
-    features: int = option(256, "backbone features (small_cnn)")
-    projector_units: str = option("512,128", "projection head widths, the last its output")
+    features: int = option(256, "backbone features (small_cnn)", rule=at_least(1))
+    projector_units: str = option(
+        "512,128", "projection head widths, the last its output", rule=layer_widths()
+    )
     probe_size: int = option(
         500,
         "labelled images held out of training for the probes (and as many training images "
@@ -93,9 +99,6 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
     def validate(self) -> None:
         """`RunConfig.validate`, then the sizes and the backbone's name."""
         super().validate()
-        require_at_least(self, "image_size", 8, "SimCLR's crops of smaller images")
-        require_at_least(self, "features", 1)
-        layer_widths(self, "projector_units")
         if self.probe_size and self.probe_size < FOLDS:
             raise ValueError(
                 f"`probe_size` must be 0 or at least {FOLDS} (the probe's cross-validation); "

@@ -157,6 +157,14 @@ def test_run_config_errors_name_the_field(overrides, field, tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+def test_a_field_a_config_declares_again_keeps_the_rule_of_the_field_it_replaces():
+    # MnistVaeConfig declares `batch_size` and `steps` again with its own defaults.
+    config = importlib.import_module("aninfonce_tf.configs.mnist_vae").MnistVaeConfig
+    with pytest.raises(ValueError, match="`batch_size` must be at least 2; got 1"):
+        config(batch_size=1).validate()
+    config(batch_size=2).validate()
+
+
 def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
     for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae", "rendered"):
         module = importlib.import_module(f"aninfonce_tf.configs.{name}")
