@@ -93,6 +93,7 @@ class SyntheticConfig(RunConfig):
         0.0,
         "a learned rotation after the encoder's output layer (LearnedRotation), its angles "
         "turning at this multiple of the learning rate, at most 100 (0: none; docs/tuning.md, 10)",
+        rule=lambda name, value: checked_gain(value, name, allow_zero=True),
     )
     eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
     nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)", group="evaluation")
@@ -169,7 +170,6 @@ class SyntheticConfig(RunConfig):
             most_rows,
             "half fits, half scores; " + int32.format("eval_size"),
         )
-        checked_gain(self.rotation_gain, "rotation_gain", allow_zero=True)
         if self.alignment_pairs:
             require_between(
                 self,

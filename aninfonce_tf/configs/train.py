@@ -43,6 +43,13 @@ VALUE_RANGES = ("auto", "1", "255")
 SUMMARY = tuple(f"{level}/{score}" for level in LEVELS for score in ImageProbeEvaluator.SCORES)
 
 
+def _no_probes_or_folds(name: str, value: int) -> None:
+    if value and value < FOLDS:
+        raise ValueError(
+            f"`{name}` must be 0 or at least {FOLDS} (the probe's cross-validation); got {value}."
+        )
+
+
 @dataclasses.dataclass
 class TrainConfig(RunConfig):
     """Every setting of `aninfonce-tf train` (the shared ones: `RunConfig`).
@@ -87,6 +94,7 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
         "labelled images held out of training for the probes (and as many training images "
         "they fit on); 0: no probes",
         group="evaluation",
+        rule=_no_probes_or_folds,
     )
     # The shared fields, for a first run on a CPU.
     losses: str = option("aninfonce", "loss variants, comma-separated")
@@ -97,13 +105,8 @@ tfds:NAME[:SPLIT] (prepared with `tfds build NAME --data_dir DIR`).
     jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     def validate(self) -> None:
-        """`RunConfig.validate`, then the sizes and the backbone's name."""
+        """`RunConfig.validate`, then the backbone's name and weights."""
         super().validate()
-        if self.probe_size and self.probe_size < FOLDS:
-            raise ValueError(
-                f"`probe_size` must be 0 or at least {FOLDS} (the probe's cross-validation); "
-                f"got {self.probe_size}."
-            )
         check_backbone(self.backbone, None if self.weights == "none" else self.weights)
 
     def check_inputs(self) -> None:

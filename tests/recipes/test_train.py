@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from aninfonce_tf import recipes
 from aninfonce_tf.backbones import backbone, expects_pixel_values, for_unit_images
+from aninfonce_tf.configs.train import TrainConfig
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.user_images import check_images_source, read_images
 
@@ -82,6 +83,13 @@ def test_a_rescaling_first_backbone_sees_pixel_values():
     resnet = backbone("ResNet50", (32, 32, 3))  # no preprocessing of its own: caffe's
     expected = keras.applications.resnet.preprocess_input(views * 255.0)
     np.testing.assert_allclose(resnet.layers[1](views), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_a_probe_set_smaller_than_its_folds_is_refused_and_zero_means_no_probes():
+    with pytest.raises(ValueError, match="`probe_size` must be 0 or at least 3 .*; got 2"):
+        TrainConfig(probe_size=2).validate()
+    for size in (0, 3):
+        TrainConfig(probe_size=size).validate()
 
 
 @pytest.mark.parametrize(
@@ -212,8 +220,6 @@ def test_arrays_out_of_their_range_and_odd_labels_are_refused_or_read_right(tmp_
 
 
 def test_a_backbone_that_cannot_take_the_images_or_mock_data_beside_data_is_one_line(tmp_path):
-    from aninfonce_tf.configs.train import TrainConfig
-
     with pytest.raises(ValueError, match="--backbone InceptionV3 cannot be built for"):
         TrainConfig(mock_data=True, backbone="InceptionV3").check_inputs()
     with pytest.raises(ValueError, match="--data .* would be ignored"):
