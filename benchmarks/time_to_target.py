@@ -384,7 +384,7 @@ def write_summary(path: Path, runs: list[dict], scores: dict[str, str]) -> None:
 
 def _cpu_name() -> str:
     """The CPU's model name, core count and widest vector instructions, as Linux reports
-    them (the kernels they select round float32 differently)."""
+    them: a seed's curve measured on one CPU need not repeat on another."""
     cpuinfo = Path("/proc/cpuinfo")
     lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
     names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
