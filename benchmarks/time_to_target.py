@@ -383,14 +383,14 @@ def write_summary(path: Path, runs: list[dict], scores: dict[str, str]) -> None:
 
 
 def _cpu_name() -> str:
-    """The CPU's model name and core count, as Linux reports them."""
+    """The CPU's model name, core count and widest vector instructions, as Linux reports
+    them: a seed's curve measured on one CPU need not repeat on another."""
     cpuinfo = Path("/proc/cpuinfo")
-    names = [
-        line.split(":", 1)[1].strip()
-        for line in (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
-        if line.startswith("model name")
-    ]
-    return f"{names[0] if names else 'unknown CPU'}, {len(names) or '?'} cores"
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{names[0] if names else 'unknown CPU'}, {len(names) or '?'} cores, {vectors}"
 
 
 if __name__ == "__main__":
