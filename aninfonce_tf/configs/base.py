@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 import numbers
 import typing
@@ -94,7 +95,7 @@ def at_least(minimum: float, why: str = "") -> Rule:
     """
 
     def rule(name: str, value) -> None:
-        if value < minimum:
+        if not value >= minimum:
             raise ValueError(f"`{name}` must be at least {minimum}{_because(why)}; got {value}.")
 
     return rule
@@ -104,7 +105,7 @@ def not_negative(why: str = "") -> Rule:
     """A field's rule: 0 or more, `why` in the message."""
 
     def rule(name: str, value) -> None:
-        if value < 0:
+        if not value >= 0:
             raise ValueError(f"`{name}` must not be negative{_because(why)}; got {value}.")
 
     return rule
@@ -113,6 +114,12 @@ def not_negative(why: str = "") -> Rule:
 def positive(name: str, value) -> None:
     """A field's rule: more than 0."""
     if not value > 0:
+        raise ValueError(f"`{name}` must be positive; got {value}.")
+
+
+def positive_count(name: str, value) -> None:
+    """A field's rule: a count of 1 or more, as a number of steps."""
+    if not value >= 1:
         raise ValueError(f"`{name}` must be positive; got {value}.")
 
 
@@ -269,7 +276,7 @@ class RunConfig:
         "steps between the training loss and Lambda_hat written to TensorBoard (at most "
         "`eval_every`; moved to the nearest divisor of the checkpoint period, see "
         "`save_every`, that `steps_per_execution` divides)",
-        rule=positive,
+        rule=positive_count,
     )
     tensorboard_all_scores: bool = option(
         False,
@@ -379,19 +386,25 @@ class RunConfig:
     def validate(self) -> None:
         """Raises `ValueError` naming a field whose value cannot run, before any training:
         each field's value alone (finite, its `rule`, its `choices`), then across fields."""
+        # A field a class declares again without a rule keeps the rule it replaces.
         rules = {
             field.name: field.metadata["rule"]
             for cls in reversed(type(self).__mro__)
             if dataclasses.is_dataclass(cls)
             for field in dataclasses.fields(cls)
-            if field.metadata.get("rule")
+            if field.name in inspect.get_annotations(cls) and field.metadata.get("rule")
         }
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if isinstance(value, float) and not math.isfinite(value):
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if number and not math.isfinite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
             if field.name in rules:
-                rules[field.name](field.name, value)
+                try:
+                    rules[field.name](field.name, value)
+                except (TypeError, AttributeError):  # e.g. None, or a number for a list
+                    kind = "text" if isinstance(field.default, str) else "a number"
+                    raise ValueError(f"`{field.name}` must be {kind}; got {value!r}.") from None
             choices = field.metadata.get("choices")
             if choices and value not in choices:
                 raise ValueError(
@@ -473,6 +486,7 @@ __all__ = [
     "below_one",
     "not_negative",
     "positive",
+    "positive_count",
     "require_between",
     "split_list",
 ]

@@ -258,7 +258,8 @@ class ImageConfig(LinearEvaluationConfig, ReadoutCheckConfig):
         return dataclasses.replace(self, **values)
 
     def validate(self) -> None:
-        """`RunConfig.validate` of `resolved()`, its learning-rate scaling and the image fields."""
+        """`RunConfig.validate` of `resolved()`, then its learning-rate scaling and linear
+        evaluation."""
         RunConfig.validate(self.resolved())
         check_learning_rate_scaling(
             self.base_learning_rate, self.batch_size, self.learning_rate_scaling

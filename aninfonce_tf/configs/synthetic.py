@@ -40,6 +40,10 @@ from aninfonce_tf.parsing import strict_int
 from aninfonce_tf.rotation import checked_gain
 
 
+def _rotation_gain(name: str, value) -> None:
+    checked_gain(value, name, allow_zero=True)
+
+
 @dataclasses.dataclass
 class SyntheticConfig(RunConfig):
     """Every hyperparameter of the synthetic experiment (docs/method.md#the-synthetic-conditionals).
@@ -93,7 +97,7 @@ class SyntheticConfig(RunConfig):
         0.0,
         "a learned rotation after the encoder's output layer (LearnedRotation), its angles "
         "turning at this multiple of the learning rate, at most 100 (0: none; docs/tuning.md, 10)",
-        rule=lambda name, value: checked_gain(value, name, allow_zero=True),
+        rule=_rotation_gain,
     )
     eval_size: int = option(4096, "held-out latents per evaluation", group="evaluation")
     nonlinear_r2: bool = option(False, "also fit the kernel-ridge R^2 (slower)", group="evaluation")

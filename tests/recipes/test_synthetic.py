@@ -165,6 +165,17 @@ def test_a_field_a_config_declares_again_keeps_the_rule_of_the_field_it_replaces
     config(batch_size=2).validate()
 
 
+def test_a_value_no_rule_can_compare_is_one_value_error_naming_its_field():
+    for overrides, message in [
+        (dict(batch_size=None), "`batch_size` must be a number; got None"),
+        (dict(hidden_units=64), "`hidden_units` must be text; got 64"),
+        (dict(generator_draws=np.float32("nan")), "`generator_draws` must be a finite number"),
+        (dict(log_every=0.5), "`log_every` must be positive; got 0.5"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            synthetic.SyntheticConfig(**overrides).validate()
+
+
 def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
     for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae", "rendered"):
         module = importlib.import_module(f"aninfonce_tf.configs.{name}")
