@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import numbers
 import warnings
 
 import keras
@@ -197,7 +198,15 @@ def _argument(args: tuple, kwargs: dict, name: str, index: int):
 
 
 def _refuse_endless(data, steps, flag: str, never: str) -> None:
-    """Raises `ValueError` for an infinite dataset `data` without its `steps` (`flag`)."""
+    """Raises `ValueError` for `steps` (`flag`) below 1, which Keras reads as "until the
+    data ends", and for an infinite dataset `data` without its `steps`."""
+    if steps is not None and not (
+        isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and steps >= 1
+    ):
+        raise ValueError(
+            f"`{flag}` must be a positive number of batches, or None (until the data ends); "
+            f"got {steps!r}."
+        )
     endless = isinstance(data, tf.data.Dataset) and (
         data.cardinality() == tf.data.INFINITE_CARDINALITY
     )

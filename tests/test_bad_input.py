@@ -599,6 +599,11 @@ CASES = {
         "The dataset is infinite \\(it repeats without end\\) and `steps` is not given: "
         "`evaluate` would never end\\. Pass `steps`, or end the dataset",
     ),
+    "a number of steps below 1 to fit or evaluate": (
+        lambda _: _model().evaluate(tf.data.Dataset.from_tensors((X, X)).repeat(), steps=0),
+        ValueError,
+        "`steps` must be a positive number of batches, or None \\(until the data ends\\); got 0",
+    ),
     "an infinite validation dataset without validation_steps": (
         lambda _: _fit_dataset(
             tf.data.Dataset.from_tensors((X, X)),

@@ -271,6 +271,11 @@ def test_infinite_datasets_train_validate_and_evaluate_for_the_steps_given_by_ke
         model.evaluate(endless, None, None, 0, None, None)
     with pytest.raises(ValueError, match="`steps_per_epoch` is not given"):
         model.fit(endless, None, None, 1, 0, None, 0.0, None, False, None, None, 0, None)
+    for steps in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"`steps_per_epoch` must be .*; got {steps!r}"):
+            model.fit(endless, steps_per_epoch=steps, verbose=0)
+    with pytest.raises(ValueError, match="`validation_steps` must be .*; got 0"):
+        model.fit(endless, steps_per_epoch=1, validation_data=endless, validation_steps=0)
 
 
 def test_a_training_step_checks_its_pair_once_and_the_loss_options_not_again(monkeypatch):
