@@ -123,6 +123,25 @@ def positive_count(name: str, value) -> None:
         raise ValueError(f"`{name}` must be positive; got {value}.")
 
 
+def lies_in(low: float, high: float, open_low: bool = False) -> Rule:
+    """A field's rule: from `low` (excluded if `open_low`) to `high`.
+
+    Example:
+
+    >>> lies_in(0, 1, open_low=True)("crop_min_scale", 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `crop_min_scale` must lie in (0, 1]; got 0.0.
+    """
+
+    def rule(name: str, value) -> None:
+        if not (low < value <= high if open_low else low <= value <= high):
+            interval = f"{'(' if open_low else '['}{low:g}, {high:g}]"
+            raise ValueError(f"`{name}` must lie in {interval}; got {value}.")
+
+    return rule
+
+
 def below_one(name: str, value) -> None:
     """A field's rule: in [0, 1), as a momentum."""
     if not 0 <= value < 1:
@@ -480,6 +499,7 @@ __all__ = [
     "UsageError",
     "as_usage_errors",
     "layer_widths",
+    "lies_in",
     "option",
     "Rule",
     "at_least",

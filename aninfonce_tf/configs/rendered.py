@@ -12,6 +12,7 @@ from aninfonce_tf.configs.base import (
     RunConfig,
     at_least,
     layer_widths,
+    lies_in,
     option,
     split_list,
 )
@@ -56,7 +57,11 @@ class RenderedConfig(RunConfig):
     jit_compile: bool = option(False, CONVOLUTIONAL_JIT_HELP)
 
     mode: str = option("augment", "how a positive pair is made (RenderedPairs)", PAIR_MODES)
-    size: int = option(32, "side of the renders and of the views, in pixels (at least 19)")
+    size: int = option(
+        32,
+        "side of the renders and of the views, in pixels (at least 19)",
+        rule=at_least(19, "the object then stays inside"),
+    )
     object_scale: str = option(
         "0.09,0.14",
         "range of the objects' scale, the radius of the disk of their area as a fraction of "
@@ -80,12 +85,15 @@ class RenderedConfig(RunConfig):
         f"{len(CONTINUOUS)} comma-separated in the order of --concentration",
     )
     crop_min_scale: float = option(
-        AUGMENT_CROP_SCALE, "augment: smallest crop area, a fraction of the image (SimCLR: 0.08)"
+        AUGMENT_CROP_SCALE,
+        "augment: smallest crop area, a fraction of the image (SimCLR: 0.08)",
+        rule=lies_in(0, 1, open_low=True),
     )
     jitter_strength: float = option(
         0.5,
         "augment: colour jitter strength s (brightness, contrast, saturation 0.8 s, hue "
         "0.2 s; SimCLR's CIFAR10 views: 0.5)",
+        rule=lies_in(0, 1.25),
     )
     flip_probability: float = option(0.5, "augment: probability of a view's horizontal flip")
     grayscale_probability: float = option(
@@ -152,15 +160,7 @@ def pairs(config: RenderedConfig) -> RenderedPairs:
     concentration = _numbers(config, "concentration") or dict(DEFAULT_CONCENTRATION)
     change = _numbers(config, "change_probability")
     object_scale = tuple(_numbers(config, "object_scale"))
-    if config.size < 19:
-        raise ValueError(
-            f"`size` must be at least 19 (the object then stays inside); got {config.size}."
-        )
     strength = config.jitter_strength
-    if not 0 <= strength <= 1.25:
-        raise ValueError(f"`jitter_strength` must lie in [0, 1.25]; got {strength}.")
-    if not 0 < config.crop_min_scale <= 1:
-        raise ValueError(f"`crop_min_scale` must lie in (0, 1]; got {config.crop_min_scale}.")
     augment = SimCLRAugment(
         image_size=config.size,
         crop_scale=(config.crop_min_scale, 1.0),
