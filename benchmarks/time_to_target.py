@@ -365,12 +365,13 @@ def print_run(run: dict) -> None:
 
 
 def write_summary(path: Path, runs: list[dict], scores: dict[str, str]) -> None:
-    """The runs so far, their medians, the command, date and CPU as JSON at `path`
+    """The runs so far, their medians, the command, date, CPU and versions as JSON at `path`
     (`scores`: each preset's MCC score, `mcc_score`, in the order of `--presets`)."""
     record = {
         "command": " ".join(["python", "benchmarks/time_to_target.py", *sys.argv[1:]]),
         "date": time.strftime("%Y-%m-%d"),
         "machine": _cpu_name(),
+        "versions": _versions(),
         "targets": {
             preset: {score: TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
             for preset, score in scores.items()
@@ -391,6 +392,14 @@ def _cpu_name() -> str:
     flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
     vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
     return f"{names[0] if names else 'unknown CPU'}, {len(names) or '?'} cores, {vectors}"
+
+
+def _versions() -> dict[str, str]:
+    """TensorFlow's, Keras' and NumPy's versions, which a seed's curve may depend on."""
+    import keras
+    import tensorflow as tf
+
+    return {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__}
 
 
 if __name__ == "__main__":
