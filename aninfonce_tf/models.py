@@ -197,9 +197,9 @@ def _argument(args: tuple, kwargs: dict, name: str, index: int):
     return kwargs.get(name, args[index] if len(args) > index else None)
 
 
-def _refuse_endless(data, steps, flag: str, never: str) -> None:
-    """Raises `ValueError` for `steps` (`flag`) below 1, which Keras reads as "until the
-    data ends", and for an infinite dataset `data` without its `steps`."""
+def _check_steps(data, steps, flag: str, never: str) -> None:
+    """Raises `ValueError` for Keras' number of batches `steps` (the argument `flag`) below
+    1, which Keras reads as "until the data ends", or missing for an infinite `data`."""
     if steps is not None and not (
         isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and steps >= 1
     ):
@@ -444,10 +444,10 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         """
         x = fit_input(x, _argument(args, kwargs, "batch_size", 1))
         steps = _argument(args, kwargs, "steps_per_epoch", 11)
-        _refuse_endless(x, steps, "steps_per_epoch", "`fit` would never end its first epoch")
+        _check_steps(x, steps, "steps_per_epoch", "`fit` would never end its first epoch")
         validation = _argument(args, kwargs, "validation_data", 6)
         steps = _argument(args, kwargs, "validation_steps", 12)
-        _refuse_endless(validation, steps, "validation_steps", "`fit` would never validate")
+        _check_steps(validation, steps, "validation_steps", "`fit` would never validate")
         if isinstance(x, tf.data.Dataset):
             kwargs.setdefault("shuffle", False)  # a dataset shuffles itself; Keras would warn
         counter = _EpochsWithSteps()
@@ -470,7 +470,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         x = fit_input(x, _argument(args, kwargs, "batch_size", 1))
         if not kwargs.get("_use_cached_eval_dataset"):  # `fit`'s validation: fit checks it
             steps = _argument(args, kwargs, "steps", 4)
-            _refuse_endless(x, steps, "steps", "`evaluate` would never end")
+            _check_steps(x, steps, "steps", "`evaluate` would never end")
         return super().evaluate(x, *args, **kwargs)
 
     def train_step(self, data):
