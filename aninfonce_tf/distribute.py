@@ -11,6 +11,8 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from aninfonce_tf.errors import is_integer
+
 STRATEGIES = ("default", "one_device", "mirrored", "multiworker", "tpu")
 # The task types of a `MultiWorkerMirroredStrategy` cluster.
 WORKER_TASKS = ("chief", "worker")
@@ -116,7 +118,7 @@ def check_tf_config(text: str | None = None) -> None:
             f"{_TF_CONFIG_FIX}."
         )
     count = len(cluster[kind])
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+    if not (is_integer(index) and 0 <= index < count):
         raise ValueError(
             f"TF_CONFIG's task is {kind} {index!r}, beyond the cluster's {count} {kind}"
             f"{'s' if count != 1 else ''} (indices 0 to {count - 1}): {_TF_CONFIG_FIX}."

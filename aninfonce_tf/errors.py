@@ -1,9 +1,23 @@
 """The error types every tier raises (`UsageError`, `OutOfSpace`, `Diverged`,
-`WorkerLost`); this module imports nothing of the package."""
+`WorkerLost`) and the test of a count their checks share; this module imports nothing
+of the package."""
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
+
+
+def is_integer(value) -> bool:
+    """Whether `value` is an integer (Python's or NumPy's) and not a bool.
+
+    Example:
+
+    >>> import numpy as np
+    >>> [is_integer(v) for v in (3, np.int64(3), True, 3.0, "3")]
+    [True, True, False, False, False]
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 class UsageError(ValueError):
@@ -64,4 +78,4 @@ class WorkerLost(RuntimeError):
     """
 
 
-__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost"]
+__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost", "is_integer"]

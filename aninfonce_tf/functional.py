@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras import ops
 
 from aninfonce_tf import logsumexp
+from aninfonce_tf.errors import is_integer
 from aninfonce_tf.logsumexp import MASKED_LOGIT
 
 SIMILARITIES = ("euclidean", "cosine")
@@ -349,7 +350,7 @@ def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
     """`block_size` as an int (None: dense); the blockwise loss has no hard negatives."""
     if block_size is None:
         return None
-    if int(block_size) < 1 or hard_negative_beta:
+    if not (is_integer(block_size) and block_size >= 1) or hard_negative_beta:
         raise ValueError(
             f"`block_size` must be a positive int, without `hard_negative_beta`; got "
             f"block_size={block_size}, hard_negative_beta={hard_negative_beta}."

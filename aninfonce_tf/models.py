@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import numbers
 import warnings
 
 import keras
@@ -16,6 +15,7 @@ from keras.src.backend.tensorflow.trainer import reduce_per_replica
 from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.backbones import expects_pixel_values
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views, unit_views
+from aninfonce_tf.errors import is_integer
 from aninfonce_tf.layers import DiagonalScaling, LinearAlignment
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
 from aninfonce_tf.step_metrics import StepMetrics, refuse_compile_metrics
@@ -200,9 +200,7 @@ def _argument(args: tuple, kwargs: dict, name: str, index: int):
 def _check_steps(data, steps, flag: str, never: str) -> None:
     """Raises `ValueError` for Keras' number of batches `steps` (the argument `flag`) below
     1, which Keras reads as "until the data ends", or missing for an infinite `data`."""
-    if steps is not None and not (
-        isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and steps >= 1
-    ):
+    if steps is not None and not (is_integer(steps) and steps >= 1):
         raise ValueError(
             f"`{flag}` must be a positive number of batches, or None (until the data ends); "
             f"got {steps!r}."

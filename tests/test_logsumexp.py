@@ -143,5 +143,8 @@ def test_losses_take_a_block_size_and_round_trip():
         assert type(loss).from_config(loss.get_config()).block_size == 64
     with pytest.raises(ValueError, match="block_size"):
         InfoNCE(block_size=8, hard_negative_beta=1.0)
-    with pytest.raises(ValueError, match="block_size"):
-        InfoNCE(block_size=0)
+    # Not a whole number of rows: refused, not truncated.
+    for block_size in (0, 2.5, True, "8"):
+        with pytest.raises(ValueError, match="block_size"):
+            InfoNCE(block_size=block_size)
+    assert InfoNCE(block_size=np.int64(8)).block_size == 8

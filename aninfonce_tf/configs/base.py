@@ -12,7 +12,7 @@ import typing
 
 from aninfonce_tf import memory, optimizers
 from aninfonce_tf.distribute import STRATEGIES
-from aninfonce_tf.errors import UsageError
+from aninfonce_tf.errors import UsageError, is_integer
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_loss_name, check_variants
 from aninfonce_tf.parsing import strict_float, strict_int
@@ -149,8 +149,7 @@ def below_one(name: str, value) -> None:
 
 
 def _seed(name: str, value) -> None:
-    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not (integer and 0 <= value <= MAX_SEED):
+    if not (is_integer(value) and 0 <= value <= MAX_SEED):
         raise ValueError(
             f"`{name}` must be an integer from 0 to {MAX_SEED} (NumPy's and Keras' seeds "
             f"are 32-bit); got {value!r}."

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.checkpoints import replace_atomically
+from aninfonce_tf.errors import is_integer
 from aninfonce_tf.evaluation import console
 from aninfonce_tf.evaluation.protocol import Evaluator, takes_argument
 from aninfonce_tf.evaluation.targets import Target, resolve_targets, targets_reached
@@ -340,7 +341,7 @@ class TrainingLogger(StepCounter):
         history_path: str | None = None,
     ):
         super().__init__()
-        if isinstance(every_steps, bool) or not isinstance(every_steps, int) or every_steps < 1:
+        if not (is_integer(every_steps) and every_steps >= 1):
             raise ValueError(f"`every_steps` must be a positive int; got {every_steps!r}.")
         self.log_dir = log_dir
         self.every_steps = every_steps

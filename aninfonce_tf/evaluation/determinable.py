@@ -31,6 +31,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from aninfonce_tf.errors import is_integer
 from aninfonce_tf.evaluation.callbacks import scalar_items
 from aninfonce_tf.evaluation.features import LEVELS, batched_features, unit_float32
 from aninfonce_tf.evaluation.probes import (
@@ -144,7 +145,7 @@ def determinability(
     Returns:
         `{"rule", "steps", "seed", "targets": {name: {..., "kept", "reason"}}, "kept"}`.
     """
-    if not (isinstance(steps, int) and steps >= 1):
+    if not (is_integer(steps) and steps >= 1):
         raise ValueError(f"`steps` must be an int of at least 1; got {steps!r}.")
     test_params = {name: np.asarray(value) for name, value in test_params.items()}
     lengths = {len(value) for value in test_params.values()}

@@ -391,8 +391,10 @@ def test_the_training_logger_writes_the_mean_loss_of_the_steps_since_its_last_wr
     assert (
         events[("train/loss", "scalars")] == events[("train/learning_rate", "scalars")] == written
     )
-    with pytest.raises(ValueError, match="every_steps"):
-        TrainingLogger(every_steps=0)
+    for every_steps in (0, 2.0, True):
+        with pytest.raises(ValueError, match="every_steps"):
+            TrainingLogger(every_steps=every_steps)
+    assert TrainingLogger(every_steps=np.int64(3)).every_steps == 3
 
 
 def test_the_callbacks_count_the_steps_a_loss_scale_optimizer_skips():

@@ -191,8 +191,9 @@ def test_bad_settings_and_inputs_of_the_check_are_refused_naming_them():
     with pytest.raises(ValueError, match="`labels` must hold both classes"):
         balanced_accuracy_interval(np.zeros(4), np.zeros(4))
     views, params = _gray_or_not(np.random.default_rng(0), 8)
-    with pytest.raises(ValueError, match="`steps` must be an int of at least 1; got 0"):
-        determinability(_pooled_cnn, [(views, params)], views, params, steps=0)
+    for steps in (0, True, 1.0):
+        with pytest.raises(ValueError, match=f"`steps` must be an int of at least 1; got {steps}"):
+            determinability(_pooled_cnn, [(views, params)], views, params, steps=steps)
     with pytest.raises(ValueError, match=r"`test_params` must hold a value per test view \(7\)"):
         determinability(_pooled_cnn, [(views, params)], views[:7], params, steps=1)
     constant = {name: np.zeros(8, "float32") for name in params}
