@@ -20,6 +20,18 @@ def is_integer(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def is_number(value) -> bool:
+    """Whether `value` is a real number (Python's or NumPy's) and not a bool.
+
+    Example:
+
+    >>> import numpy as np
+    >>> [is_number(v) for v in (0.5, np.float32(0.5), 2, True, np.True_, "0.5")]
+    [True, True, True, False, False, False]
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 class UsageError(ValueError):
     """A setting that cannot run, found before training: one line, exit status 2.
 
@@ -78,4 +90,4 @@ class WorkerLost(RuntimeError):
     """
 
 
-__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost", "is_integer"]
+__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost", "is_integer", "is_number"]

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 from collections.abc import Sequence
 
 import tensorflow as tf
 from keras import ops
 
 from aninfonce_tf import logsumexp
-from aninfonce_tf.errors import is_integer
+from aninfonce_tf.errors import is_integer, is_number
 from aninfonce_tf.logsumexp import MASKED_LOGIT
 
 SIMILARITIES = ("euclidean", "cosine")
 CANDIDATE_SETS = ("nt_xent", "one_directional")
 # The smallest temperature accepted: unit-vector logits up to 1e4 stay finite in float32.
 MIN_TEMPERATURE = 1e-4
+# The largest finite float32: a larger option overflows in the loss.
+FLOAT32_MAX = float(tf.float32.max)
 
 
 def _as_float(x):
@@ -269,14 +270,17 @@ def check_info_nce_options(
                 f"`ensemble_weights` has {len(ensemble_weights)} entries for "
                 f"{len(temperatures)} temperatures."
             )
-        finite = all(math.isfinite(float(w)) for w in ensemble_weights)
-        if not finite or float(sum(ensemble_weights)) <= 0 or min(ensemble_weights) < 0:
+        numbers = all(is_number(w) and w >= 0 for w in ensemble_weights)
+        if not (numbers and 0 < float(sum(ensemble_weights)) <= FLOAT32_MAX):
             raise ValueError(
-                "`ensemble_weights` must be finite, non-negative and of positive sum; got "
-                f"{ensemble_weights}."
+                "`ensemble_weights` must be finite, non-negative numbers of a positive sum "
+                f"that float32 holds; got {ensemble_weights}."
             )
-    if not math.isfinite(float(hard_negative_beta)):
-        raise ValueError(f"`hard_negative_beta` must be a finite number; got {hard_negative_beta}.")
+    if not (is_number(hard_negative_beta) and abs(hard_negative_beta) <= FLOAT32_MAX):
+        raise ValueError(
+            "`hard_negative_beta` must be a finite number that float32 holds; got "
+            f"{hard_negative_beta!r}."
+        )
     check_block_size(block_size, hard_negative_beta)
 
 
@@ -353,20 +357,21 @@ def check_block_size(block_size, hard_negative_beta: float = 0.0) -> int | None:
     if not (is_integer(block_size) and block_size >= 1) or hard_negative_beta:
         raise ValueError(
             f"`block_size` must be a positive int, without `hard_negative_beta`; got "
-            f"block_size={block_size}, hard_negative_beta={hard_negative_beta}."
+            f"block_size={block_size!r}, hard_negative_beta={hard_negative_beta}."
         )
     return int(block_size)
 
 
 def check_temperature(temperature, name: str = "temperature") -> list[float]:
-    """`temperature` as a list of floats, each finite and >= `MIN_TEMPERATURE` (else ValueError)."""
+    """`temperature` as a list of floats, each from `MIN_TEMPERATURE` to float32's largest
+    (else ValueError)."""
     temperatures = list(temperature) if isinstance(temperature, (list, tuple)) else [temperature]
     if not temperatures or not all(
-        math.isfinite(float(t)) and float(t) >= MIN_TEMPERATURE for t in temperatures
+        is_number(t) and MIN_TEMPERATURE <= t <= FLOAT32_MAX for t in temperatures
     ):
         raise ValueError(
             f"`{name}` must be one or more positive, finite numbers (at least "
-            f"{MIN_TEMPERATURE}); got {temperature}."
+            f"{MIN_TEMPERATURE}) that float32 holds; got {temperature!r}."
         )
     return [float(t) for t in temperatures]
 

@@ -370,6 +370,11 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
             raise ValueError(f"`jit_compile` must be True, False or 'auto'; got {jit_compile!r}.")
         else:
             self.jit_compile_reason = f"jit_compile={jit_compile}, as passed"
+        if not (is_integer(steps_per_execution) and steps_per_execution >= 1):
+            raise ValueError(
+                "`steps_per_execution` must be a positive number of steps per compiled call; "
+                f"got {steps_per_execution!r}."
+            )
         jit_compile, steps_per_execution = distribute.supported_execution(
             self.distribute_strategy, jit_compile, steps_per_execution
         )

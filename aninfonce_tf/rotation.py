@@ -14,13 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-
 import keras
 import numpy as np
 from keras import ops
 
 from aninfonce_tf import memory
+from aninfonce_tf.errors import is_number
 from aninfonce_tf.optimizers import ROTATION_ANGLES
 
 # exp(A) as (Taylor series of exp(A / 2^SQUARINGS) to order TAYLOR_ORDER)^(2^SQUARINGS),
@@ -43,13 +42,10 @@ def checked_gain(gain, name: str = "gain", allow_zero: bool = False) -> float:
     >>> checked_gain(6)
     6.0
     """
-    number = float("nan")
-    if not isinstance(gain, (bool, str)):
-        with contextlib.suppress(TypeError, ValueError):
-            number = float(gain)
+    number = float(gain) if is_number(gain) else float("nan")
     if allow_zero and number == 0:
         return 0.0
-    if not (np.isfinite(number) and 0 < number <= MAX_GAIN):
+    if not (np.isfinite(number) and np.float32(number) > 0 and number <= MAX_GAIN):
         zero = ", or 0 (no rotation)" if allow_zero else ""
         raise ValueError(
             f"`{name}` must be a finite number above 0 and at most {MAX_GAIN:g}{zero}; got "

@@ -614,7 +614,7 @@ CASES = {
         "not given: `fit` would never validate\\. Pass `validation_steps`",
     ),
     "a batch of one pair": (lambda _: _fit(X[:1], X[:1]), ValueError, "at least 2"),
-    "a rotation gain of 0, negative, not finite or a bool": (
+    "a rotation gain of 0, negative, not finite, a bool (Python's or NumPy's) or 0 in float32": (
         lambda _: LearnedRotation(0.0),
         ValueError,
         "`gain` must be a finite number above 0",
@@ -741,6 +741,17 @@ CASES = {
         ValueError,
         "`hard_negative_beta` must be a finite number",
     ),
+    "`fit`'s `batch_size`, `compile`'s `steps_per_execution` or `EvaluationCallback`'s "
+    "`every_epochs` not a positive integer (0, -3, 2.5, True, '4')": (
+        lambda _: _model().fit((X, X), batch_size=0, verbose=0),
+        ValueError,
+        "`batch_size` must be a positive number of pairs, or None \\(Keras' 32\\); got 0",
+    ),
+    "a loss option given as a bool or text, or beyond float32": (
+        lambda _: InfoNCE(temperature=True),
+        ValueError,
+        "`temperature` must be .* that float32 holds; got True",
+    ),
     "a NaN or infinite temperature": (
         lambda _: [InfoNCE(temperature=t) for t in (float("inf"), float("nan"))],
         ValueError,
@@ -826,6 +837,12 @@ CASES = {
         lambda _: _smoke(mnist_vae, vae_steps=0).validate(),
         ValueError,
         "`vae_steps` must be at least 1 \\(Keras would read 0 as: until the data ends\\)",
+    ),
+    "a config field given from Python a value of another type than it declares "
+    '(`batch_size=100.5`, `steps=True`, `export="yes"`, `stop_at=None`)': (
+        lambda p: _run(p, batch_size=100.5),
+        ValueError,
+        "`batch_size` must be an integer; got 100.5",
     ),
     "a --seed outside [0, 2**32 - 1]": (
         lambda p: _run(p, seed=2**32),

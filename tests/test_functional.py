@@ -208,6 +208,43 @@ def test_bad_options_raise():
         functional.info_nce(z1, z2, hard_negative_beta=float("nan"))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(temperature=True),
+        dict(temperature="0.5"),
+        dict(temperature=(0.5, "1")),
+        dict(temperature=1e39),
+        dict(hard_negative_beta=True),
+        dict(hard_negative_beta="0.5"),
+        dict(hard_negative_beta=1e39),
+        dict(temperature=[0.1, 0.2], ensemble_weights=[True, False]),
+        dict(temperature=[0.1, 0.2], ensemble_weights=[1e308, 1e308]),
+    ],
+)
+def test_an_option_given_as_a_bool_or_text_or_beyond_float32_is_refused(options):
+    # Before, a bool was read as 1, text as its number, and an option float32 cannot hold
+    # gave a NaN or constant loss.
+    z1, z2 = _pair(4, 3)
+    with pytest.raises(ValueError, match="must be .*that float32 holds; got"):
+        functional.info_nce(z1, z2, **options)
+
+
+def test_numpy_numbers_are_options_as_python_ones():
+    z1, z2 = _pair(4, 3)
+    options = dict(temperature=[0.1, 0.2], ensemble_weights=[1, 2], hard_negative_beta=-1.0)
+    numpy_options = dict(
+        temperature=[np.float32(0.1), np.float64(0.2)],
+        ensemble_weights=[np.int64(1), np.float32(2)],
+        hard_negative_beta=np.float32(-1.0),
+    )
+    np.testing.assert_allclose(
+        functional.info_nce(z1, z2, **numpy_options),
+        functional.info_nce(z1, z2, **options),
+        rtol=1e-6,
+    )
+
+
 def test_a_collapsed_encoder_scores_zero_accuracy():
     z = np.ones((8, 3), "float32")  # every logit equal
     logits, positive, mask = functional.contrastive_logits(z, z, "cosine")

@@ -278,6 +278,25 @@ def test_infinite_datasets_train_validate_and_evaluate_for_the_steps_given_by_ke
         model.fit(endless, steps_per_epoch=1, validation_data=endless, validation_steps=0)
 
 
+def test_a_batch_size_or_steps_per_execution_that_is_not_a_positive_integer_is_refused():
+    # Keras would read `batch_size=0` as its default, 32, and fail deep in a graph on 2.5.
+    x1, x2 = _pairs(8)
+    model = _model()
+    model.compile(concentration_optimizer=1e-2, jit_compile=False)
+    for batch_size in (0, -4, 2.5, True, "4"):
+        with pytest.raises(ValueError, match=f"`batch_size` must be .*; got {batch_size!r}"):
+            model.fit((x1, x2), batch_size=batch_size, verbose=0)
+    with pytest.raises(ValueError, match="`batch_size` must be .*; got 0"):
+        model.evaluate((x1, x2), batch_size=0, verbose=0)
+    for steps in (0, -3, 2.5, True, "2", None):
+        with pytest.raises(ValueError, match=f"`steps_per_execution` must be .*; got {steps!r}"):
+            _model().compile(steps_per_execution=steps)
+    model = _model()
+    model.compile(concentration_optimizer=1e-2, jit_compile=False, steps_per_execution=np.int64(2))
+    history = model.fit((x1, x2), batch_size=np.int64(4), verbose=0)
+    assert len(history.history["loss"]) == 1 and int(model.optimizer.iterations) == 2
+
+
 def test_a_training_step_checks_its_pair_once_and_the_loss_options_not_again(monkeypatch):
     model = _model()
     model.compile(concentration_optimizer=1e-2, jit_compile=False, run_eagerly=True)

@@ -49,7 +49,8 @@ def test_skew_index_places_each_angle_once_above_and_once_below():
 
 
 @pytest.mark.parametrize(
-    "gain", [0.0, -1.0, float("nan"), True, "6", None, [1.0, 2.0], MAX_GAIN * 1.01, 1e6]
+    "gain",
+    [0.0, -1.0, float("nan"), True, np.True_, "6", None, [1.0, 2.0], MAX_GAIN * 1.01, 1e6, 1e-300],
 )
 def test_bad_gain_raises(gain):
     with pytest.raises(ValueError, match="`gain`"):

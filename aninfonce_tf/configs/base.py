@@ -148,6 +148,15 @@ def below_one(name: str, value) -> None:
         raise ValueError(f"`{name}` must be in [0, 1); got {value}.")
 
 
+# A field's declared type: how a message names it, and whether a value is of it.
+_KINDS = {
+    int: ("an integer", lambda value, number: is_integer(value)),
+    float: ("a number", lambda value, number: number),
+    bool: ("True or False", lambda value, number: isinstance(value, bool)),
+    str: ("text", lambda value, number: isinstance(value, str)),
+}
+
+
 def _seed(name: str, value) -> None:
     if not (is_integer(value) and 0 <= value <= MAX_SEED):
         raise ValueError(
@@ -403,7 +412,8 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raises `ValueError` naming a field whose value cannot run, before any training:
-        each field's value alone (finite, its `rule`, its `choices`), then across fields."""
+        each field's value alone (finite, its `rule`, its `choices`, its declared type),
+        then across fields."""
         # A field a class declares again without a rule keeps the rule it replaces.
         rules = {
             field.name: field.metadata["rule"]
@@ -412,6 +422,7 @@ class RunConfig:
             for field in dataclasses.fields(cls)
             if field.name in inspect.get_annotations(cls) and field.metadata.get("rule")
         }
+        types = typing.get_type_hints(type(self))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             number = isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -428,6 +439,9 @@ class RunConfig:
                 raise ValueError(
                     f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
                 )
+            declared = types[field.name]
+            if declared in _KINDS and not _KINDS[declared][1](value, number):
+                raise ValueError(f"`{field.name}` must be {_KINDS[declared][0]}; got {value!r}.")
         names = self.loss_names()
         optimizers.check_settings(self)
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:

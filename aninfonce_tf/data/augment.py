@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.image_ops import (
@@ -18,6 +17,7 @@ from aninfonce_tf.data.image_ops import (
     views_from_parameters,
 )
 from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, stateless_seed
+from aninfonce_tf.errors import is_integer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ class SimCLRAugment:
                 f"`value_range` must be (0, 1) or (0, 255), the range of float images; got "
                 f"{self.value_range!r}."
             )
-        if not (isinstance(self.image_size, (int, np.integer)) and self.image_size > 0):
+        if not (is_integer(self.image_size) and self.image_size > 0):
             raise ValueError(f"`image_size` must be a positive int; got {self.image_size!r}.")
         for name, low_bound, high_bound in (
             ("crop_scale", 0, 1),

@@ -21,6 +21,7 @@ from aninfonce_tf.data.renderer import (
     part_names,
     sample_latents,
 )
+from aninfonce_tf.errors import is_integer
 
 # Estimates are capped here: a part that no pair changes has an infinite Lambda_eff.
 MAX_EFFECTIVE_CONCENTRATION = 1e4
@@ -93,7 +94,7 @@ def effective_concentration(source, count: int = 8192, seed: int = 0) -> dict:
     >>> effective_blocks(estimate["correlation"])["content"]
     ('x', 'y', 'scale')
     """
-    if not isinstance(count, (int, np.integer)) or count < 2:
+    if not (is_integer(count) and count >= 2):
         raise ValueError(f"`count` must be an int of at least 2; got {count!r}.")
     latent_seed, pair_seed = tf.unstack(
         tf.random.experimental.stateless_split(tf.constant([seed, 3], tf.int64), 2)

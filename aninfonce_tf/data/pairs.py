@@ -6,6 +6,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from aninfonce_tf.errors import is_integer
+
 VIEW_KEYS = ("view1", "view2")
 
 
@@ -78,6 +80,12 @@ def training_views(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 def fit_input(x, batch_size: int | None):
     """`fit`'s `x` with `training_views` applied (a dataset) or checked (arrays)."""
+    if batch_size is not None and not (is_integer(batch_size) and batch_size >= 1):
+        # Keras reads 0 as its default, 32.
+        raise ValueError(
+            f"`batch_size` must be a positive number of pairs, or None (Keras' 32); got "
+            f"{batch_size!r}."
+        )
     if isinstance(x, tf.data.Dataset):
         return training_views(x)
     if isinstance(x, dict) and all(key in x for key in VIEW_KEYS):

@@ -24,6 +24,7 @@ from aninfonce_tf.data.renderer import (
     sample_latents,
 )
 from aninfonce_tf.data.synthetic import indexed_batches
+from aninfonce_tf.errors import is_integer
 
 # One compiled renderer for every pipeline (a trace per image side).
 _render_compiled = tf.function(render, jit_compile=True, reduce_retracing=True)
@@ -101,7 +102,7 @@ class RenderedPairs:
     def __post_init__(self):
         if self.mode not in PAIR_MODES:
             raise ValueError(f"Unknown `mode` {self.mode!r}; expected one of {PAIR_MODES}.")
-        if not isinstance(self.size, (int, np.integer)) or self.size < 8:
+        if not (is_integer(self.size) and self.size >= 8):
             raise ValueError(f"`size` must be an int of at least 8; got {self.size!r}.")
         if self.conditional not in PAIR_CONDITIONALS:
             raise ValueError(

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow as tf
 
+from aninfonce_tf.errors import is_integer
+
 
 @dataclasses.dataclass(frozen=True)
 class Latent:
@@ -287,7 +289,7 @@ def render(latents: Mapping[str, tf.Tensor], size: int = 64) -> tf.Tensor:
     missing = [name for name in LATENTS if name not in latents]
     if missing:
         raise ValueError(f"`latents` lacks {missing}; it needs every name in LATENTS.")
-    if not isinstance(size, (int, np.integer)) or size < 8:
+    if not (is_integer(size) and size >= 8):
         raise ValueError(f"`size` must be an int of at least 8; got {size!r}.")
 
     def column(name):

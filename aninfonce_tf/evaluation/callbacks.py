@@ -16,7 +16,12 @@ from aninfonce_tf.checkpoints import replace_atomically
 from aninfonce_tf.errors import is_integer
 from aninfonce_tf.evaluation import console
 from aninfonce_tf.evaluation.protocol import Evaluator, takes_argument
-from aninfonce_tf.evaluation.targets import Target, resolve_targets, targets_reached
+from aninfonce_tf.evaluation.targets import (
+    Target,
+    parse_targets,
+    resolve_targets,
+    targets_reached,
+)
 from aninfonce_tf.optimizers import averaged_weights
 
 
@@ -112,7 +117,8 @@ class EvaluationCallback(StepCounter):
         evaluators: one evaluator or a list of them.
         log_dir: TensorBoard directory; None logs nothing to disk.
         every_epochs: evaluation period in epochs.
-        stop_at: `{score name: target}` as `parse_targets` returns them.
+        stop_at: `{score name: target}` as `parse_targets` returns them, or its text
+            (`"mcc>=0.95"`).
         history: evaluations restored from an interrupted run.
         history_path: JSON file the history is written to.
         verbose: 1 prints a line per evaluation, within 100 columns.
@@ -127,8 +133,7 @@ class EvaluationCallback(StepCounter):
     >>> class Constant:
     ...     def evaluate(self, model):
     ...         return {"mcc": 0.9, "block_r2": {"low": 0.75}}
-    >>> from aninfonce_tf.evaluation.targets import parse_targets
-    >>> callback = EvaluationCallback(Constant(), stop_at=parse_targets("mcc>=0.5"), verbose=1)
+    >>> callback = EvaluationCallback(Constant(), stop_at="mcc>=0.5", verbose=1)
     >>> import keras
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile("sgd", "mse")
@@ -144,7 +149,7 @@ class EvaluationCallback(StepCounter):
         evaluators: Evaluator | Sequence[Evaluator],
         log_dir: str | None = None,
         every_epochs: int = 1,
-        stop_at: Mapping[str, Target | float] | None = None,
+        stop_at: Mapping[str, Target | float] | str | None = None,
         history: list[dict] | None = None,
         history_path: str | None = None,
         verbose: int = 0,
@@ -158,7 +163,11 @@ class EvaluationCallback(StepCounter):
         self.evaluators = (
             list(evaluators) if isinstance(evaluators, (list, tuple)) else [evaluators]
         )
-        self.every_epochs = every_epochs
+        if not (is_integer(every_epochs) and every_epochs >= 1):
+            raise ValueError(f"`every_epochs` must be a positive int; got {every_epochs!r}.")
+        self.every_epochs = int(every_epochs)
+        if isinstance(stop_at, str):
+            stop_at = parse_targets(stop_at)
         self.stop_at = resolve_targets(stop_at or {}, self.evaluators)
         self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
@@ -344,7 +353,7 @@ class TrainingLogger(StepCounter):
         if not (is_integer(every_steps) and every_steps >= 1):
             raise ValueError(f"`every_steps` must be a positive int; got {every_steps!r}.")
         self.log_dir = log_dir
-        self.every_steps = every_steps
+        self.every_steps = int(every_steps)
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
         self._writer = None

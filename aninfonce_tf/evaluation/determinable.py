@@ -147,6 +147,7 @@ def determinability(
     """
     if not (is_integer(steps) and steps >= 1):
         raise ValueError(f"`steps` must be an int of at least 1; got {steps!r}.")
+    steps = int(steps)
     test_params = {name: np.asarray(value) for name, value in test_params.items()}
     lengths = {len(value) for value in test_params.values()}
     if lengths != {len(test_views)}:

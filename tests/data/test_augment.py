@@ -406,6 +406,8 @@ def test_bad_images_raise(images, error, message):
     "setting, message",
     [
         (dict(image_size=0), "image_size"),
+        (dict(image_size=True), "image_size"),
+        (dict(image_size=32.0), "image_size"),
         (dict(crop_scale=(0.5, 0.2)), "crop_scale"),
         (dict(crop_scale=(0.0, 1.0)), "crop_scale"),
         (dict(crop_ratio=(0.0, 1.0)), "crop_ratio"),

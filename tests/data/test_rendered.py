@@ -342,6 +342,7 @@ def test_blocks_follow_the_measured_concentrations_of_every_mode():
     [
         (dict(mode="crop"), "mode"),
         (dict(size=4), "size"),
+        (dict(size=32.0), "size"),
         (dict(conditional="vmf"), "conditional"),
         (dict(concentration={"x": 1.0}), "every continuous"),
         (dict(concentration={"z": 1.0, **rendered_pairs.DEFAULT_CONCENTRATION}), "names"),

@@ -139,6 +139,8 @@ def test_a_target_without_a_known_direction_is_refused_before_training():
     callback = EvaluationCallback(undeclared, stop_at=parse_targets("score<=0.5"))
     _fit(callback)
     assert callback.reached["step"] == 2  # the first epoch: 2 steps
+    # The targets' text, as `--stop-at` takes it, is parsed by the callback.
+    assert EvaluationCallback(undeclared, stop_at="score<=0.5").stop_at == callback.stop_at
 
 
 def test_the_augmentation_readout_has_no_direction_so_its_targets_need_one():
@@ -391,10 +393,14 @@ def test_the_training_logger_writes_the_mean_loss_of_the_steps_since_its_last_wr
     assert (
         events[("train/loss", "scalars")] == events[("train/learning_rate", "scalars")] == written
     )
+    for every_epochs in (0, 2.5, True, "2"):
+        with pytest.raises(ValueError, match=f"`every_epochs` must be .*; got {every_epochs!r}"):
+            EvaluationCallback([], every_epochs=every_epochs)
     for every_steps in (0, 2.0, True):
         with pytest.raises(ValueError, match="every_steps"):
             TrainingLogger(every_steps=every_steps)
-    assert TrainingLogger(every_steps=np.int64(3)).every_steps == 3
+    # NumPy's integers are read as Python's: a uint8 does not overflow at step 256.
+    assert type(TrainingLogger(every_steps=np.uint8(3)).every_steps) is int
 
 
 def test_the_callbacks_count_the_steps_a_loss_scale_optimizer_skips():

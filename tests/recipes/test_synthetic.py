@@ -176,6 +176,22 @@ def test_a_value_no_rule_can_compare_is_one_value_error_naming_its_field():
             synthetic.SyntheticConfig(**overrides).validate()
 
 
+def test_a_value_of_another_type_than_its_field_declares_is_refused():
+    # From Python, not the command line: a float count is not truncated, a bool is not 1.
+    for overrides, message in [
+        (dict(batch_size=100.5), "`batch_size` must be an integer; got 100.5"),
+        (dict(dim=10.0), "`dim` must be an integer; got 10.0"),
+        (dict(steps=True, eval_every=1), "`steps` must be an integer; got True"),
+        (dict(infonce_temperature=True), "`infonce_temperature` must be a number; got True"),
+        (dict(export="yes"), "`export` must be True or False; got 'yes'"),
+        (dict(stop_at=None), "`stop_at` must be text; got None"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            synthetic.SyntheticConfig(**overrides).validate()
+    # NumPy's integers count, and an integer is a number.
+    synthetic.SyntheticConfig(batch_size=np.int64(128), learning_rate=1).validate()
+
+
 def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
     for name in ("synthetic", "cifar10", "imagenet", "photos", "mnist_vae", "rendered"):
         module = importlib.import_module(f"aninfonce_tf.configs.{name}")
