@@ -7,6 +7,8 @@ from __future__ import annotations
 import numbers
 from pathlib import Path
 
+import numpy as np
+
 
 def is_integer(value) -> bool:
     """Whether `value` is an integer (Python's or NumPy's) and not a bool.
@@ -18,6 +20,23 @@ def is_integer(value) -> bool:
     [True, True, False, False, False]
     """
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_flag(name: str, value) -> bool:
+    """`value` as a bool, or a `TypeError` naming `name` (text such as "no" reads as True).
+
+    Example:
+
+    >>> check_flag("normalize", False)
+    False
+    >>> check_flag("normalize", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: `normalize` must be True or False; got 'no'.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False; got {value!r}.")
+    return bool(value)
 
 
 def is_number(value) -> bool:
@@ -90,4 +109,12 @@ class WorkerLost(RuntimeError):
     """
 
 
-__all__ = ["Diverged", "OutOfSpace", "UsageError", "WorkerLost", "is_integer", "is_number"]
+__all__ = [
+    "Diverged",
+    "OutOfSpace",
+    "UsageError",
+    "WorkerLost",
+    "check_flag",
+    "is_integer",
+    "is_number",
+]

@@ -9,6 +9,7 @@ import numpy as np
 from keras import ops
 
 from aninfonce_tf import functional, memory
+from aninfonce_tf.errors import check_flag, is_integer, is_number
 
 PARAMETRIZATIONS = ("softplus", "exp")
 # Concentrations are inverse temperatures: outside this range the scaled embeddings
@@ -61,14 +62,20 @@ class DiagonalScaling(keras.layers.Layer):
     ):
         kwargs.setdefault("dtype", "float32")
         super().__init__(trainable=trainable, **kwargs)
-        values = np.asarray(initial_concentration, dtype="float64")
+        items = (
+            initial_concentration
+            if isinstance(initial_concentration, (list, tuple, np.ndarray))
+            else [initial_concentration]
+        )
+        all_numbers = all(is_number(v) for v in np.ravel(np.asarray(items, dtype=object)))
+        values = np.asarray(initial_concentration if all_numbers else np.nan, dtype="float64")
         low, high = CONCENTRATION_RANGE
         if values.ndim > 1 or not np.all((values >= low) & (values <= high)):
             raise ValueError(
                 "`initial_concentration` must be a positive float or a 1-D sequence of "
                 f"positive floats, each in [{low}, {high}]; got {initial_concentration!r}."
             )
-        if not 0 <= float(initial_noise) <= MAX_INITIAL_NOISE:
+        if not (is_number(initial_noise) and 0 <= initial_noise <= MAX_INITIAL_NOISE):
             raise ValueError(
                 f"`initial_noise` must be a number in [0, {MAX_INITIAL_NOISE}] (the standard "
                 f"deviation of the start's log); got {initial_noise!r}."
@@ -83,7 +90,7 @@ class DiagonalScaling(keras.layers.Layer):
         self.parametrization = parametrization
         self.initial_noise = float(initial_noise)
         self.seed = seed
-        self.tied = bool(tied)
+        self.tied = check_flag("tied", tied)
         if self.tied and values.ndim == 1:
             raise ValueError(
                 "A `tied` DiagonalScaling learns one value: give `initial_concentration` as "
@@ -267,12 +274,22 @@ def projection_head(
     ['Dense', 'BatchNormalization', 'Activation', 'Dense', 'BatchNormalization']
     """
 
+    listed = isinstance(hidden_units, Sequence) and not isinstance(hidden_units, str)
+    widths = [*hidden_units, output_dim] if listed else None
+    if not (widths and all(is_integer(units) and units >= 1 for units in widths)):
+        raise ValueError(
+            "`hidden_units` must be a list of positive widths and `output_dim` a positive "
+            f"width; got hidden_units={hidden_units!r}, output_dim={output_dim!r}."
+        )
+    check_flag("batch_norm", batch_norm)
+    check_flag("synchronized_batch_norm", synchronized_batch_norm)
+
     def dense(units, **kwargs):
         # Copied per layer: one unseeded instance draws the same values at every call.
         initializer = kernel_initializer
         if isinstance(initializer, keras.initializers.Initializer):
             initializer = initializer.from_config(initializer.get_config())
-        return keras.layers.Dense(units, kernel_initializer=initializer, **kwargs)
+        return keras.layers.Dense(int(units), kernel_initializer=initializer, **kwargs)
 
     if not batch_norm:
         blocks = [dense(units, activation=activation) for units in hidden_units]

@@ -15,7 +15,7 @@ from keras.src.backend.tensorflow.trainer import reduce_per_replica
 from aninfonce_tf import distribute, functional, optimizers
 from aninfonce_tf.backbones import expects_pixel_values
 from aninfonce_tf.data.pairs import check_batched, fit_input, split_views, unit_views
-from aninfonce_tf.errors import is_integer
+from aninfonce_tf.errors import check_flag, is_integer
 from aninfonce_tf.layers import DiagonalScaling, LinearAlignment
 from aninfonce_tf.losses import AnInfoNCE, ContrastiveLoss, InfoNCE
 from aninfonce_tf.step_metrics import StepMetrics, refuse_compile_metrics
@@ -251,6 +251,13 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
         **kwargs,
     ):
         super().__init__(**kwargs)
+        for name, layer in (("encoder", encoder), ("projector", projector)):
+            if not (
+                isinstance(layer, keras.layers.Layer) or (name == "projector" and layer is None)
+            ):
+                raise TypeError(
+                    f"`{name}` must be a Keras model or layer; got {type(layer).__name__}."
+                )
         if scaling is not None and not isinstance(scaling, DiagonalScaling):
             raise TypeError(f"`scaling` must be a DiagonalScaling; got {type(scaling).__name__}.")
         if alignment is not None and not isinstance(alignment, LinearAlignment):
@@ -268,7 +275,7 @@ class ContrastiveModel(_TwoOptimizers, _UnrolledStepsUnderMirrored, keras.Model)
             )
         self.encoder = encoder
         self.projector = projector
-        self.normalize = bool(normalize)
+        self.normalize = check_flag("normalize", normalize)
         self.scaling = scaling
         self.alignment = alignment
         self.concentration_optimizer = None

@@ -747,6 +747,22 @@ CASES = {
         ValueError,
         "`batch_size` must be a positive number of pairs, or None \\(Keras' 32\\); got 0",
     ),
+    'a flag given as text (`normalize="no"`, `tied="no"`, `batch_norm="no"`)': (
+        lambda _: ContrastiveModel(keras.Sequential([keras.Input((6,))]), normalize="no"),
+        TypeError,
+        "`normalize` must be True or False; got 'no'",
+    ),
+    'an encoder or projector that is not a Keras model or layer (`None`, `"resnet18"`, `16`)': (
+        lambda _: ContrastiveModel("resnet18"),
+        TypeError,
+        "`encoder` must be a Keras model or layer; got str",
+    ),
+    "a concentration, noise or width given as text or a bool "
+    '(`DiagonalScaling("8")`, `initial_noise=True`, `projection_head([8], True)`)': (
+        lambda _: DiagonalScaling("8"),
+        ValueError,
+        "`initial_concentration` must be a positive float or a 1-D sequence",
+    ),
     "a loss option given as a bool or text, or beyond float32": (
         lambda _: InfoNCE(temperature=True),
         ValueError,

@@ -95,12 +95,33 @@ def test_fixed_concentration_has_no_trainable_weights():
         ({"initial_concentration": 0.0}, "positive"),
         ({"initial_concentration": [1.0, -2.0]}, "positive"),
         ({"initial_concentration": [[1.0]]}, "1-D"),
+        # Text and bools are not read as numbers.
+        ({"initial_concentration": "8"}, "positive float"),
+        ({"initial_concentration": True}, "positive float"),
+        ({"initial_concentration": ["1", "2"]}, "positive float"),
+        ({"initial_concentration": np.array([True, False])}, "positive float"),
+        ({"initial_noise": "0.5"}, "initial_noise"),
+        ({"initial_noise": True}, "initial_noise"),
         ({"parametrization": "relu"}, "parametrization"),
     ],
 )
 def test_bad_concentration_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DiagonalScaling(**kwargs)
+
+
+def test_flags_given_as_text_and_widths_given_as_bools_are_refused():
+    # "no" would read as True, and True as a width of 1.
+    with pytest.raises(TypeError, match="`tied` must be True or False; got 'no'"):
+        DiagonalScaling(5.0, tied="no")
+    with pytest.raises(TypeError, match="`batch_norm` must be True or False; got 'no'"):
+        projection_head([8], 4, batch_norm="no")
+    for hidden_units, output_dim in (([8], True), ([True], 4), (8, 4), ("64", 4), ([8], 0)):
+        with pytest.raises(ValueError, match="`hidden_units` must be a list of positive widths"):
+            projection_head(hidden_units, output_dim)
+    head = projection_head(np.array([8]).tolist(), np.int64(3))  # NumPy's ints are widths
+    assert tuple(head(np.zeros((2, 5), "float32")).shape) == (2, 3)
+    assert DiagonalScaling(np.array([1.0, 2.0]), tied=np.bool_(False)).tied is False
 
 
 def test_per_dimension_concentration_must_match_embedding_dimension():

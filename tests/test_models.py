@@ -224,6 +224,14 @@ def test_an_encoder_without_a_flat_output_is_refused_naming_its_shape():
 def test_bad_model_arguments_raise():
     with pytest.raises(TypeError, match="scaling"):
         ContrastiveModel(_encoder(), scaling=keras.layers.Dense(3))
+    # Refused when built, not at `fit`'s first step with an AttributeError.
+    for encoder in (None, "resnet18"):
+        with pytest.raises(TypeError, match="`encoder` must be a Keras model or layer"):
+            ContrastiveModel(encoder)
+    with pytest.raises(TypeError, match="`projector` must be a Keras model or layer; got int"):
+        ContrastiveModel(_encoder(), projector=16)
+    with pytest.raises(TypeError, match="`normalize` must be True or False; got 'no'"):
+        ContrastiveModel(_encoder(), normalize="no")
     with pytest.raises(TypeError, match="loss"):
         _model().compile(loss="mse")
     # A boolean is refused, not read as a rate of 1.0; a rate must be finite, not negative.
