@@ -23,7 +23,8 @@ def is_integer(value) -> bool:
 
 
 def check_flag(name: str, value) -> bool:
-    """`value` as a bool, or a `TypeError` naming `name` (text such as "no" reads as True).
+    """`value` as a bool (or 0 or 1), or a `TypeError` naming `name` (text such as "no"
+    reads as True).
 
     Example:
 
@@ -34,21 +35,26 @@ def check_flag(name: str, value) -> bool:
     ...
     TypeError: `normalize` must be True or False; got 'no'.
     """
-    if not isinstance(value, (bool, np.bool_)):
+    if not (isinstance(value, (bool, np.bool_)) or (is_integer(value) and value in (0, 1))):
         raise TypeError(f"`{name}` must be True or False; got {value!r}.")
     return bool(value)
 
 
 def is_number(value) -> bool:
-    """Whether `value` is a real number (Python's or NumPy's) and not a bool.
+    """Whether `value` is a real number (Python's, NumPy's, or a 0-d array or tensor of
+    one) and not a bool.
 
     Example:
 
-    >>> import numpy as np
-    >>> [is_number(v) for v in (0.5, np.float32(0.5), 2, True, np.True_, "0.5")]
-    [True, True, True, False, False, False]
+    >>> [is_number(v) for v in (0.5, np.float32(0.5), 2, np.array(0.5), True, np.True_, "0.5")]
+    [True, True, True, True, False, False, False]
     """
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if isinstance(value, numbers.Real):
+        return not isinstance(value, bool)
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if dtype is None or shape is None or len(shape) != 0:
+        return False
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind in ("i", "u", "f")
 
 
 class UsageError(ValueError):

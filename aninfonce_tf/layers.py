@@ -274,7 +274,9 @@ def projection_head(
     ['Dense', 'BatchNormalization', 'Activation', 'Dense', 'BatchNormalization']
     """
 
-    listed = isinstance(hidden_units, Sequence) and not isinstance(hidden_units, str)
+    listed = (isinstance(hidden_units, np.ndarray) and hidden_units.ndim == 1) or (
+        isinstance(hidden_units, Sequence) and not isinstance(hidden_units, str)
+    )
     widths = [*hidden_units, output_dim] if listed else None
     if not (widths and all(is_integer(units) and units >= 1 for units in widths)):
         raise ValueError(

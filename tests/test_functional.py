@@ -234,8 +234,8 @@ def test_numpy_numbers_are_options_as_python_ones():
     z1, z2 = _pair(4, 3)
     options = dict(temperature=[0.1, 0.2], ensemble_weights=[1, 2], hard_negative_beta=-1.0)
     numpy_options = dict(
-        temperature=[np.float32(0.1), np.float64(0.2)],
-        ensemble_weights=[np.int64(1), np.float32(2)],
+        temperature=[np.float32(0.1), tf.constant(0.2, tf.float64)],
+        ensemble_weights=[np.int64(1), np.array(2.0)],
         hard_negative_beta=np.float32(-1.0),
     )
     np.testing.assert_allclose(

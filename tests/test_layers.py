@@ -119,9 +119,11 @@ def test_flags_given_as_text_and_widths_given_as_bools_are_refused():
     for hidden_units, output_dim in (([8], True), ([True], 4), (8, 4), ("64", 4), ([8], 0)):
         with pytest.raises(ValueError, match="`hidden_units` must be a list of positive widths"):
             projection_head(hidden_units, output_dim)
-    head = projection_head(np.array([8]).tolist(), np.int64(3))  # NumPy's ints are widths
-    assert tuple(head(np.zeros((2, 5), "float32")).shape) == (2, 3)
+    for hidden_units in ([8], np.array([8]), (8,)):  # NumPy's ints are widths
+        head = projection_head(hidden_units, np.int64(3), batch_norm=1)  # 0 and 1 are flags
+        assert tuple(head(np.zeros((2, 5), "float32")).shape) == (2, 3)
     assert DiagonalScaling(np.array([1.0, 2.0]), tied=np.bool_(False)).tied is False
+    assert DiagonalScaling(tf.constant(4.0), tied=0).initial_concentration == 4.0
 
 
 def test_per_dimension_concentration_must_match_embedding_dimension():

@@ -148,13 +148,29 @@ def below_one(name: str, value) -> None:
         raise ValueError(f"`{name}` must be in [0, 1); got {value}.")
 
 
-# A field's declared type: how a message names it, and whether a value is of it.
+# A field's declared type: how a message names it, and the Python types of its values
+# (Python's own: config.json and the backups' identity are written with `json`).
 _KINDS = {
-    int: ("an integer", lambda value, number: is_integer(value)),
-    float: ("a number", lambda value, number: number),
-    bool: ("True or False", lambda value, number: isinstance(value, bool)),
-    str: ("text", lambda value, number: isinstance(value, str)),
+    "int": ("an integer", (int,)),
+    "float": ("a number", (int, float)),
+    "bool": ("True or False", (bool,)),
+    "str": ("text", (str,)),
 }
+
+
+def _check_type(field: dataclasses.Field, value) -> None:
+    """Raises `ValueError` unless `value` is of `field`'s declared type (`None` too for an
+    `X | None`); a bool is not an integer or a number."""
+    declared = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+    optional = declared.endswith(" | None")
+    kind = _KINDS.get(declared.removesuffix(" | None"))
+    if kind is None or (optional and value is None):
+        return
+    words, types = kind
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        numpy = type(value).__module__ == "numpy"
+        hint = f" (Python's {types[-1].__name__}: config.json is JSON)" if numpy else ""
+        raise ValueError(f"`{field.name}` must be {words}{hint}; got {value!r}.")
 
 
 def _seed(name: str, value) -> None:
@@ -422,7 +438,6 @@ class RunConfig:
             for field in dataclasses.fields(cls)
             if field.name in inspect.get_annotations(cls) and field.metadata.get("rule")
         }
-        types = typing.get_type_hints(type(self))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             number = isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -439,9 +454,7 @@ class RunConfig:
                 raise ValueError(
                     f"Unknown `{field.name}` {value!r}; expected one of {tuple(choices)}."
                 )
-            declared = types[field.name]
-            if declared in _KINDS and not _KINDS[declared][1](value, number):
-                raise ValueError(f"`{field.name}` must be {_KINDS[declared][0]}; got {value!r}.")
+            _check_type(field, value)
         names = self.loss_names()
         optimizers.check_settings(self)
         if self.eval_every < 1 or self.steps < self.eval_every or self.steps % self.eval_every:

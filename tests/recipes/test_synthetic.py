@@ -185,11 +185,14 @@ def test_a_value_of_another_type_than_its_field_declares_is_refused():
         (dict(infonce_temperature=True), "`infonce_temperature` must be a number; got True"),
         (dict(export="yes"), "`export` must be True or False; got 'yes'"),
         (dict(stop_at=None), "`stop_at` must be text; got None"),
+        (dict(high="200"), "`high` must be a number; got '200'"),
+        # NumPy's would stop the run at config.json, after its directory is claimed.
+        (dict(batch_size=np.int64(128)), r"an integer \(Python's int: config.json is JSON\)"),
     ]:
         with pytest.raises(ValueError, match=message):
             synthetic.SyntheticConfig(**overrides).validate()
-    # NumPy's integers count, and an integer is a number.
-    synthetic.SyntheticConfig(batch_size=np.int64(128), learning_rate=1).validate()
+    # An integer is a number; an optional field may be None.
+    synthetic.SyntheticConfig(learning_rate=1, high=None).validate()
 
 
 def test_every_preset_of_every_recipe_validates_with_and_without_smoke():
