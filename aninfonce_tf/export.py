@@ -45,6 +45,17 @@ def export_encoder(
     >>> json.loads((path / "concentration.json").read_text())["space"]
     'embed'
     """
+    if not isinstance(model, ContrastiveModel):
+        raise TypeError(
+            "`model` must be a ContrastiveModel (its encoder, projector and Lambda_hat are "
+            f"exported); got {type(model).__name__}. Wrap an encoder as "
+            "`ContrastiveModel(encoder)`."
+        )
+    if input_spec is not None and not isinstance(input_spec, tf.TensorSpec):
+        raise TypeError(
+            "`input_spec` must be a tf.TensorSpec of a batch of observations, e.g. "
+            f"`tf.TensorSpec([None, 4], tf.float32)`; got {input_spec!r}."
+        )
     directory = Path(directory)
     if tuple(value_range) not in VALUE_RANGES:
         raise ValueError(f"`value_range` must be (0, 1) or (0, 255); got {value_range!r}.")

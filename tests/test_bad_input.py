@@ -24,6 +24,7 @@ from aninfonce_tf import (
     AnInfoNCE,
     ContrastiveModel,
     DiagonalScaling,
+    IdentifiabilityEvaluator,
     InfoNCE,
     LearnedRotation,
     LinearAlignment,
@@ -650,6 +651,30 @@ CASES = {
         lambda _: SimCLRAugment(image_size=4)(np.full((2, 6, 6, 3), 255.0), seed=0),
         ValueError,
         "float `images` must lie in \\[0, 1\\] \\(`value_range`\\); for images in \\[0, 255\\] pass",
+    ),
+    "`pair_batches`' `batch_size`, `seed`, `shuffle`, `canvas`, `start` or `stream` not a "
+    "whole number in range (0, -1, 2.5, True)": (
+        lambda _: pair_batches({"image": np.zeros((4, 6, 6, 3), "uint8")}, SimCLRAugment(), 0),
+        ValueError,
+        "`batch_size` must be an integer of at least 1; got 0",
+    ),
+    "`SimCLRAugment`'s probabilities and bounds given as bools or text, its flags as text": (
+        lambda _: SimCLRAugment(flip_probability=True),
+        ValueError,
+        "`flip_probability` must lie in \\[0, 1\\]; got True",
+    ),
+    "`IdentifiabilityEvaluator` given a block index outside the latents, a true Lambda of "
+    "another length or not positive, latents not finite or of other rows than the "
+    "observations, a `batch_size` that is not a positive integer": (
+        lambda _: IdentifiabilityEvaluator(np.zeros((8, 6)), np.zeros((8, 6)), {"a": [-1]}),
+        ValueError,
+        "`blocks\\['a'\\]` must list latent indices from 0 to 5; got \\[-1\\]",
+    ),
+    "`export_encoder` given a plain Keras model, or an `input_spec` that is not a "
+    "`tf.TensorSpec`": (
+        lambda p: export_encoder(keras.Sequential([keras.Input((6,))]), p / "a"),
+        TypeError,
+        "`model` must be a ContrastiveModel .* got Sequential. Wrap an encoder as",
     ),
     "PNG files given to pair_batches without decode": (
         lambda _: pair_batches(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from aninfonce_tf.data.image_ops import (
@@ -17,7 +18,7 @@ from aninfonce_tf.data.image_ops import (
     views_from_parameters,
 )
 from aninfonce_tf.data.view_parameters import PARAMETERS, draw_parameters, stateless_seed
-from aninfonce_tf.errors import is_integer
+from aninfonce_tf.errors import check_flag, is_integer, is_number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,17 @@ class SimCLRAugment:
     jit_compile: bool = True
 
     def __post_init__(self):
+        pairs = ("value_range", "crop_scale", "crop_ratio", "blur_sigma")
+        for name in pairs:
+            value = getattr(self, name)
+            if not (
+                isinstance(value, (tuple, list, np.ndarray))
+                and len(value) == 2
+                and all(map(is_number, value))
+            ):
+                raise ValueError(f"`{name}` must be two numbers (low, high); got {value!r}.")
+        check_flag("random_jitter_order", self.random_jitter_order)
+        check_flag("jit_compile", self.jit_compile)
         if tuple(self.value_range) not in VALUE_RANGES:
             raise ValueError(
                 f"`value_range` must be (0, 1) or (0, 255), the range of float images; got "
@@ -103,7 +115,7 @@ class SimCLRAugment:
             ("blur_probability", 1),
             ("solarize_probability", 1),
         ):
-            if not 0 <= getattr(self, name) <= high:
+            if not (is_number(getattr(self, name)) and 0 <= getattr(self, name) <= high):
                 raise ValueError(f"`{name}` must lie in [0, {high}]; got {getattr(self, name)!r}.")
 
     @classmethod

@@ -13,6 +13,7 @@ import tensorflow as tf
 from aninfonce_tf.data.augment import SimCLRAugment, augment_pairs
 from aninfonce_tf.data.epochs import FilePieces, epoch_examples, held_in_memory
 from aninfonce_tf.data.options import without_autotune
+from aninfonce_tf.errors import is_integer
 
 # The tfds datasets read: CIFAR10, ImageNet and SimCLR's 10 % subset of ImageNet's
 # training images (its linear evaluation's option; the validation split is ImageNet's).
@@ -282,6 +283,17 @@ def pair_batches(
         decode: applied to each example after the shuffle and the skip.
         view_dtype: "float32", or "uint8" (`augment_pairs`).
     """
+    counts = {  # each with its least value
+        "batch_size": (batch_size, 1),
+        "seed": (seed, 0),
+        "shuffle": (0 if shuffle is None else shuffle, 0),
+        "canvas": (1 if canvas is None else canvas, 1),
+        "start": (start, 0),
+        "stream": (stream, 0),
+    }
+    for name, (value, least) in counts.items():
+        if not (is_integer(value) and value >= least):
+            raise ValueError(f"`{name}` must be an integer of at least {least}; got {value!r}.")
     if isinstance(examples, tf.data.Dataset):
         examples = held_in_memory(_holdable(examples))
     if decode is None and tf.executing_eagerly():

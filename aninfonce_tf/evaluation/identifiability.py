@@ -14,6 +14,7 @@ from sklearn.metrics import r2_score
 from sklearn.preprocessing import StandardScaler
 
 from aninfonce_tf.data.synthetic import SyntheticSetup, concentration_blocks
+from aninfonce_tf.errors import check_flag, is_integer
 from aninfonce_tf.evaluation.alignment import slow_feature_alignment
 from aninfonce_tf.evaluation.features import level_features
 from aninfonce_tf.evaluation.protocol import concentration_scores
@@ -280,11 +281,39 @@ class IdentifiabilityEvaluator:
     ):
         self.observations = np.asarray(observations)
         self.latents = np.asarray(latents)
+        if self.latents.ndim != 2 or not np.all(np.isfinite(self.latents)):
+            raise ValueError(
+                f"`latents` must be a finite [N, d] array; got shape {self.latents.shape}."
+            )
+        if len(self.observations) != len(self.latents):
+            raise ValueError(
+                f"`observations` ({len(self.observations)} rows) and `latents` "
+                f"({len(self.latents)}) must hold one row per sample."
+            )
+        dim = self.latents.shape[1]
+        for block, index in (blocks or {}).items():
+            index = np.asarray(index)
+            if index.ndim != 1 or not all(is_integer(i) and 0 <= i < dim for i in index):
+                raise ValueError(
+                    f"`blocks[{block!r}]` must list latent indices from 0 to {dim - 1}; got "
+                    f"{index.tolist()!r}."
+                )
+        if true_concentration is not None:
+            values = np.asarray(true_concentration, dtype="float64")
+            if values.shape != (dim,) or not np.all(np.isfinite(values) & (values > 0)):
+                raise ValueError(
+                    f"`true_concentration` must hold {dim} positive, finite values, one per "
+                    f"latent; got {true_concentration!r}."
+                )
+        if not (is_integer(batch_size) and batch_size >= 1):
+            raise ValueError(f"`batch_size` must be a positive int; got {batch_size!r}.")
         self.blocks = blocks
         self.true_concentration = true_concentration
-        self.normalize_concentration = normalize_concentration
-        self.nonlinear = nonlinear
-        self.batch_size = batch_size
+        self.normalize_concentration = check_flag(
+            "normalize_concentration", normalize_concentration
+        )
+        self.nonlinear = check_flag("nonlinear", nonlinear)
+        self.batch_size = int(batch_size)
         if alignment_pairs is not None:
             first, second = (np.asarray(side) for side in alignment_pairs)
             if first.shape != second.shape:

@@ -415,11 +415,25 @@ def test_bad_images_raise(images, error, message):
         (dict(blur_sigma=(0.0, 1.0)), "blur_sigma"),
         (dict(brightness=1.2), "brightness"),
         (dict(hue=0.6), "hue"),
+        # A bool or text is not a probability or a bound.
+        (dict(flip_probability=True), "flip_probability"),
+        (dict(flip_probability="0.5"), "flip_probability"),
+        (dict(crop_scale=(True, True)), "`crop_scale` must be two numbers"),
+        (dict(crop_scale=(0.5,)), "`crop_scale` must be two numbers"),
+        (dict(value_range=(0, True)), "`value_range` must be two numbers"),
+        (dict(value_range=None), "`value_range` must be two numbers"),
     ],
 )
 def test_bad_settings_raise(setting, message):
     with pytest.raises(ValueError, match=message):
         SimCLRAugment(**setting)
+
+
+def test_flags_given_as_text_raise_and_numpy_settings_are_taken():
+    for name in ("random_jitter_order", "jit_compile"):
+        with pytest.raises(TypeError, match=f"`{name}` must be True or False; got 'no'"):
+            SimCLRAugment(**{name: "no"})
+    SimCLRAugment(value_range=np.array([0.0, 255.0]), flip_probability=np.float32(0.3))
 
 
 def test_an_unknown_preset_raises():

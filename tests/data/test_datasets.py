@@ -231,3 +231,30 @@ def test_pair_batches_refuse_a_dataset_too_long_to_hold_and_name_the_files_path(
         with pytest.raises(ValueError, match=f"{length}.*`tfds_file_pieces\\(name, split"):
             pair_batches(dataset, augment, 4)
     assert next(iter(pair_batches(examples.take(8), augment, 4)))["label"].shape == (4,)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        dict(batch_size=0),
+        dict(batch_size=2.5),
+        dict(batch_size=True),
+        dict(seed=True),
+        dict(seed=-1),
+        dict(start=-1),
+        dict(start=2.5),
+        dict(stream=True),
+        dict(canvas=True),
+        dict(canvas=0),
+        dict(shuffle=2.5),
+    ],
+)
+def test_counts_that_are_not_whole_numbers_in_range_are_refused_when_built(setting):
+    # Before, 0 and 2.5 failed deep in tf.data, and True was read as 1 (a 1 px canvas).
+    examples = {"image": np.zeros((8, 6, 6, 3), "uint8"), "label": np.arange(8)}
+    name, value = next(iter(setting.items()))
+    arguments = {"batch_size": 4, **setting}
+    with pytest.raises(
+        ValueError, match=f"`{name}` must be an integer of at least .*; got {value!r}"
+    ):
+        pair_batches(examples, SimCLRAugment(image_size=4), **arguments)

@@ -154,3 +154,34 @@ def test_spearman_mcc_gives_tied_values_their_mean_rank():
     assert metrics.mean_correlation_coefficient(latents, reversed_order, "spearman") == (
         pytest.approx(1.0)
     )
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (
+            dict(blocks={"a": np.array([-1])}),
+            r"`blocks\['a'\]` must list latent indices from 0 to 5",
+        ),
+        (dict(blocks={"a": [0, 7]}), r"`blocks\['a'\]` must list latent indices"),
+        (dict(blocks={"a": [0.5]}), r"`blocks\['a'\]` must list latent indices"),
+        (dict(true_concentration=[-1.0] + [1.0] * 5), "`true_concentration` must hold 6 positive"),
+        (dict(true_concentration=[1.0, 2.0]), "`true_concentration` must hold 6 positive"),
+        (dict(true_concentration=[np.nan] * 6), "`true_concentration` must hold 6 positive"),
+        (dict(batch_size=0), "`batch_size` must be a positive int; got 0"),
+        (dict(batch_size=2.5), "`batch_size` must be a positive int; got 2.5"),
+        (dict(batch_size=True), "`batch_size` must be a positive int; got True"),
+        (dict(observations=np.zeros((5, 6))), r"`observations` \(5 rows\) and `latents` \(4000\)"),
+        (dict(latents=np.full((4000, 6), np.nan)), r"`latents` must be a finite \[N, d\] array"),
+    ],
+)
+def test_bad_evaluator_arguments_are_refused_when_built_not_at_the_first_evaluation(
+    latents, arguments, message
+):
+    # Before, a negative block index scored the last latent and the others failed (or
+    # gave a negative relative error) at the first evaluation, after an epoch of training.
+    arguments = {"observations": latents, "latents": latents, **arguments}
+    with pytest.raises(ValueError, match=message):
+        metrics.IdentifiabilityEvaluator(**arguments)
+    with pytest.raises(TypeError, match="`nonlinear` must be True or False"):
+        metrics.IdentifiabilityEvaluator(latents, latents, nonlinear="no")

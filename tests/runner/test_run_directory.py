@@ -454,3 +454,10 @@ def test_a_run_of_another_recipe_on_out_is_refused_without_a_line_before(tmp_pat
     with pytest.raises(run_directory.AnotherConfig, match="holds a run of another config"):
         _claim(tmp_path, CONFIG)
     assert capsys.readouterr().out == ""
+
+
+def test_export_encoder_refuses_an_input_spec_that_is_not_a_tensor_spec(tmp_path):
+    encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    with pytest.raises(TypeError, match="`input_spec` must be a tf.TensorSpec"):
+        export_encoder(ContrastiveModel(encoder), tmp_path / "encoder", input_spec=(None, 4))
+    assert not (tmp_path / "encoder").exists()
