@@ -121,6 +121,8 @@ def concentration_from_spec(
         ) from None
     if len(values) != dim:
         raise ValueError(f"`concentration` has {len(values)} values for dim={dim}.")
+    if not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError(f"`concentration` values must be positive and finite; got {spec!r}.")
     return values
 
 
@@ -219,8 +221,9 @@ class SyntheticSetup:
 
     def __post_init__(self):
         self.concentration = np.asarray(self.concentration, dtype="float64")
-        if self.concentration.ndim != 1 or np.any(self.concentration <= 0):
-            raise ValueError("`concentration` must be a 1-D array of positive values.")
+        positive = np.isfinite(self.concentration) & (self.concentration > 0)
+        if self.concentration.ndim != 1 or not np.all(positive):
+            raise ValueError("`concentration` must be a 1-D array of positive, finite values.")
         if self.space not in LATENT_SPACES:
             raise ValueError(f"Unknown `space` {self.space!r}; expected one of {LATENT_SPACES}.")
         if self.conditional not in CONDITIONALS:

@@ -285,9 +285,9 @@ class IdentifiabilityEvaluator:
             raise ValueError(
                 f"`latents` must be a finite [N, d] array; got shape {self.latents.shape}."
             )
-        if len(self.observations) != len(self.latents):
+        if self.observations.ndim == 0 or len(self.observations) != len(self.latents):
             raise ValueError(
-                f"`observations` ({len(self.observations)} rows) and `latents` "
+                f"`observations` ({len(np.atleast_1d(self.observations))} rows) and `latents` "
                 f"({len(self.latents)}) must hold one row per sample."
             )
         dim = self.latents.shape[1]

@@ -205,6 +205,8 @@ def test_presets_and_blocks():
     [
         (lambda: synthetic.concentration_preset("cubic"), "preset"),
         (lambda: synthetic.SyntheticSetup([1.0, -1.0]), "positive"),
+        (lambda: synthetic.SyntheticSetup([1.0, np.inf]), "positive, finite"),
+        (lambda: synthetic.SyntheticSetup([1.0, np.nan]), "positive, finite"),
         (lambda: synthetic.SyntheticSetup(LINEAR, space="torus"), "space"),
         (lambda: synthetic.SyntheticSetup(LINEAR, conditional="cauchy"), "conditional"),
         (

@@ -209,6 +209,9 @@ def test_config_errors_name_the_argument():
         synthetic.SyntheticConfig(concentration="1,2,3", dim=4).true_concentration()
     with pytest.raises(ValueError, match="concentration"):
         synthetic.SyntheticConfig(concentration="cubic").true_concentration()
+    for spec in ("inf,1,1", "nan,1,1", "0,1,1"):  # refused by `validate`, before any run
+        with pytest.raises(ValueError, match="`concentration` values must be positive and finite"):
+            synthetic.SyntheticConfig(concentration=spec, dim=3).validate()
     custom = synthetic.SyntheticConfig(concentration=".5,2,8", dim=3).true_concentration()
     assert custom.tolist() == [0.5, 2.0, 8.0]
 
