@@ -400,8 +400,11 @@ def recipe_run_directory(out: str | None, name: str, prog: str | None = None):
         ending = exits.one_line_exit(error, run_dir)
         if ending is None:
             raise
-        if new_directory and not any(run_dir.iterdir()):
-            run_dir.rmdir()
+        if new_directory:
+            # Another worker of the run may remove it, or write into it, meanwhile.
+            with contextlib.suppress(OSError):
+                if not any(run_dir.iterdir()):
+                    run_dir.rmdir()
         print(f"{prog or Path(sys.argv[0]).name}: {ending[1]}", file=sys.stderr)
         raise SystemExit(ending[0]) from None
 
