@@ -1,6 +1,6 @@
 """The error types every tier raises (`UsageError`, `OutOfSpace`, `Diverged`,
-`WorkerLost`) and the test of a count their checks share; this module imports nothing
-of the package."""
+`WorkerLost`) and the tests of a value their checks share (`is_integer`, `is_number`,
+`check_flag`); this module imports nothing of the package."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ def is_integer(value) -> bool:
 
     Example:
 
-    >>> import numpy as np
     >>> [is_integer(v) for v in (3, np.int64(3), True, 3.0, "3")]
     [True, True, False, False, False]
     """
