@@ -16,8 +16,10 @@ fresh process (`--stop-at`), timed from process start to exit, so that import,
 compilation, every evaluation, saving and export count. After each run, outside its
 time, the saved model is scored on a second held-out set of 4096 samples, which the
 stopping rule never saw, and (`--held-check`, on by default) the run is repeated without
-stopping for twice the steps at which both targets first held: the targets are *held*
-when both hold at every evaluation from that step to twice it. The repeat's curve up to
+stopping for twice the steps at which it stopped: the targets are *held* when both hold
+at every evaluation from that step to twice it. With `--patience N` a run stops once
+both targets held at N evaluations in a row (the recipe's `--stop-patience`), not at the
+first that reaches them. The repeat's curve up to
 that step is compared with the timed run's (the presets' learning rates are constant
 after the warm-up, so the repeat trains the same steps); the largest difference is
 recorded. A run whose targets did not hold counts as infinitely long in the medians
@@ -48,7 +50,10 @@ PRESETS = ("paper-linear-fast", "paper-linear")
 
 
 # Recipe flags that this script sets for every run, refused after `--`.
-SET_HERE = ("--preset", "--smoke", "--losses", "--stop-at", "--seed", "--seeds", "--out")
+SET_HERE = (
+    *("--preset", "--smoke", "--losses", "--stop-at", "--stop-patience", "--seed", "--seeds"),
+    "--out",
+)
 
 
 def mcc_score(preset: str, extra: list[str]) -> str:
@@ -79,13 +84,16 @@ def recipe_command(preset: str, seed: int, out: Path, flags: list[str]) -> list[
     ]
 
 
-def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> dict:
+def run_one(
+    preset: str, score: str, seed: int, extra: list[str], out: Path, patience: int = 1
+) -> dict:
     """Runs the recipe for one preset, whose MCC target reads `score` (`mcc_score`),
-    and seed in a fresh process.
+    and seed in a fresh process, stopping once both targets held at `patience`
+    evaluations in a row (`--stop-patience`).
 
     Returns:
-        Its seconds from start to exit, the step at which both targets held (None if
-        they never did), the score its MCC target read (`mcc_score`), the step at which
+        Its seconds from start to exit, the step at which it stopped at the targets
+        (None if it never did), the score its MCC target read (`mcc_score`), the step at which
         each score first reached its target, its steps, its final scores (MCC, aligned
         MCC when it aligns, linear R^2) and the same on a second held-out set; a run
         that fails has `failed` set and no scores, and its error's last lines printed.
@@ -96,7 +104,8 @@ def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> 
     recorded = {"mcc": TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
     if scores["mcc"] == "aligned_mcc":
         recorded["aligned_mcc"] = TARGET_VALUES["mcc"]
-    command = recipe_command(preset, seed, out, [*extra, "--stop-at", targets])
+    stop = ["--stop-at", targets, "--stop-patience", str(patience)]
+    command = recipe_command(preset, seed, out, [*extra, *stop])
     start = time.perf_counter()
     finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = round(time.perf_counter() - start, 1)
@@ -126,7 +135,7 @@ def run_one(preset: str, score: str, seed: int, extra: list[str], out: Path) -> 
 
 def held_check(run: dict, extra: list[str], out: Path) -> dict:
     """Repeats `run` (`run_one`'s record of a run that reached its targets) untimed for
-    twice the steps at which they first held, without stopping, in `out`.
+    twice the steps at which it stopped, without stopping, in `out`.
 
     Returns:
         `held`: whether both targets held at every evaluation of the repeat from that
@@ -281,6 +290,12 @@ def main() -> None:
         default=True,
         help="repeat each run that reached its targets for twice its steps, untimed",
     )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=1,
+        help="evaluations in a row at which both targets must hold before a run stops",
+    )
     parser.add_argument("extra", nargs="*", help="recipe flags (after --)")
     args = parser.parse_args()
     presets = args.presets.split(",")
@@ -296,7 +311,7 @@ def main() -> None:
             # Alternate which preset runs first, so that neither always starts cold.
             for preset in presets if index % 2 == 0 else presets[::-1]:
                 out = Path(scratch) / f"{preset}-{seed}"
-                run = run_one(preset, scores[preset], seed, args.extra, out)
+                run = run_one(preset, scores[preset], seed, args.extra, out, args.patience)
                 if args.held_check:
                     run.update(
                         held_check(run, args.extra, Path(scratch) / f"{preset}-{seed}-held")

@@ -855,6 +855,16 @@ CASES = {
         ValueError,
         "`stop_at` targets must be finite numbers; got 'mcc=nan'",
     ),
+    "a --stop-patience above 1 without --stop-at": (
+        lambda p: _run(p, stop_patience=2),
+        ValueError,
+        r"`stop_patience` \(2\) counts evaluations at the `stop_at` targets: give `stop_at`",
+    ),
+    "a --stop-patience that is not a positive integer": (
+        lambda p: _run(p, stop_at="mcc=0.9", stop_patience=0),
+        ValueError,
+        "`stop_patience` must be positive; got 0",
+    ),
     "a --stop-at score given two targets": (
         lambda p: _run(p, stop_at="mcc=0,mcc=0.99"),
         ValueError,

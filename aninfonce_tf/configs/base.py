@@ -42,7 +42,9 @@ RUN_GROUPS = {
         *("initial_concentration", "infonce_temperature", "hard_negative_beta"),
         *("ensemble_temperatures", "loss_block_size"),
     ),
-    "evaluation": ("eval_every", "log_every", "tensorboard_all_scores", "stop_at"),
+    "evaluation": (
+        *("eval_every", "log_every", "tensorboard_all_scores", "stop_at", "stop_patience"),
+    ),
     "devices and saving": (
         *("save_every", "mixed_precision", "jit_compile", "steps_per_execution"),
         *("strategy", "tpu", "export"),
@@ -335,6 +337,12 @@ class RunConfig:
         "",
         "stop a loss at the first evaluation reaching every target, e.g. mcc=0.95,linear_r2=0.99",
     )
+    stop_patience: int = option(
+        1,
+        "evaluations in a row at which every `stop_at` target must hold before a loss stops "
+        "(1: the first that reaches them)",
+        rule=positive_count,
+    )
     mixed_precision: bool = option(False, "encoder in mixed_bfloat16, the loss in float32")
     jit_compile: bool = option(True, "XLA-compile the train step")
     # Convolutional experiments override `jit_compile` with False: XLA slows their
@@ -480,6 +488,11 @@ class RunConfig:
                 f"`save_every` ({self.save_every}) must be 0 (automatic) or divide `eval_every` "
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
+            )
+        if self.stop_patience > 1 and not self.stop_at:
+            raise ValueError(
+                f"`stop_patience` ({self.stop_patience}) counts evaluations at the `stop_at` "
+                "targets: give `stop_at` too, or leave `stop_patience` at 1."
             )
         self._validate_losses(names)
         memory.check_loss(

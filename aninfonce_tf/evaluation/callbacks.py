@@ -36,6 +36,25 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
     return flat
 
 
+def targets_held(
+    history: Sequence[Mapping], targets: Mapping[str, Target], patience: int = 1
+) -> bool:
+    """Whether every one of `targets` is reached at each of the last `patience`
+    evaluations of `history` (`EvaluationCallback.history`'s entries).
+
+    Example:
+
+    >>> targets = parse_targets("mcc>=0.9")
+    >>> history = [{"step": 100, "mcc": 0.95}, {"step": 200, "mcc": 0.92}]
+    >>> targets_held(history, targets, 2), targets_held(history[:1] * 3, targets, 3)
+    (True, True)
+    >>> targets_held([{"step": 100, "mcc": 0.85}, *history], targets, 3)
+    False
+    """
+    last = history[-patience:] if len(history) >= patience else ()
+    return bool(last) and all(targets_reached(scalar_items(entry), targets) for entry in last)
+
+
 def evaluate_all(
     evaluators: Sequence[Evaluator],
     model,
@@ -119,6 +138,8 @@ class EvaluationCallback(StepCounter):
         every_epochs: evaluation period in epochs.
         stop_at: `{score name: target}` as `parse_targets` returns them, or its text
             (`"mcc>=0.95"`).
+        stop_patience: evaluations in a row at which every `stop_at` target must hold
+            before training stops (1: the first that reaches them).
         history: evaluations restored from an interrupted run.
         history_path: JSON file the history is written to.
         verbose: 1 prints a line per evaluation, within 100 columns.
@@ -150,6 +171,7 @@ class EvaluationCallback(StepCounter):
         log_dir: str | None = None,
         every_epochs: int = 1,
         stop_at: Mapping[str, Target | float] | str | None = None,
+        stop_patience: int = 1,
         history: list[dict] | None = None,
         history_path: str | None = None,
         verbose: int = 0,
@@ -169,6 +191,9 @@ class EvaluationCallback(StepCounter):
         if isinstance(stop_at, str):
             stop_at = parse_targets(stop_at)
         self.stop_at = resolve_targets(stop_at or {}, self.evaluators)
+        if not (is_integer(stop_patience) and stop_patience >= 1):
+            raise ValueError(f"`stop_patience` must be a positive int; got {stop_patience!r}.")
+        self.stop_patience = int(stop_patience)
         self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
@@ -288,7 +313,7 @@ class EvaluationCallback(StepCounter):
         unknown = sorted(set(self.stop_at) - set(scalars))
         if unknown:
             raise ValueError(f"`stop_at` names unknown scores {unknown}; known: {sorted(scalars)}.")
-        if targets_reached(scalars, self.stop_at):
+        if targets_held(self.history, self.stop_at, self.stop_patience):
             self.reached = {"step": step, "seconds": self.history[-1]["seconds"]}
             self.model.stop_training = True
 
@@ -414,5 +439,6 @@ __all__ = [
     "evaluate_all",
     "merge_scores",
     "scalar_items",
+    "targets_held",
     "summary_scores",
 ]

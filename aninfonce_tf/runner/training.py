@@ -20,10 +20,10 @@ from aninfonce_tf.evaluation.callbacks import (
     EvaluationCallback,
     StopOnNonFiniteLoss,
     TrainingLogger,
-    scalar_items,
+    targets_held,
 )
 from aninfonce_tf.evaluation.console import EpochLine
-from aninfonce_tf.evaluation.targets import Target, targets_reached
+from aninfonce_tf.evaluation.targets import Target
 from aninfonce_tf.layers import LinearAlignment
 from aninfonce_tf.loss_variants import loss_variant
 from aninfonce_tf.models import ContrastiveModel
@@ -152,8 +152,8 @@ def train_variant(
             )
         loss_curve = points_until(loss_path, start_step)
         print(f"   resuming {variant} at step {start_step}", flush=True)
-        last = scalar_items(history[-1]) if history and history[-1]["step"] == start_step else {}
-        if targets_reached(last, targets):
+        at_start = bool(history) and history[-1]["step"] == start_step
+        if at_start and targets_held(history, targets, config.stop_patience):
             # The run stopped there, at its targets: nothing is left to train.
             reached = {"step": start_step, "seconds": history[-1]["seconds"]}
     if context.chief:  # also at step 0: a run killed before its first checkpoint logged too
@@ -168,6 +168,7 @@ def train_variant(
         logs,
         every_epochs=config.eval_every // epoch_steps,
         stop_at=targets,
+        stop_patience=config.stop_patience,
         history=history,
         history_path=str(history_path),
         verbose=int(verbose != 0),

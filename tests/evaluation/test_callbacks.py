@@ -178,6 +178,49 @@ def test_training_stops_at_the_first_evaluation_reaching_every_target():
     assert history.history["mcc"][-1] == pytest.approx(0.4)
 
 
+class ScriptedScores:
+    """An evaluator whose MCC is the next of `values` at each call."""
+
+    lower_is_better = frozenset()
+
+    def __init__(self, values):
+        self.values = iter(values)
+
+    def evaluate(self, model):
+        return {"mcc": next(self.values)}
+
+
+@pytest.mark.parametrize("patience, step", [(1, 4), (2, 10), (3, 12)])
+def test_with_patience_training_stops_once_the_targets_held_at_that_many_evaluations_in_a_row(
+    patience, step
+):
+    # Evaluations at steps 2, 4, ...: the target is reached at 4, lost at 6, then held.
+    scripted = ScriptedScores([0.5, 0.9, 0.7, 0.9, 0.95, 0.96, 0.97, 0.98])
+    callback = EvaluationCallback(scripted, stop_at="mcc>=0.8", stop_patience=patience)
+    _fit(callback)
+    assert callback.reached["step"] == step
+    assert callback.history[-1]["step"] == step
+
+
+def test_patience_counts_the_restored_evaluations_of_an_interrupted_run():
+    restored = [{"step": 2, "seconds": 1.0, "mcc": 0.5}, {"step": 4, "seconds": 2.0, "mcc": 0.9}]
+    callback = EvaluationCallback(
+        ScriptedScores([0.9, 0.95]), stop_at="mcc>=0.8", stop_patience=2, history=restored
+    )
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x = np.zeros((8, 3), "float32")
+    model.fit(x, x[:, :1], steps_per_epoch=2, epochs=5, initial_epoch=2, callbacks=[callback])
+    assert callback.reached["step"] == 6  # steps 4 (restored) and 6
+    assert [entry["step"] for entry in callback.history] == [2, 4, 6]
+
+
+@pytest.mark.parametrize("patience", [0, -1, 1.5, True, "2"])
+def test_a_patience_that_is_not_a_positive_int_is_refused(patience):
+    with pytest.raises(ValueError, match="`stop_patience` must be a positive int"):
+        EvaluationCallback(RisingScores(), stop_at="mcc>=0.8", stop_patience=patience)
+
+
 def test_without_targets_training_runs_to_the_end():
     callback = EvaluationCallback(RisingScores(), every_epochs=2)
     assert len(_fit(callback, epochs=6).history["loss"]) == 6

@@ -240,6 +240,25 @@ def test_a_run_stopped_at_its_targets_and_killed_before_its_results_resumes_as_s
     assert [point["step"] for point in result["curve"]] == [20]
 
 
+def test_a_run_killed_at_its_targets_short_of_its_patience_resumes_and_stops_at_it(tmp_path):
+    # Reached at every evaluation (every 20 steps), to hold at two in a row: killed after
+    # the first (and its backup), the run trains on and stops at step 40.
+    config = dataclasses.replace(
+        SMOKE, losses="aninfonce", stop_at="mcc=-1", stop_patience=2, steps=60
+    )
+
+    class InterruptAfterFirstEpoch(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise KeyboardInterrupt
+
+    interrupt = [InterruptAfterFirstEpoch()]
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=interrupt)
+    result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
+    assert (result["steps"], result["target_reached"]["step"]) == (40, 40)
+    assert [point["step"] for point in result["curve"]] == [20, 40]
+
+
 @pytest.mark.parametrize(
     "stop_at, message",
     [
