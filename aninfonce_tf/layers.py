@@ -89,7 +89,9 @@ class DiagonalScaling(keras.layers.Layer):
         )
         self.parametrization = parametrization
         self.initial_noise = float(initial_noise)
-        self.seed = seed
+        if seed is not None and not (is_integer(seed) and seed >= 0):
+            raise ValueError(f"`seed` must be None or a non-negative integer; got {seed!r}.")
+        self.seed = None if seed is None else int(seed)
         self.tied = check_flag("tied", tied)
         if self.tied and values.ndim == 1:
             raise ValueError(

@@ -9,7 +9,10 @@ import numbers
 from collections.abc import Sequence
 
 import keras
+import numpy as np
 from keras import ops
+
+from aninfonce_tf.errors import check_flag, is_number
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
 # The variable name of `rotation.LearnedRotation`'s angles.
@@ -29,11 +32,23 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         exclude_names: Sequence[str],
         **kwargs,
     ):
+        # A number's learning rate only: a schedule or a callable is Keras' to check.
+        if isinstance(learning_rate, (bool, np.bool_, str)) or (
+            is_number(learning_rate) and not 0.0 <= float(learning_rate) < math.inf
+        ):
+            raise ValueError(
+                f"`learning_rate` must be a finite non-negative number or a schedule; got "
+                f"{learning_rate!r}."
+            )
+        if is_number(learning_rate):  # a NumPy or 0-d one too, which Keras refuses
+            learning_rate = float(learning_rate)
         super().__init__(learning_rate=learning_rate, **kwargs)
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"`momentum` must be in [0, 1); got {momentum}.")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"`weight_decay` must be non-negative; got {weight_decay}.")
+        if not (is_number(momentum) and 0.0 <= momentum < 1.0):
+            raise ValueError(f"`momentum` must be a number in [0, 1); got {momentum!r}.")
+        if not (is_number(weight_decay) and 0.0 <= weight_decay < math.inf):
+            raise ValueError(
+                f"`weight_decay` must be a finite non-negative number; got {weight_decay!r}."
+            )
         if isinstance(exclude_names, str):
             raise TypeError(
                 f"`exclude_names` must be a sequence of strings; got the string {exclude_names!r}."
@@ -41,7 +56,7 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         self.momentum = float(momentum)
         # The coupled decay: Keras' decoupled step (`_apply_weight_decay`) is switched off.
         self.weight_decay = float(weight_decay)
-        self.exclude_vectors = bool(exclude_vectors)
+        self.exclude_vectors = check_flag("exclude_vectors", exclude_vectors)
         self.exclude_names = tuple(exclude_names)
 
     def excluded(self, variable) -> bool:
@@ -118,8 +133,10 @@ class LARS(_CoupledWeightDecay):
         name: str = "lars",
         **kwargs,
     ):
-        if not trust_coefficient > 0.0:
-            raise ValueError(f"`trust_coefficient` must be positive; got {trust_coefficient}.")
+        if not (is_number(trust_coefficient) and 0.0 < trust_coefficient < math.inf):
+            raise ValueError(
+                f"`trust_coefficient` must be a finite positive number; got {trust_coefficient!r}."
+            )
         super().__init__(
             learning_rate,
             momentum,

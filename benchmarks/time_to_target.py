@@ -121,11 +121,20 @@ def run_one(
         "seconds": seconds,
         "fit_seconds": result["wall_seconds"],
         "reached_step": reached["step"] if reached else None,
-        # Which target held last: the step each score first reached its target's value.
+        # Which target held last: the step each score first reached its target's value,
+        # and the first step both did (before the stop when the patience is above 1).
         **{
             f"{score}_step": first_step(result["curve"], score, value)
             for score, value in recorded.items()
         },
+        "both_step": next(
+            (
+                point["step"]
+                for point in result["curve"]
+                if all(point[scores[t]] >= value for t, value in TARGET_VALUES.items())
+            ),
+            None,
+        ),
         "steps": result["steps"],
         **{score: result[score] for score in recorded},
         **second_set_scores(out),
@@ -240,7 +249,7 @@ def summarize(runs: list[dict], presets: list[str]) -> dict:
             ),
             "all_reached": bool(own) and all(run.get("reached_step") for run in own),
             # With the held check: the runs whose targets held to twice the step at
-            # which they first held, and the medians counting the others as infinite.
+            # which they stopped, and the medians counting the others as infinite.
             **(
                 {
                     "held": sum(bool(run["held"]) for run in own),
@@ -298,6 +307,8 @@ def main() -> None:
     )
     parser.add_argument("extra", nargs="*", help="recipe flags (after --)")
     args = parser.parse_args()
+    if args.patience < 1:
+        parser.error(f"--patience must be at least 1; got {args.patience}")
     presets = args.presets.split(",")
     if len(set(presets)) != len(presets):
         parser.error(f"--presets must name each preset once; got {args.presets!r}")
@@ -321,7 +332,7 @@ def main() -> None:
                 runs.append(run)
                 print_run(run)
                 if args.summary:
-                    write_summary(args.summary, runs, scores)
+                    write_summary(args.summary, runs, scores, args.patience)
     summary = summarize(runs, presets)
     for preset in presets:
         own = summary[preset]
@@ -379,14 +390,16 @@ def print_run(run: dict) -> None:
     )
 
 
-def write_summary(path: Path, runs: list[dict], scores: dict[str, str]) -> None:
-    """The runs so far, their medians, the command, date, CPU and versions as JSON at `path`
-    (`scores`: each preset's MCC score, `mcc_score`, in the order of `--presets`)."""
+def write_summary(path: Path, runs: list[dict], scores: dict[str, str], patience: int) -> None:
+    """The runs so far, their medians, the command, date, CPU, versions and `--patience`
+    as JSON at `path` (`scores`: each preset's MCC score, `mcc_score`, in the order of
+    `--presets`)."""
     record = {
         "command": " ".join(["python", "benchmarks/time_to_target.py", *sys.argv[1:]]),
         "date": time.strftime("%Y-%m-%d"),
         "machine": _cpu_name(),
         "versions": _versions(),
+        "patience": patience,
         "targets": {
             preset: {score: TARGET_VALUES["mcc"], "linear_r2": TARGET_VALUES["linear_r2"]}
             for preset, score in scores.items()

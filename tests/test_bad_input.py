@@ -32,6 +32,7 @@ from aninfonce_tf import (
     augment_pairs,
     distribute,
     functional,
+    optimizers,
     runner,
     small_cnn,
     sweep,
@@ -793,6 +794,18 @@ CASES = {
         ValueError,
         "`temperature` must be .* that float32 holds; got True",
     ),
+    "a LARS or CoupledSGD setting that is not a finite number in range (`weight_decay=inf`, "
+    "`learning_rate=nan`, `momentum=True`, `trust_coefficient=0`) or a flag as text "
+    '(`exclude_vectors="no"`)': (
+        lambda _: optimizers.LARS(weight_decay=float("inf")),
+        ValueError,
+        "`weight_decay` must be a finite non-negative number; got inf",
+    ),
+    "a DiagonalScaling seed that is not None or a non-negative integer (`seed=-1`, `seed=2.5`)": (
+        lambda _: DiagonalScaling(5.0, seed=-1),
+        ValueError,
+        "`seed` must be None or a non-negative integer; got -1",
+    ),
     "a NaN or infinite temperature": (
         lambda _: [InfoNCE(temperature=t) for t in (float("inf"), float("nan"))],
         ValueError,
@@ -859,6 +872,11 @@ CASES = {
         lambda p: _run(p, stop_patience=2),
         ValueError,
         r"`stop_patience` \(2\) counts evaluations at the `stop_at` targets: give `stop_at`",
+    ),
+    "a --stop-patience above the run's evaluations": (
+        lambda p: _run(p, stop_at="mcc=0.9", stop_patience=3),
+        ValueError,
+        r"`stop_patience` \(3\) is more than the 2 evaluations of `steps` \(40\) every",
     ),
     "a --stop-patience that is not a positive integer": (
         lambda p: _run(p, stop_at="mcc=0.9", stop_patience=0),

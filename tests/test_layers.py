@@ -38,6 +38,21 @@ def test_initial_noise_is_seeded():
     assert np.ptp(np.asarray(a.concentration)) > 0
 
 
+@pytest.mark.parametrize("seed", [-1, 2.5, True, "1"])
+def test_a_seed_that_is_not_a_non_negative_integer_is_refused_when_constructed(seed):
+    with pytest.raises(ValueError, match="`seed` must be None or a non-negative integer"):
+        DiagonalScaling(2.0, initial_noise=0.1, seed=seed)
+
+
+def test_a_numpy_seed_draws_what_its_int_draws_and_serialises_as_one():
+    a = DiagonalScaling(2.0, initial_noise=0.1, seed=np.int64(3))
+    b = DiagonalScaling(2.0, initial_noise=0.1, seed=3)
+    a.build((None, 4))
+    b.build((None, 4))
+    np.testing.assert_array_equal(a.concentration, b.concentration)
+    assert type(a.get_config()["seed"]) is int
+
+
 def test_anisotropic_loss_equals_the_notes_formula_with_gradients():
     rng = np.random.default_rng(0)
     concentration = rng.uniform(0.5, 30.0, size=5)

@@ -190,3 +190,43 @@ def test_the_runner_builds_lars_and_the_coupled_sgd_from_the_config():
     ):
         with pytest.raises(ValueError, match=match):
             dataclasses.replace(config, **bad).validate()
+
+
+@pytest.mark.parametrize("optimizer", [LARS, CoupledSGD])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        (dict(weight_decay=float("inf")), "`weight_decay` must be a finite non-negative"),
+        (dict(weight_decay=-1e-4), "`weight_decay` must be a finite non-negative"),
+        (dict(weight_decay="1e-4"), "`weight_decay` must be a finite non-negative"),
+        (dict(learning_rate=float("nan")), "`learning_rate` must be a finite non-negative"),
+        (dict(learning_rate=float("inf")), "`learning_rate` must be a finite non-negative"),
+        (dict(learning_rate=-0.1), "`learning_rate` must be a finite non-negative"),
+        (dict(learning_rate=True), "`learning_rate` must be a finite non-negative"),
+        (dict(learning_rate="0.1"), "`learning_rate` must be a finite non-negative"),
+        (dict(momentum=True), "`momentum` must be a number in"),
+        (dict(momentum=float("nan")), "`momentum` must be a number in"),
+        (dict(momentum=1.0), "`momentum` must be a number in"),
+    ],
+)
+def test_a_setting_out_of_range_or_of_another_type_is_refused_by_the_constructor(
+    optimizer, setting, message
+):
+    with pytest.raises(ValueError, match=message):
+        optimizer(**setting)
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("inf"), float("nan"), True])
+def test_lars_refuses_a_trust_coefficient_that_is_not_finite_and_positive(value):
+    with pytest.raises(ValueError, match="`trust_coefficient` must be a finite positive"):
+        LARS(trust_coefficient=value)
+
+
+def test_the_optimizers_keep_working_settings_as_numbers_arrays_and_schedules():
+    schedule = keras.optimizers.schedules.CosineDecay(0.1, 100)
+    for optimizer in (LARS, CoupledSGD):
+        assert optimizer(learning_rate=np.float32(0.0), momentum=np.float64(0.5)).momentum == 0.5
+        assert optimizer(learning_rate=schedule, weight_decay=np.array(1e-4)).weight_decay > 0
+        assert optimizer(exclude_vectors=1).exclude_vectors is True
+    with pytest.raises(TypeError, match="`exclude_vectors` must be True or False; got 'no'"):
+        LARS(exclude_vectors="no")

@@ -448,7 +448,8 @@ class RunConfig:
         }
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            # A whole number is finite (and may be beyond a float: 10**400).
+            number = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
             if number and not math.isfinite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
             if field.name in rules:
@@ -493,6 +494,12 @@ class RunConfig:
             raise ValueError(
                 f"`stop_patience` ({self.stop_patience}) counts evaluations at the `stop_at` "
                 "targets: give `stop_at` too, or leave `stop_patience` at 1."
+            )
+        if self.stop_patience > self.steps // self.eval_every:
+            raise ValueError(
+                f"`stop_patience` ({self.stop_patience}) is more than the "
+                f"{self.steps // self.eval_every} evaluations of `steps` ({self.steps}) every "
+                f"`eval_every` ({self.eval_every}): the run could never stop at its targets."
             )
         self._validate_losses(names)
         memory.check_loss(

@@ -7,6 +7,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -36,6 +37,15 @@ def scalar_items(scores: dict, prefix: str = "") -> dict[str, float]:
     return flat
 
 
+def write_history(path: str | Path, history: list[dict]) -> None:
+    """Writes `history` to `path` as JSON, making its directory if missing; atomic, so that
+    a kill never leaves half a file for the resumed run to read. NaN stays NaN (Python's
+    JSON), so that a resumed curve equals an uninterrupted one."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(history)
+    replace_atomically(path, lambda temporary: temporary.write_text(text))
+
+
 def targets_held(
     history: Sequence[Mapping], targets: Mapping[str, Target], patience: int = 1
 ) -> bool:
@@ -51,6 +61,8 @@ def targets_held(
     >>> targets_held([{"step": 100, "mcc": 0.85}, *history], targets, 3)
     False
     """
+    if not (is_integer(patience) and patience >= 1):
+        raise ValueError(f"`patience` must be a positive int; got {patience!r}.")
     last = history[-patience:] if len(history) >= patience else ()
     return bool(last) and all(targets_reached(scalar_items(entry), targets) for entry in last)
 
@@ -141,7 +153,7 @@ class EvaluationCallback(StepCounter):
         stop_patience: evaluations in a row at which every `stop_at` target must hold
             before training stops (1: the first that reaches them).
         history: evaluations restored from an interrupted run.
-        history_path: JSON file the history is written to.
+        history_path: JSON file the history is written to (its directory made if missing).
         verbose: 1 prints a line per evaluation, within 100 columns.
         columns: the scores that line shows (default: the summary scores).
         scores_in_logs: add the scores to the logs (`/` as `_`).
@@ -194,6 +206,11 @@ class EvaluationCallback(StepCounter):
         if not (is_integer(stop_patience) and stop_patience >= 1):
             raise ValueError(f"`stop_patience` must be a positive int; got {stop_patience!r}.")
         self.stop_patience = int(stop_patience)
+        if self.stop_patience > 1 and not self.stop_at:
+            raise ValueError(
+                f"`stop_patience` ({stop_patience}) counts evaluations at the `stop_at` "
+                "targets: give `stop_at` too, or leave `stop_patience` at 1."
+            )
         self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
         self.history_path = history_path
@@ -288,10 +305,7 @@ class EvaluationCallback(StepCounter):
 
     def _write_history(self) -> None:
         if self.history_path:
-            # Atomic, so that a kill never leaves half a file for the resumed run to read;
-            # NaN stays NaN (Python's JSON), so that a resumed curve equals an uninterrupted one.
-            text = json.dumps(self.history)
-            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
+            write_history(self.history_path, self.history)
 
     def _log_scalars(self, step: int, scalars: dict[str, float]) -> None:
         if self.log_dir is None:
@@ -425,8 +439,7 @@ class TrainingLogger(StepCounter):
 
     def on_epoch_end(self, epoch, logs=None):
         if self.history_path:
-            text = json.dumps(self.history)
-            replace_atomically(self.history_path, lambda temporary: temporary.write_text(text))
+            write_history(self.history_path, self.history)
         if self._writer is not None:
             self._writer.flush()
 

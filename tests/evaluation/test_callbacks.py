@@ -20,6 +20,7 @@ from aninfonce_tf.evaluation.callbacks import (
     StopOnNonFiniteLoss,
     TrainingLogger,
     scalar_items,
+    targets_held,
 )
 from aninfonce_tf.evaluation.identifiability import IdentifiabilityEvaluator
 from aninfonce_tf.evaluation.latents import LatentEvaluator
@@ -219,6 +220,22 @@ def test_patience_counts_the_restored_evaluations_of_an_interrupted_run():
 def test_a_patience_that_is_not_a_positive_int_is_refused(patience):
     with pytest.raises(ValueError, match="`stop_patience` must be a positive int"):
         EvaluationCallback(RisingScores(), stop_at="mcc>=0.8", stop_patience=patience)
+    with pytest.raises(ValueError, match="`patience` must be a positive int"):
+        targets_held([{"step": 2, "mcc": 0.9}], parse_targets("mcc>=0.8"), patience)
+
+
+def test_a_patience_without_targets_is_refused():
+    with pytest.raises(ValueError, match=r"`stop_patience` \(2\) counts evaluations at the"):
+        EvaluationCallback(RisingScores(), stop_patience=2)
+
+
+def test_a_history_path_in_a_missing_directory_is_written_there(tmp_path):
+    evaluation = EvaluationCallback(RisingScores(), history_path=str(tmp_path / "a" / "h.json"))
+    training = TrainingLogger(every_steps=1, history_path=str(tmp_path / "b" / "c" / "l.json"))
+    _fit(evaluation, epochs=1)
+    _fit(training, epochs=1)
+    assert json.loads((tmp_path / "a" / "h.json").read_text()) == evaluation.history
+    assert json.loads((tmp_path / "b" / "c" / "l.json").read_text()) == training.history != []
 
 
 def test_without_targets_training_runs_to_the_end():

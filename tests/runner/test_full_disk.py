@@ -17,7 +17,10 @@ from aninfonce_tf.runner import report
 from tests.support import assert_same_result
 
 # One variant of 40 steps, a backup every 10, exported.
-ARGV = ["--smoke", "--losses", "aninfonce", "--save-every", "10", "--export", "true"]
+ARGV = [
+    *("--smoke", "--losses", "aninfonce", "--save-every", "10", "--export", "true"),
+    *("--jit-compile", "false"),  # what is written, not how the step is compiled
+]
 # Each write of a run, in the order a run first makes them: the files replaced atomically
 # (the disk fills up as they are written), the export and the figures.
 WRITES = [

@@ -224,10 +224,14 @@ def test_an_interrupted_run_resumes_with_its_evaluation_history(tmp_path, optimi
     np.testing.assert_allclose(model.concentration, resumed["lambda_hat"], rtol=1e-5)
 
 
+@pytest.mark.parametrize("patience", [1, 2])
 def test_a_run_stopped_at_its_targets_and_killed_before_its_results_resumes_as_stopped(
-    tmp_path,
+    tmp_path, patience
 ):
-    config = dataclasses.replace(SMOKE, losses="aninfonce", stop_at="mcc=-1")  # at step 20
+    # Reached at every evaluation (every 20 steps): stopped at step 20 * patience.
+    config = dataclasses.replace(
+        SMOKE, losses="aninfonce", stop_at="mcc=-1", stop_patience=patience, steps=60
+    )
 
     class InterruptAfterFit(keras.callbacks.Callback):
         def on_train_end(self, logs=None):
@@ -236,8 +240,9 @@ def test_a_run_stopped_at_its_targets_and_killed_before_its_results_resumes_as_s
     with pytest.raises(KeyboardInterrupt):
         runner.run(config, synthetic.build, tmp_path, verbose=0, callbacks=[InterruptAfterFit()])
     result = runner.run(config, synthetic.build, tmp_path, verbose=0)["aninfonce"]
-    assert (result["steps"], result["target_reached"]["step"]) == (20, 20)
-    assert [point["step"] for point in result["curve"]] == [20]
+    step = 20 * patience
+    assert (result["steps"], result["target_reached"]["step"]) == (step, step)
+    assert [point["step"] for point in result["curve"]] == list(range(20, step + 1, 20))
 
 
 def test_a_run_killed_at_its_targets_short_of_its_patience_resumes_and_stops_at_it(tmp_path):

@@ -367,6 +367,14 @@ def test_a_stop_at_giving_the_same_targets_resumes_and_another_is_refused(
     assert "another config (stop_at: 'linear_r2>=0.9,mcc=0.95' -> " in str(refused.value)
 
 
+def test_a_resume_with_another_stop_patience_is_refused(tmp_path):
+    saved = dataclasses.replace(CONFIG, stop_at=SAVED_STOP_AT, stop_patience=2)
+    RunDirectory(tmp_path, code=[identity.code_version()]).write_config(saved)
+    assert _claim(tmp_path, saved).finished == {}
+    with pytest.raises(ValueError, match="another config \\(stop_patience: 2 -> 1\\)"):
+        _claim(tmp_path, dataclasses.replace(saved, stop_patience=1))
+
+
 def test_a_grid_into_a_directory_of_other_files_is_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     config = dataclasses.replace(synthetic.PRESETS["quick"], **synthetic.SMOKE)
