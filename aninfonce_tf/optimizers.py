@@ -20,6 +20,15 @@ ROTATION_ANGLES = "angles"
 LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 
 
+def _number_in(value, low: float, high: float) -> bool:
+    """Whether `value` is a number (`is_number`) from `low` to below `high`; NaN and a
+    whole number beyond a float are not."""
+    try:
+        return is_number(value) and low <= float(value) < high
+    except OverflowError:
+        return False
+
+
 class _CoupledWeightDecay(keras.optimizers.Optimizer):
     """Momentum with an L2 weight decay added to the gradient, but for excluded variables."""
 
@@ -32,20 +41,20 @@ class _CoupledWeightDecay(keras.optimizers.Optimizer):
         exclude_names: Sequence[str],
         **kwargs,
     ):
-        # A number's learning rate only: a schedule or a callable is Keras' to check.
+        # A number's learning rate only: a schedule, a callable or a variable is Keras'.
         if isinstance(learning_rate, (bool, np.bool_, str)) or (
-            is_number(learning_rate) and not 0.0 <= float(learning_rate) < math.inf
+            is_number(learning_rate) and not _number_in(learning_rate, 0.0, math.inf)
         ):
             raise ValueError(
                 f"`learning_rate` must be a finite non-negative number or a schedule; got "
                 f"{learning_rate!r}."
             )
-        if is_number(learning_rate):  # a NumPy or 0-d one too, which Keras refuses
+        if isinstance(learning_rate, (np.generic, np.ndarray)):  # NumPy's, which Keras refuses
             learning_rate = float(learning_rate)
         super().__init__(learning_rate=learning_rate, **kwargs)
-        if not (is_number(momentum) and 0.0 <= momentum < 1.0):
+        if not _number_in(momentum, 0.0, 1.0):
             raise ValueError(f"`momentum` must be a number in [0, 1); got {momentum!r}.")
-        if not (is_number(weight_decay) and 0.0 <= weight_decay < math.inf):
+        if not _number_in(weight_decay, 0.0, math.inf):
             raise ValueError(
                 f"`weight_decay` must be a finite non-negative number; got {weight_decay!r}."
             )
@@ -133,7 +142,7 @@ class LARS(_CoupledWeightDecay):
         name: str = "lars",
         **kwargs,
     ):
-        if not (is_number(trust_coefficient) and 0.0 < trust_coefficient < math.inf):
+        if not _number_in(trust_coefficient, 0.0, math.inf) or float(trust_coefficient) == 0.0:
             raise ValueError(
                 f"`trust_coefficient` must be a finite positive number; got {trust_coefficient!r}."
             )

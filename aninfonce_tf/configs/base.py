@@ -119,6 +119,14 @@ def positive(name: str, value) -> None:
         raise ValueError(f"`{name}` must be positive; got {value}.")
 
 
+def _finite(value: numbers.Real) -> bool:
+    """Whether `value` is finite as a float (a whole number beyond one, 10**400, is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def positive_count(name: str, value) -> None:
     """A field's rule: a count of 1 or more, as a number of steps."""
     if not value >= 1:
@@ -448,9 +456,8 @@ class RunConfig:
         }
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            # A whole number is finite (and may be beyond a float: 10**400).
-            number = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
-            if number and not math.isfinite(value):
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if number and not _finite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
             if field.name in rules:
                 try:

@@ -50,7 +50,8 @@ def targets_held(
     history: Sequence[Mapping], targets: Mapping[str, Target], patience: int = 1
 ) -> bool:
     """Whether every one of `targets` is reached at each of the last `patience`
-    evaluations of `history` (`EvaluationCallback.history`'s entries).
+    evaluations of `history` (`EvaluationCallback.history`'s entries); a `ValueError`
+    for a `patience` that is not a positive int.
 
     Example:
 
@@ -453,5 +454,6 @@ __all__ = [
     "merge_scores",
     "scalar_items",
     "targets_held",
+    "write_history",
     "summary_scores",
 ]
