@@ -1,9 +1,10 @@
 """The error types every tier raises (`UsageError`, `OutOfSpace`, `Diverged`,
 `WorkerLost`) and the tests of a value their checks share (`is_integer`, `is_number`,
-`check_flag`); this module imports nothing of the package."""
+`is_finite`, `check_flag`); this module imports nothing of the package."""
 
 from __future__ import annotations
 
+import math
 import numbers
 from pathlib import Path
 
@@ -54,6 +55,21 @@ def is_number(value) -> bool:
     if dtype is None or shape is None or len(shape) != 0:
         return False
     return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind in ("i", "u", "f")
+
+
+def is_finite(value) -> bool:
+    """Whether `value` is a number (`is_number`) that is finite as a float: not NaN, not
+    infinite, not a whole number beyond a float.
+
+    Example:
+
+    >>> [is_finite(v) for v in (0.5, np.float32(2), 10**400, float("nan"), True)]
+    [True, True, False, False, False]
+    """
+    try:
+        return is_number(value) and math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 class UsageError(ValueError):
@@ -120,6 +136,7 @@ __all__ = [
     "UsageError",
     "WorkerLost",
     "check_flag",
+    "is_finite",
     "is_integer",
     "is_number",
 ]

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from aninfonce_tf.errors import check_flag, is_number
+from aninfonce_tf.errors import check_flag, is_finite, is_number
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "lars", "muon")
 # The variable name of `rotation.LearnedRotation`'s angles.
@@ -21,12 +21,8 @@ LEARNING_RATE_SCHEDULES = ("constant", "cosine")
 
 
 def _number_in(value, low: float, high: float) -> bool:
-    """Whether `value` is a number (`is_number`) from `low` to below `high`; NaN and a
-    whole number beyond a float are not."""
-    try:
-        return is_number(value) and low <= float(value) < high
-    except OverflowError:
-        return False
+    """Whether `value` is a finite number (`is_finite`) from `low` to below `high`."""
+    return is_finite(value) and low <= float(value) < high
 
 
 class _CoupledWeightDecay(keras.optimizers.Optimizer):

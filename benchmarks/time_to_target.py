@@ -124,16 +124,11 @@ def run_one(
         # Which target held last: the step each score first reached its target's value,
         # and the first step both did (before the stop when the patience is above 1).
         **{
-            f"{score}_step": first_step(result["curve"], score, value)
+            f"{score}_step": first_step(result["curve"], {score: value})
             for score, value in recorded.items()
         },
-        "both_step": next(
-            (
-                point["step"]
-                for point in result["curve"]
-                if all(point[scores[t]] >= value for t, value in TARGET_VALUES.items())
-            ),
-            None,
+        "both_step": first_step(
+            result["curve"], {scores[target]: value for target, value in TARGET_VALUES.items()}
         ),
         "steps": result["steps"],
         **{score: result[score] for score in recorded},
@@ -210,9 +205,17 @@ def second_set_scores(out: Path) -> dict:
     }
 
 
-def first_step(curve: list[dict], score: str, value: float) -> int | None:
-    """The first evaluated step at which `score` reached `value`, None if none did."""
-    return next((point["step"] for point in curve if point[score] >= value), None)
+def first_step(curve: list[dict], targets: dict[str, float]) -> int | None:
+    """The first evaluated step at which every score of `targets` reached its value, None
+    if none did."""
+    return next(
+        (
+            point["step"]
+            for point in curve
+            if all(point[score] >= value for score, value in targets.items())
+        ),
+        None,
+    )
 
 
 def seconds_to_target(run: dict, held: bool = False) -> float:

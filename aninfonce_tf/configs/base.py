@@ -12,7 +12,8 @@ import typing
 
 from aninfonce_tf import memory, optimizers
 from aninfonce_tf.distribute import STRATEGIES
-from aninfonce_tf.errors import UsageError, is_integer
+from aninfonce_tf.errors import UsageError, is_finite, is_integer
+from aninfonce_tf.evaluation.targets import check_stop_patience
 from aninfonce_tf.layers import PARAMETRIZATIONS
 from aninfonce_tf.loss_variants import LOSS_VARIANTS, check_loss_name, check_variants
 from aninfonce_tf.parsing import strict_float, strict_int
@@ -117,14 +118,6 @@ def positive(name: str, value) -> None:
     """A field's rule: more than 0."""
     if not value > 0:
         raise ValueError(f"`{name}` must be positive; got {value}.")
-
-
-def _finite(value: numbers.Real) -> bool:
-    """Whether `value` is finite as a float (a whole number beyond one, 10**400, is not)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def positive_count(name: str, value) -> None:
@@ -457,7 +450,7 @@ class RunConfig:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            if number and not _finite(value):
+            if number and not is_finite(value):
                 raise ValueError(f"`{field.name}` must be a finite number; got {value}.")
             if field.name in rules:
                 try:
@@ -497,11 +490,7 @@ class RunConfig:
                 f"({self.eval_every}) and be a multiple of `steps_per_execution` "
                 f"({self.steps_per_execution})."
             )
-        if self.stop_patience > 1 and not self.stop_at:
-            raise ValueError(
-                f"`stop_patience` ({self.stop_patience}) counts evaluations at the `stop_at` "
-                "targets: give `stop_at` too, or leave `stop_patience` at 1."
-            )
+        check_stop_patience(self.stop_patience, self.stop_at)
         if self.stop_patience > self.steps // self.eval_every:
             raise ValueError(
                 f"`stop_patience` ({self.stop_patience}) is more than the "

@@ -19,6 +19,7 @@ from aninfonce_tf.evaluation import console
 from aninfonce_tf.evaluation.protocol import Evaluator, takes_argument
 from aninfonce_tf.evaluation.targets import (
     Target,
+    check_stop_patience,
     parse_targets,
     resolve_targets,
     targets_reached,
@@ -204,14 +205,7 @@ class EvaluationCallback(StepCounter):
         if isinstance(stop_at, str):
             stop_at = parse_targets(stop_at)
         self.stop_at = resolve_targets(stop_at or {}, self.evaluators)
-        if not (is_integer(stop_patience) and stop_patience >= 1):
-            raise ValueError(f"`stop_patience` must be a positive int; got {stop_patience!r}.")
-        self.stop_patience = int(stop_patience)
-        if self.stop_patience > 1 and not self.stop_at:
-            raise ValueError(
-                f"`stop_patience` ({stop_patience}) counts evaluations at the `stop_at` "
-                "targets: give `stop_at` too, or leave `stop_patience` at 1."
-            )
+        self.stop_patience = check_stop_patience(stop_patience, self.stop_at)
         self.log_dir = log_dir
         self.history: list[dict] = list(history or [])
         self.history_path = history_path

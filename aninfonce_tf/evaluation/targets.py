@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from aninfonce_tf.errors import is_integer
 from aninfonce_tf.evaluation.protocol import Evaluator
 from aninfonce_tf.parsing import strict_float
 
@@ -146,6 +147,25 @@ def targets_reached(scores: Mapping[str, float], targets: Mapping[str, Target]) 
     )
 
 
+def check_stop_patience(patience, stop_at) -> int:
+    """`patience`, the evaluations in a row at which the `stop_at` targets must hold, as
+    an int; a `ValueError` unless it is a positive int, and 1 when there are no targets.
+
+    Example:
+
+    >>> check_stop_patience(2, "mcc=0.95"), check_stop_patience(1, "")
+    (2, 1)
+    """
+    if not (is_integer(patience) and patience >= 1):
+        raise ValueError(f"`stop_patience` must be a positive int; got {patience!r}.")
+    if patience > 1 and not stop_at:
+        raise ValueError(
+            f"`stop_patience` ({patience}) counts evaluations at the `stop_at` targets: give "
+            "`stop_at` too, or leave `stop_patience` at 1."
+        )
+    return int(patience)
+
+
 def check_targets(
     stop_at: Mapping[str, Target | float],
     evaluators: Sequence[Evaluator],
@@ -185,6 +205,7 @@ def check_targets(
 __all__ = [
     "Target",
     "canonical_targets",
+    "check_stop_patience",
     "check_targets",
     "natural_direction",
     "parse_targets",
